@@ -1,0 +1,37 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+// Each command registers its options on the parser and runs when chosen. run() returns the exit status:
+// 0 success, 1 failure (after printing one line that says why).
+struct InfoCommand {
+    std::string model;
+    std::string description;
+    std::string device = "cpu";
+    bool json = false;
+    bool list = false;
+
+    void addTo(CLI::App& app);
+    int run() const;
+};
+
+struct AnalyzeCommand {
+    std::string model;
+    std::string description;
+    std::vector<std::string> images;
+    std::string out = "attnscope-out";
+    std::string device = "cpu";
+    bool dumpTensors = false;
+    int threads = 0;
+
+    void addTo(CLI::App& app);
+    int run() const;
+};
+
+// "attnscope-cli: <message>" on stderr; returns 1.
+int fail(const std::string& message);

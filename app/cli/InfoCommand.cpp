@@ -1,0 +1,93 @@
+#include "Commands.h"
+
+#include <attnscope/Model.h>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+void InfoCommand::addTo(CLI::App& app)
+{
+    app.add_option("model", model, "model file, folder, description .json or builtin:NAME");
+    app.add_option("--description", description, "model description (rename rules and architecture switches)");
+    app.add_option("--device", device, "auto, cpu, cuda or cuda:<i>");
+    app.add_flag("--json", json, "print JSON");
+    app.add_flag("--list", list, "list the embedded models (builtin:NAME)");
+}
+
+static nlohmann::json infoJson(const attnscope::ModelInfo& i)
+{
+    const auto& c = i.config;
+    const auto& p = i.preprocess;
+    nlohmann::json prefix = nlohmann::json::array();
+    if (c.classToken)
+        prefix.push_back("cls");
+    if (c.distToken)
+        prefix.push_back("dist");
+    for (int r = 0; r < c.numRegisters; ++r)
+        prefix.push_back("reg" + std::to_string(r));
+    return {
+        { "path", i.path }, { "weights", i.weightsPath }, { "format", i.format }, { "naming", i.naming },
+        { "family", i.family }, { "config_source", i.configSource }, { "device", i.device },
+        { "layers", c.depth }, { "heads", c.numHeads }, { "width", c.width }, { "head_dim", c.headDim() },
+        { "mlp_hidden", c.mlpHidden }, { "patch_size", c.patchSize },
+        { "input_size", { c.imageHeight, c.imageWidth } }, { "grid", { c.gridHeight(), c.gridWidth() } },
+        { "prefix_tokens", prefix }, { "tokens", c.numTokens() }, { "channels", c.channels },
+        { "classes", c.numClasses }, { "head_is_projection", c.headIsProjection },
+        { "parameters", i.parameterCount }, { "activation", toString(c.activation) },
+        { "layer_norm_eps", c.layerNormEps }, { "block_norm", toString(c.blockNorm) },
+        { "final_norm", toString(c.finalNorm) }, { "pooling", toString(c.pooling) },
+        { "layer_scale", c.layerScale }, { "pre_norm", c.preNorm },
+        { "pos_embed_includes_prefix", c.posEmbedHasPrefix },
+        { "labels", i.labels },
+        { "preprocessing",
+          { { "source", p.source }, { "resize", toString(p.resize) },
+            { "resize_to", p.resize == attnscope::ResizeMode::ShortestEdge ? nlohmann::json(p.resizeShortest)
+                                                                            : nlohmann::json { p.resizeHeight, p.resizeWidth } },
+            { "interpolation", toString(p.interpolation) }, { "center_crop", p.centerCrop },
+            { "crop", { p.cropHeight, p.cropWidth } }, { "rescale", p.rescale }, { "mean", p.mean }, { "std", p.std } } },
+    };
+}
+
+int InfoCommand::run() const
+{
+    if (list) {
+        for (const auto& name : attnscope::builtinModelNames())
+            std::cout << "builtin:" << name << '\n';
+        return 0;
+    }
+    if (model.empty())
+        return fail("info: give a MODEL (or --list)");
+    attnscope::LoadOptions options;
+    options.device = device;
+    options.descriptionPath = description;
+    auto loaded = attnscope::Model::load(model, options);
+    if (!loaded)
+        return fail(loaded.message());
+    const auto j = infoJson((*loaded)->info());
+    if (json) {
+        std::cout << j.dump(2) << '\n';
+        return 0;
+    }
+    const auto& i = (*loaded)->info();
+    const auto& c = i.config;
+    std::cout << "model        " << i.path << '\n'
+              << "weights      " << i.weightsPath << " (" << i.format << ")\n"
+              << "family       " << i.family << ", " << i.naming << " naming\n"
+              << "config       " << i.configSource << '\n'
+              << "layers       " << c.depth << "\nheads        " << c.numHeads << " (head width " << c.headDim() << ")\n"
+              << "width        " << c.width << " (MLP " << c.mlpHidden << ", " << toString(c.activation) << ")\n"
+              << "patch size   " << c.patchSize << "\ninput size   " << c.imageHeight << "x" << c.imageWidth
+              << "\ngrid         " << c.gridHeight() << "x" << c.gridWidth() << " = " << c.numPatches() << " patches\n"
+              << "prefix       " << j["prefix_tokens"].dump() << " (" << c.numTokens() << " tokens)\n"
+              << "channels     " << c.channels << '\n'
+              << "classes      " << c.numClasses << (c.headIsProjection ? " (embedding projection)" : "") << '\n'
+              << "parameters   " << i.parameterCount << '\n'
+              << "norms        " << toString(c.blockNorm) << "-norm blocks, eps " << c.layerNormEps << ", final norm "
+              << toString(c.finalNorm) << (c.preNorm ? ", pre-LN" : "") << (c.layerScale ? ", layer scale" : "") << '\n'
+              << "pooling      " << toString(c.pooling) << '\n'
+              << "preprocess   " << j["preprocessing"].dump() << '\n'
+              << "device       " << i.device << '\n';
+    return 0;
+}

@@ -1,0 +1,19 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+
+// Progress on stderr: a redrawn bar with images/s and time left on a terminal, plain lines otherwise.
+class Progress {
+public:
+    Progress(std::string what, int total);
+    void update(int done);
+    void finish();
+
+private:
+    std::string m_what;
+    int m_total;
+    bool m_terminal;
+    int m_lastPercent = -1;
+    std::chrono::steady_clock::time_point m_start;
+};

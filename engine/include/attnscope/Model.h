@@ -1,0 +1,115 @@
+#pragma once
+
+#include "attnscope/Image.h"
+#include "attnscope/ModelConfig.h"
+#include "attnscope/Result.h"
+#include "attnscope/Tensor.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attnscope {
+
+struct LoadOptions {
+    std::string device = "auto"; // auto | cpu | cuda | cuda:<i>
+    // A JSON model description (docs/model-description.md) applied to the checkpoint: rename rules and
+    // architecture switches for ViTs that follow no library's naming. Empty: look for `attnscope.json` next
+    // to the checkpoint.
+    std::string descriptionPath;
+};
+
+// Everything `attnscope-cli info` shows.
+struct ModelInfo {
+    std::string path;        // what the user gave (file, folder or builtin:NAME)
+    std::string weightsPath; // the file the tensors came from
+    std::string format;      // safetensors | pytorch
+    std::string naming;      // timm | huggingface | torchvision | openai-clip | described
+    std::string family;      // vit | deit | dinov2 | clip | ...
+    std::string configSource;
+    std::string device;
+    ModelConfig config;
+    PreprocessConfig preprocess;
+    std::vector<std::string> labels; // class names, empty when unknown
+    int64_t parameterCount = 0;
+};
+
+// Which intermediate tensors a run keeps (ANALYSES.md notation). Only what is asked is recorded.
+struct RecordSpec {
+    bool attention = false;  // A_l     [H, N, N], rows sum to 1, l = 1..L
+    bool attnBranch = false; // U_l     [N, D], what the attention sub-block adds to the residual stream
+    bool residual = false;   // R_l     [N, D], X_{l-1} + U_l
+    bool blocks = false;     // X_l     [N, D], l = 0..L (0 = the stream entering block 1), before the final norm
+    std::vector<int> layers; // restrict to these l (1-based; 0 for X_0); empty = all
+
+    static RecordSpec everything()
+    {
+        RecordSpec s;
+        s.attention = s.attnBranch = s.residual = s.blocks = true;
+        return s;
+    }
+    bool wants(int layer) const;
+};
+
+struct RunOptions {
+    RecordSpec record;
+    // Polled between blocks; returning true abandons the run (the Result then carries Error "cancelled").
+    std::function<bool()> isCancelled;
+};
+
+// The result of one forward pass of one image. Vectors are indexed by layer: attention[l] for l = 1..L
+// (attention[0] is empty), blocks[l] for l = 0..L. Entries not recorded are empty Tensors.
+struct Trace {
+    Tensor input;   // [C, H, W] the normalised input
+    Tensor logits;  // [K] (or pooled features [D] when the model has no head)
+    std::vector<Tensor> attention;
+    std::vector<Tensor> attnBranch;
+    std::vector<Tensor> residual;
+    std::vector<Tensor> blocks;
+    int gridHeight = 0;
+    int gridWidth = 0;
+    int numPrefixTokens = 0;
+    int numHeads = 0;
+    int depth = 0;
+};
+
+// A loaded model: immutable after load, safe to share across threads as const.
+class Model {
+public:
+    ~Model();
+
+    static Result<std::shared_ptr<const Model>> load(const std::string& path, const LoadOptions& options = {});
+
+    const ModelInfo& info() const;
+    const ModelConfig& config() const { return info().config; }
+
+    // The preprocessed image (what the model saw, after resize and crop; for display) and the normalised input
+    // tensor [C, H, W] made from it.
+    struct Prepared {
+        Image shown;
+        Tensor input;
+    };
+    Result<Prepared> prepare(const Image& image) const;
+
+    // Runs the model on a normalised input [C, H, W] or [1, C, H, W]. H and W must be multiples of the patch
+    // size; another grid than the trained one interpolates the position embeddings (bicubic, as timm).
+    Result<Trace> run(const Tensor& input, const RunOptions& options = {}) const;
+
+    struct Impl;
+
+private:
+    explicit Model(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> m_impl;
+};
+
+// The folder holding the embedded models (resources/models), for `builtin:NAME`.
+std::string builtinModelDir();
+std::vector<std::string> builtinModelNames();
+
+// Intra-op threads for CPU forwards (0 = leave LibTorch's default).
+void setNumThreads(int threads);
+
+const char* version();
+
+} // namespace attnscope

@@ -1,0 +1,86 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace attnscope {
+
+enum class Activation { Gelu, GeluTanh, QuickGelu, Relu, Silu };
+enum class BlockNorm { Pre, Post }; // Post: nn.TransformerEncoderLayer's default (norm after each residual)
+// What the classifier reads: the first prefix token, the mean of the patch tokens, both concatenated
+// (HF Dinov2ForImageClassification), or the average of the CLS and distillation heads (DeiT distilled).
+enum class Pooling { Token, PatchMean, TokenAndPatchMean, Distilled };
+// Where the final LayerNorm acts: on every token before pooling (timm `norm`), on the pooled vector only
+// (timm `fc_norm`, HF CLIP `post_layernorm`), or nowhere.
+enum class FinalNorm { AllTokens, Pooled, None };
+// Attention kinds of ANALYSES.md section 6; Standard is softmax(QK^T/sqrt(d)).
+enum class AttentionKind { Standard };
+
+const char* toString(Activation a);
+const char* toString(BlockNorm n);
+const char* toString(Pooling p);
+const char* toString(FinalNorm n);
+
+// The architecture of one vision transformer, whatever checkpoint convention it came from.
+struct ModelConfig {
+    int width = 768;        // D
+    int depth = 12;         // L
+    int numHeads = 12;      // H
+    int mlpHidden = 3072;   // M
+    int patchSize = 16;     // p (square patches)
+    int imageHeight = 224;  // the size the position embedding was trained for
+    int imageWidth = 224;
+    int channels = 3;
+    int numClasses = 0;     // 0: no head; logits are the pooled features
+    bool headIsProjection = false; // CLIP: the head maps to an embedding, not to classes
+
+    bool classToken = true;
+    bool distToken = false;
+    int numRegisters = 0;
+    bool posEmbed = true;
+    bool posEmbedHasPrefix = true; // false: timm's no_embed_class (prefix tokens get no position)
+
+    bool patchBias = true;
+    bool qkvBias = true;
+    bool projBias = true;
+    bool preNorm = false;   // a LayerNorm on the token stream before the first block (CLIP's ln_pre)
+    bool layerScale = false;
+    BlockNorm blockNorm = BlockNorm::Pre;
+    FinalNorm finalNorm = FinalNorm::AllTokens;
+    Pooling pooling = Pooling::Token;
+    Activation activation = Activation::Gelu;
+    double layerNormEps = 1e-6;
+    AttentionKind attention = AttentionKind::Standard;
+
+    int headDim() const { return width / numHeads; }
+    int numPrefixTokens() const { return (classToken ? 1 : 0) + (distToken ? 1 : 0) + numRegisters; }
+    int gridHeight() const { return imageHeight / patchSize; }
+    int gridWidth() const { return imageWidth / patchSize; }
+    int numPatches() const { return gridHeight() * gridWidth(); }
+    int numTokens() const { return numPrefixTokens() + numPatches(); }
+};
+
+enum class ResizeMode { ShortestEdge, Exact, None };
+enum class Interpolation { Nearest, Bilinear, Bicubic };
+const char* toString(ResizeMode m);
+const char* toString(Interpolation i);
+
+// How an image becomes the model's input (DESIGN.md, Preprocessing): resize, centre crop, rescale, normalise.
+struct PreprocessConfig {
+    ResizeMode resize = ResizeMode::ShortestEdge;
+    int resizeShortest = 256;
+    int resizeHeight = 224;
+    int resizeWidth = 224;
+    Interpolation interpolation = Interpolation::Bicubic;
+    bool centerCrop = true;
+    int cropHeight = 224;
+    int cropWidth = 224;
+    // timm/torchvision offset the crop by round-half-even((in-out)/2), Hugging Face by floor (NAMING.md 10.12).
+    bool cropOffsetFloor = false;
+    double rescale = 1.0 / 255.0;
+    std::vector<double> mean { 0.485, 0.456, 0.406 };
+    std::vector<double> std { 0.229, 0.224, 0.225 };
+    std::string source = "default"; // where these values came from, for `info` and the manifest
+};
+
+} // namespace attnscope

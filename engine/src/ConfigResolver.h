@@ -1,0 +1,47 @@
+#pragma once
+
+#include "CheckpointNaming.h"
+#include "attnscope/ModelConfig.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnscope {
+
+// The files that may sit beside a checkpoint, already parsed (each optional).
+struct ConfigSources {
+    std::optional<nlohmann::json> config;       // config.json: Hugging Face (model_type) or timm (architecture)
+    std::string configPath;
+    std::optional<nlohmann::json> preprocessor; // preprocessor_config.json (Hugging Face)
+    std::string preprocessorPath;
+    std::optional<nlohmann::json> description;  // attnscope model description (docs/model-description.md)
+    std::string descriptionPath;
+    std::map<std::string, std::string> metadata; // safetensors __metadata__
+};
+
+struct ResolvedConfig {
+    ModelConfig model;
+    PreprocessConfig preprocess;
+    std::vector<std::string> labels;
+    std::string source; // e.g. "config.json (huggingface vit)", "inferred from tensor shapes"
+};
+
+// Decides the architecture from the tensors (canonical names), the naming hints and whatever config files exist.
+// Values a config states are checked against the tensors: a contradiction is a LoadError naming both.
+// Precedence: description > config.json > safetensors metadata > tensor shapes > defaults.
+ResolvedConfig resolveConfig(const TensorMap& tensors, const NamingHints& hints, const ConfigSources& sources,
+                             const std::string& weightsPath);
+
+// The preprocessing of a timm pretrained_cfg (NAMING.md 4.11) and of a Hugging Face preprocessor_config.json
+// (NAMING.md 5.8); exposed for tests.
+PreprocessConfig preprocessFromTimm(const nlohmann::json& pretrainedCfg, int channels);
+PreprocessConfig preprocessFromHuggingFace(const nlohmann::json& pre, const std::string& path);
+
+// Applies the description's rename/drop rules (regular expressions onto the engine's names).
+TensorMap applyDescriptionRenames(TensorMap tensors, const nlohmann::json& description, const std::string& path);
+
+} // namespace attnscope

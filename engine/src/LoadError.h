@@ -1,0 +1,14 @@
+#pragma once
+
+#include <stdexcept>
+
+namespace attnscope {
+
+// Raised by every loader of the engine when an input file cannot be read.
+// The message is one line and starts with the file path: "<path>: <problem>",
+// so callers can show it to the user as it is.
+struct LoadError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+} // namespace attnscope

@@ -1,0 +1,286 @@
+#include "attnscope/Model.h"
+
+#include "LoadError.h"
+#include "ModelLoader.h"
+#include "Preprocess.h"
+#include "TensorImpl.h"
+#include "VisionTransformer.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <unistd.h>
+
+#ifndef ATTNSCOPE_SOURCE_RESOURCES
+#define ATTNSCOPE_SOURCE_RESOURCES ""
+#endif
+#ifndef ATTNSCOPE_INSTALL_DATADIR
+#define ATTNSCOPE_INSTALL_DATADIR ""
+#endif
+#ifndef ATTNSCOPE_VERSION
+#define ATTNSCOPE_VERSION "0.0.0"
+#endif
+
+namespace attnscope {
+
+namespace fs = std::filesystem;
+
+struct Model::Impl {
+    ModelInfo info;
+    VisionTransformer net { nullptr };
+    at::Device device = at::kCPU;
+};
+
+namespace {
+
+at::Device parseDevice(const std::string& spec)
+{
+    if (spec == "cpu")
+        return at::kCPU;
+    if (spec == "auto")
+        return torch::cuda::is_available() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+    if (spec == "cuda" || spec.rfind("cuda:", 0) == 0) {
+        if (!torch::cuda::is_available())
+            throw LoadError("device " + spec + ": this build of LibTorch has no CUDA, or no GPU is present (use --device cpu)");
+        int index = 0;
+        if (spec.size() > 5) {
+            try {
+                index = std::stoi(spec.substr(5));
+            } catch (...) {
+                throw LoadError("device " + spec + ": not a device (auto, cpu, cuda, cuda:<i>)");
+            }
+        }
+        if (index < 0 || size_t(index) >= torch::cuda::device_count())
+            throw LoadError("device " + spec + ": only " + std::to_string(torch::cuda::device_count()) + " CUDA devices");
+        return at::Device(at::kCUDA, int8_t(index));
+    }
+    throw LoadError("device " + spec + ": not a device (auto, cpu, cuda, cuda:<i>)");
+}
+
+std::string executableDir()
+{
+    std::error_code ec;
+    auto p = fs::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string() : p.parent_path().string();
+}
+
+} // namespace
+
+bool RecordSpec::wants(int layer) const
+{
+    return layers.empty() || std::find(layers.begin(), layers.end(), layer) != layers.end();
+}
+
+Model::Model(std::unique_ptr<Impl> impl)
+    : m_impl(std::move(impl))
+{
+}
+
+Model::~Model() = default;
+
+const ModelInfo& Model::info() const { return m_impl->info; }
+
+Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const LoadOptions& options)
+{
+    try {
+        const at::Device device = parseDevice(options.device);
+        ModelFiles files = locateModelFiles(path, options);
+        TensorMap tensors = readCheckpoint(files);
+        if (files.sources.description)
+            tensors = applyDescriptionRenames(std::move(tensors), *files.sources.description, files.sources.descriptionPath);
+        NamingHints hints;
+        tensors = toCanonicalNames(std::move(tensors), hints, files.weights);
+        if (files.format == "safetensors")
+            files.sources.metadata = readSafetensors(files.weights).metadata; // header only; the map is shared
+        ResolvedConfig resolved = resolveConfig(tensors, hints, files.sources, files.weights);
+
+        auto impl = std::make_unique<Impl>();
+        ModelInfo& info = impl->info;
+        info.path = path;
+        info.weightsPath = files.weights;
+        info.format = files.format;
+        info.naming = files.sources.description ? "described (" + hints.naming + " after renaming)" : hints.naming;
+        info.family = hints.family.empty() ? "vit" : hints.family;
+        info.configSource = resolved.source;
+        info.config = resolved.model;
+        info.preprocess = resolved.preprocess;
+        info.labels = resolved.labels;
+        info.device = device.str();
+
+        impl->net = VisionTransformer(info.config);
+        std::map<std::string, std::vector<int64_t>> expected;
+        for (const auto& p : impl->net->named_parameters())
+            expected[p.key()] = p.value().sizes().vec();
+        checkTensorsAgainst(expected, tensors, files.weights);
+        for (auto& p : impl->net->named_parameters()) {
+            const at::Tensor& src = tensors.at(p.key());
+            if (!at::isfinite(src).all().item<bool>())
+                throw LoadError(files.weights + ": " + p.key() + " holds NaN or Inf values");
+            // set_data shares the checkpoint's memory (a memory map for float32 safetensors): no copy on the CPU.
+            p.value().set_data(src.to(device, at::kFloat));
+            p.value().set_requires_grad(false);
+            info.parameterCount += src.numel();
+        }
+        impl->net->eval();
+        impl->device = device;
+        return std::shared_ptr<const Model>(new Model(std::move(impl)));
+    } catch (const LoadError& e) {
+        return Error { e.what() };
+    } catch (const c10::Error& e) {
+        return Error { path + ": " + e.what_without_backtrace() };
+    } catch (const std::exception& e) {
+        return Error { path + ": " + e.what() };
+    }
+}
+
+Result<Model::Prepared> Model::prepare(const Image& image) const
+{
+    if (image.empty() || image.width <= 0 || image.height <= 0)
+        return Error { "empty image" };
+    try {
+        c10::InferenceMode guard;
+        Prepared out;
+        out.input = wrap(preprocessImage(image, info().preprocess, info().config.channels, &out.shown));
+        return out;
+    } catch (const c10::Error& e) {
+        return Error { std::string("preprocessing failed: ") + e.what_without_backtrace() };
+    }
+}
+
+Result<Trace> Model::run(const Tensor& input, const RunOptions& options) const
+{
+    const ModelConfig& c = config();
+    at::Tensor x = unwrap(input);
+    if (!x.defined())
+        return Error { "no input" };
+    if (x.dim() == 3)
+        x = x.unsqueeze(0);
+    if (x.dim() != 4 || x.size(0) != 1 || x.size(1) != c.channels)
+        return Error { "input must be [" + std::to_string(c.channels) + ", H, W] for this model" };
+    if (x.size(2) % c.patchSize || x.size(3) % c.patchSize || x.size(2) == 0 || x.size(3) == 0)
+        return Error { "input size " + std::to_string(x.size(2)) + "x" + std::to_string(x.size(3))
+                       + " is not a multiple of the patch size " + std::to_string(c.patchSize) };
+    try {
+        c10::InferenceMode guard;
+        TapRecorder taps;
+        taps.spec = options.record;
+        taps.isCancelled = options.isCancelled;
+        taps.reset(c.depth);
+        at::Tensor logits = m_impl->net->forward(x.to(m_impl->device), taps);
+
+        Trace trace;
+        trace.input = wrap(x[0]);
+        trace.logits = wrap(logits[0]);
+        trace.gridHeight = int(x.size(2) / c.patchSize);
+        trace.gridWidth = int(x.size(3) / c.patchSize);
+        trace.numPrefixTokens = c.numPrefixTokens();
+        trace.numHeads = c.numHeads;
+        trace.depth = c.depth;
+        const auto first = [](const std::vector<at::Tensor>& v) {
+            std::vector<Tensor> out;
+            out.reserve(v.size());
+            for (const auto& t : v)
+                out.push_back(t.defined() ? wrap(t[0]) : Tensor());
+            return out;
+        };
+        trace.attention = first(taps.attention);
+        trace.attnBranch = first(taps.attnBranch);
+        trace.residual = first(taps.residual);
+        trace.blocks = first(taps.blocks);
+        return trace;
+    } catch (const RunCancelled&) {
+        return Error { "cancelled" };
+    } catch (const c10::Error& e) {
+        return Error { std::string("forward failed: ") + e.what_without_backtrace() };
+    }
+}
+
+std::string builtinModelDir()
+{
+    if (const char* env = std::getenv("ATTNSCOPE_RESOURCES"))
+        return (fs::path(env) / "models").string();
+    const std::string exeDir = executableDir();
+    if (!exeDir.empty()) {
+        const auto installed = fs::path(exeDir) / ".." / "share" / "attnscope" / "models";
+        if (fs::is_directory(installed))
+            return installed.lexically_normal().string();
+    }
+    if (fs::is_directory(fs::path(ATTNSCOPE_SOURCE_RESOURCES) / "models"))
+        return (fs::path(ATTNSCOPE_SOURCE_RESOURCES) / "models").string();
+    return (fs::path(ATTNSCOPE_INSTALL_DATADIR) / "models").string();
+}
+
+std::vector<std::string> builtinModelNames()
+{
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(builtinModelDir(), ec))
+        if (e.is_directory())
+            names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+void setNumThreads(int threads)
+{
+    if (threads > 0)
+        at::set_num_threads(threads);
+}
+
+const char* version() { return ATTNSCOPE_VERSION; }
+
+const char* toString(Activation a)
+{
+    switch (a) {
+    case Activation::Gelu: return "gelu";
+    case Activation::GeluTanh: return "gelu_tanh";
+    case Activation::QuickGelu: return "quick_gelu";
+    case Activation::Relu: return "relu";
+    case Activation::Silu: return "silu";
+    }
+    return "?";
+}
+const char* toString(BlockNorm n) { return n == BlockNorm::Pre ? "pre" : "post"; }
+const char* toString(Pooling p)
+{
+    switch (p) {
+    case Pooling::Token: return "token";
+    case Pooling::PatchMean: return "patch-mean";
+    case Pooling::TokenAndPatchMean: return "token+patch-mean";
+    case Pooling::Distilled: return "distilled (mean of cls and dist heads)";
+    }
+    return "?";
+}
+const char* toString(FinalNorm n)
+{
+    switch (n) {
+    case FinalNorm::AllTokens: return "all tokens";
+    case FinalNorm::Pooled: return "pooled";
+    case FinalNorm::None: return "none";
+    }
+    return "?";
+}
+const char* toString(ResizeMode m)
+{
+    switch (m) {
+    case ResizeMode::ShortestEdge: return "shortest-edge";
+    case ResizeMode::Exact: return "exact";
+    case ResizeMode::None: return "none";
+    }
+    return "?";
+}
+const char* toString(Interpolation i)
+{
+    switch (i) {
+    case Interpolation::Nearest: return "nearest";
+    case Interpolation::Bilinear: return "bilinear";
+    case Interpolation::Bicubic: return "bicubic";
+    }
+    return "?";
+}
+
+} // namespace attnscope

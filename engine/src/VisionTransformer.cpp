@@ -1,0 +1,236 @@
+#include "VisionTransformer.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+namespace attnscope {
+
+namespace {
+
+torch::nn::LayerNorm layerNorm(const ModelConfig& c)
+{
+    return torch::nn::LayerNorm(torch::nn::LayerNormOptions({ int64_t(c.width) }).eps(c.layerNormEps));
+}
+
+at::Tensor activate(const at::Tensor& x, Activation a)
+{
+    switch (a) {
+    case Activation::Gelu:
+        return at::gelu(x);
+    case Activation::GeluTanh:
+        return at::gelu(x, "tanh");
+    case Activation::QuickGelu:
+        return x * at::sigmoid(1.702 * x); // CLIP's approximation (NAMING.md 5.7)
+    case Activation::Relu:
+        return at::relu(x);
+    case Activation::Silu:
+        return at::silu(x);
+    }
+    return x;
+}
+
+} // namespace
+
+void TapRecorder::reset(int depth)
+{
+    attention.assign(size_t(depth + 1), {});
+    attnBranch.assign(size_t(depth + 1), {});
+    residual.assign(size_t(depth + 1), {});
+    blocks.assign(size_t(depth + 1), {});
+}
+
+PatchEmbedImpl::PatchEmbedImpl(const ModelConfig& c)
+{
+    proj = register_module("proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(c.channels, c.width, c.patchSize)
+                                                         .stride(c.patchSize)
+                                                         .bias(c.patchBias)));
+}
+
+at::Tensor PatchEmbedImpl::forward(const at::Tensor& x)
+{
+    // [B, C, H, W] -> [B, D, gh, gw] -> [B, gh*gw, D], patches in row-major order
+    return proj->forward(x).flatten(2).transpose(1, 2);
+}
+
+AttentionImpl::AttentionImpl(const ModelConfig& c)
+    : numHeads(c.numHeads)
+    , scale(1.0 / std::sqrt(double(c.headDim())))
+{
+    qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(c.width, 3 * c.width).bias(c.qkvBias)));
+    proj = register_module("proj", torch::nn::Linear(torch::nn::LinearOptions(c.width, c.width).bias(c.projBias)));
+}
+
+at::Tensor AttentionImpl::forward(const at::Tensor& x, at::Tensor* attnOut)
+{
+    // x [B, N, D] -> qkv [B, N, 3, H, d] -> [3, B, H, N, d]; rows of qkv.weight are q|k|v, head-major within each
+    const int64_t B = x.size(0), N = x.size(1), D = x.size(2);
+    auto qkvOut = qkv->forward(x).reshape({ B, N, 3, numHeads, D / numHeads }).permute({ 2, 0, 3, 1, 4 });
+    auto q = qkvOut[0], k = qkvOut[1], v = qkvOut[2];
+    // Explicit softmax(QK^T / sqrt(d)) [B, H, N, N]: the map is recorded by construction, never by a fused kernel
+    // that would hide it.
+    auto attn = at::softmax(at::matmul(q * scale, k.transpose(-2, -1)), -1);
+    if (attnOut)
+        *attnOut = attn;
+    auto o = at::matmul(attn, v); // [B, H, N, d]
+    return proj->forward(o.transpose(1, 2).reshape({ B, N, D }));
+}
+
+MlpImpl::MlpImpl(const ModelConfig& c)
+    : activation(c.activation)
+{
+    fc1 = register_module("fc1", torch::nn::Linear(c.width, c.mlpHidden));
+    fc2 = register_module("fc2", torch::nn::Linear(c.mlpHidden, c.width));
+}
+
+at::Tensor MlpImpl::forward(const at::Tensor& x)
+{
+    // [B, N, D] -> [B, N, M] -> [B, N, D]
+    return fc2->forward(activate(fc1->forward(x), activation));
+}
+
+LayerScaleImpl::LayerScaleImpl(int width, bool enabled)
+{
+    if (enabled)
+        gamma = register_parameter("gamma", at::ones({ width }));
+}
+
+at::Tensor LayerScaleImpl::forward(const at::Tensor& x) { return gamma.defined() ? x * gamma : x; }
+
+BlockImpl::BlockImpl(const ModelConfig& c)
+    : placement(c.blockNorm)
+{
+    norm1 = register_module("norm1", layerNorm(c));
+    attn = register_module("attn", Attention(c));
+    ls1 = register_module("ls1", LayerScale(c.width, c.layerScale));
+    norm2 = register_module("norm2", layerNorm(c));
+    mlp = register_module("mlp", Mlp(c));
+    ls2 = register_module("ls2", LayerScale(c.width, c.layerScale));
+}
+
+at::Tensor BlockImpl::forward(const at::Tensor& x, int layer, TapRecorder& taps)
+{
+    // [B, N, D] -> [B, N, D]
+    const bool keep = taps.wants(layer);
+    at::Tensor* attnOut = keep && taps.spec.attention ? &taps.attention[size_t(layer)] : nullptr;
+    if (placement == BlockNorm::Pre) {
+        auto u = ls1->forward(attn->forward(norm1->forward(x), attnOut)); // U_l
+        auto r = x + u;                                                    // R_l
+        if (keep && taps.spec.attnBranch)
+            taps.attnBranch[size_t(layer)] = u;
+        if (keep && taps.spec.residual)
+            taps.residual[size_t(layer)] = r;
+        return r + ls2->forward(mlp->forward(norm2->forward(r)));
+    }
+    // Post-norm (nn.TransformerEncoderLayer's default): the taps sit at the same places, before each norm.
+    auto u = ls1->forward(attn->forward(x, attnOut));
+    auto r = x + u;
+    if (keep && taps.spec.attnBranch)
+        taps.attnBranch[size_t(layer)] = u;
+    if (keep && taps.spec.residual)
+        taps.residual[size_t(layer)] = r;
+    auto h = norm1->forward(r);
+    return norm2->forward(h + ls2->forward(mlp->forward(h)));
+}
+
+VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& c)
+    : config(c)
+{
+    const int64_t D = c.width;
+    patch_embed = register_module("patch_embed", PatchEmbed(c));
+    if (c.classToken)
+        cls_token = register_parameter("cls_token", at::zeros({ 1, 1, D }));
+    if (c.distToken)
+        dist_token = register_parameter("dist_token", at::zeros({ 1, 1, D }));
+    if (c.numRegisters > 0)
+        reg_token = register_parameter("reg_token", at::zeros({ 1, c.numRegisters, D }));
+    if (c.posEmbed)
+        pos_embed = register_parameter("pos_embed", at::zeros({ 1, c.numPatches() + (c.posEmbedHasPrefix ? c.numPrefixTokens() : 0), D }));
+    if (c.preNorm)
+        norm_pre = register_module("norm_pre", layerNorm(c));
+    blocks = register_module("blocks", torch::nn::ModuleList());
+    for (int i = 0; i < c.depth; ++i)
+        blocks->push_back(Block(c));
+    if (c.finalNorm == FinalNorm::AllTokens)
+        norm = register_module("norm", layerNorm(c));
+    if (c.finalNorm == FinalNorm::Pooled)
+        fc_norm = register_module("fc_norm", layerNorm(c));
+    if (c.numClasses > 0) {
+        const int in = c.pooling == Pooling::TokenAndPatchMean ? 2 * c.width : c.width;
+        // CLIP's projection has no bias; the loader registers what the checkpoint has.
+        head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(in, c.numClasses).bias(!c.headIsProjection)));
+        if (c.pooling == Pooling::Distilled)
+            head_dist = register_module("head_dist", torch::nn::Linear(c.width, c.numClasses));
+    }
+}
+
+at::Tensor VisionTransformerImpl::positionEmbedding(int gridH, int gridW) const
+{
+    const int trainedH = config.gridHeight(), trainedW = config.gridWidth();
+    if (gridH == trainedH && gridW == trainedW)
+        return pos_embed;
+    // Resample the patch part as timm's resample_abs_pos_embed does (bicubic, align_corners=False, antialias),
+    // keeping the prefix rows as they are.
+    const int64_t prefix = config.posEmbedHasPrefix ? config.numPrefixTokens() : 0;
+    auto prefixRows = pos_embed.slice(1, 0, prefix);
+    auto grid = pos_embed.slice(1, prefix).reshape({ 1, trainedH, trainedW, -1 }).permute({ 0, 3, 1, 2 });
+    auto resized = at::_upsample_bicubic2d_aa(grid, { gridH, gridW }, false);
+    resized = resized.permute({ 0, 2, 3, 1 }).reshape({ 1, int64_t(gridH) * gridW, -1 });
+    return at::cat({ prefixRows, resized }, 1);
+}
+
+at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, TapRecorder& taps)
+{
+    // input [B, C, H, W] -> tokens [B, N, D], N = prefix + gh*gw, prefix order [CLS, dist, registers]
+    const int64_t B = input.size(0);
+    const int gridH = int(input.size(2) / config.patchSize), gridW = int(input.size(3) / config.patchSize);
+    auto x = patch_embed->forward(input);
+    std::vector<at::Tensor> prefix;
+    for (const auto* t : { &cls_token, &dist_token, &reg_token })
+        if (t->defined())
+            prefix.push_back(t->expand({ B, -1, -1 }));
+    if (config.posEmbed && !config.posEmbedHasPrefix)
+        x = x + positionEmbedding(gridH, gridW);
+    if (!prefix.empty()) {
+        prefix.push_back(x);
+        x = at::cat(prefix, 1);
+    }
+    if (config.posEmbed && config.posEmbedHasPrefix)
+        x = x + positionEmbedding(gridH, gridW);
+    if (norm_pre)
+        x = norm_pre->forward(x);
+
+    if (taps.spec.blocks && taps.wants(0))
+        taps.blocks[0] = x;
+    for (int l = 1; l <= config.depth; ++l) {
+        if (taps.isCancelled && taps.isCancelled())
+            throw RunCancelled {};
+        x = blocks->ptr<BlockImpl>(size_t(l - 1))->forward(x, l, taps);
+        if (taps.spec.blocks && taps.wants(l))
+            taps.blocks[size_t(l)] = x;
+    }
+
+    if (norm)
+        x = norm->forward(x);
+    const int64_t P = config.numPrefixTokens();
+    if (config.pooling == Pooling::Distilled && head)
+        return (head->forward(x.select(1, 0)) + head_dist->forward(x.select(1, 1))) / 2; // DeiT: average the logits
+    at::Tensor pooled;
+    switch (config.pooling) {
+    case Pooling::Token:
+    case Pooling::Distilled:
+        pooled = x.select(1, 0);
+        break;
+    case Pooling::PatchMean:
+        pooled = x.slice(1, P).mean(1);
+        break;
+    case Pooling::TokenAndPatchMean:
+        pooled = at::cat({ x.select(1, 0), x.slice(1, P).mean(1) }, -1);
+        break;
+    }
+    if (fc_norm)
+        pooled = fc_norm->forward(pooled);
+    return head ? head->forward(pooled) : pooled;
+}
+
+} // namespace attnscope

@@ -1,0 +1,185 @@
+// attnscope-cli as a user runs it: exit codes, messages, and the files it writes.
+#include "TestSupport.h"
+
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+
+#include <fstream>
+#include <sstream>
+
+using namespace attnscope;
+using namespace attnscope::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliResult {
+    int status = -1;
+    std::string out;
+    std::string err;
+};
+
+std::string slurp(const fs::path& p)
+{
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+class Cli : public ::testing::Test {
+protected:
+    void SetUp() override { m_dir = scratchDir(::testing::UnitTest::GetInstance()->current_test_info()->name()); }
+    void TearDown() override { fs::remove_all(m_dir); }
+
+    CliResult cli(const std::string& args)
+    {
+        const auto out = m_dir / "stdout.txt", err = m_dir / "stderr.txt";
+        const std::string cmd = std::string("cd " ATTNSCOPE_SOURCE_DIR " && " ATTNSCOPE_CLI " ") + args + " >" + out.string()
+            + " 2>" + err.string() + " </dev/null";
+        const int raw = std::system(cmd.c_str());
+        CliResult r;
+        r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+        r.out = slurp(out);
+        r.err = slurp(err);
+        return r;
+    }
+
+    fs::path m_dir;
+};
+
+TEST_F(Cli, VersionAndHelp)
+{
+    auto v = cli("--version");
+    EXPECT_EQ(v.status, 0);
+    EXPECT_NE(v.out.find("attnscope"), std::string::npos);
+    auto h = cli("--help");
+    EXPECT_EQ(h.status, 0);
+    EXPECT_NE(h.out.find("analyze"), std::string::npos);
+    EXPECT_EQ(cli("analyze --help").status, 0);
+}
+
+TEST_F(Cli, BadUsageExitsWithTwo)
+{
+    EXPECT_EQ(cli("").status, 2);
+    EXPECT_EQ(cli("frobnicate").status, 2);
+    EXPECT_EQ(cli("analyze --images x.png").status, 2); // --model is required
+    EXPECT_EQ(cli("info --no-such-flag").status, 2);
+}
+
+TEST_F(Cli, InfoDescribesTheModel)
+{
+    auto r = cli("info tests/golden/fixtures/timm_dinov2_reg --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["layers"], 2);
+    EXPECT_EQ(j["heads"], 3);
+    EXPECT_EQ(j["width"], 48);
+    EXPECT_EQ(j["patch_size"], 14);
+    EXPECT_EQ(j["grid"], nlohmann::json({ 4, 4 }));
+    EXPECT_EQ(j["prefix_tokens"], nlohmann::json({ "cls", "reg0", "reg1", "reg2", "reg3" }));
+    EXPECT_EQ(j["naming"], "timm");
+    EXPECT_EQ(j["family"], "dinov2");
+    EXPECT_TRUE(j["layer_scale"].get<bool>());
+    EXPECT_FALSE(j["pos_embed_includes_prefix"].get<bool>());
+    EXPECT_GT(j["parameters"].get<int64_t>(), 0);
+    auto text = cli("info tests/golden/fixtures/tv_hf");
+    ASSERT_EQ(text.status, 0);
+    EXPECT_NE(text.out.find("huggingface naming"), std::string::npos) << text.out;
+}
+
+TEST_F(Cli, InfoOnMissingModelFailsWithOneLine)
+{
+    auto r = cli("info /nonexistent/model.safetensors");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("/nonexistent/model.safetensors: no such file"), std::string::npos) << r.err;
+}
+
+// The "done when": an HF-named conversion of torchvision's ViT, with HF config and preprocessor config,
+// analysed from an image file, reproduces torchvision's logits, attention and block outputs (relative 1e-4).
+TEST_F(Cli, AnalyzeDumpTensorsReproducesTheReference)
+{
+    for (const std::string fixture : { "tv_hf", "tv_timm" }) {
+        const std::string ref = goldenDir() + "/" + fixture;
+        const auto out = m_dir / fixture;
+        auto r = cli("analyze --model " + ref + " --images " + ref + "/image.png --out " + out.string() + " --dump-tensors");
+        ASSERT_EQ(r.status, 0) << r.err;
+        const auto tensors = out / "tensors" / "image";
+        EXPECT_TRUE(closeTo(loadNpy((tensors / "logits.npy").string()), loadNpy(ref + "/logits.npy"), 1e-4));
+        for (int l = 1; l <= 2; ++l)
+            EXPECT_TRUE(closeTo(loadNpy((tensors / ("attn_L" + std::to_string(l) + ".npy")).string()),
+                                loadNpy(ref + "/attn_L" + std::to_string(l) + ".npy"), 1e-4));
+        for (int l = 0; l <= 2; ++l)
+            EXPECT_TRUE(closeTo(loadNpy((tensors / ("block_L" + std::to_string(l) + ".npy")).string()),
+                                loadNpy(ref + "/block_L" + std::to_string(l) + ".npy"), 1e-4));
+        const auto manifest = nlohmann::json::parse(slurp(out / "manifest.json"));
+        EXPECT_EQ(manifest["images"].size(), 1u);
+        EXPECT_EQ(manifest["model"]["sha256"].get<std::string>().size(), 64u);
+        EXPECT_TRUE(manifest["complete"].get<bool>());
+        // predictions.csv: header + top 5, probabilities descending and summing to at most 1
+        std::istringstream csv(slurp(out / "predictions.csv"));
+        std::string line;
+        std::getline(csv, line);
+        EXPECT_EQ(line, "image,rank,class,label,prob");
+        int rows = 0;
+        double last = 2, sum = 0;
+        while (std::getline(csv, line)) {
+            const double p = std::stod(line.substr(line.rfind(',') + 1));
+            EXPECT_LE(p, last);
+            last = p;
+            sum += p;
+            ++rows;
+        }
+        EXPECT_EQ(rows, 5);
+        EXPECT_LE(sum, 1.0 + 1e-6);
+    }
+}
+
+TEST_F(Cli, AnalyzeFolderOfSamplePhotosWritesEveryImage)
+{
+    auto r = cli("analyze --model tests/golden/fixtures/tv_timm --images resources/samples --out " + m_dir.string() + " --dump-tensors");
+    ASSERT_EQ(r.status, 0) << r.err;
+    for (const char* stem : { "astronaut", "chelsea", "coffee", "rocket" }) {
+        const auto a = loadNpy((m_dir / "tensors" / stem / "attn_L2.npy").string());
+        EXPECT_EQ(a.shape(), (std::vector<int64_t> { 4, 17, 17 })) << stem;
+        EXPECT_EQ(loadNpy((m_dir / "tensors" / stem / "block_L0.npy").string()).shape(), (std::vector<int64_t> { 17, 64 }));
+    }
+    for (const auto& e : fs::recursive_directory_iterator(m_dir))
+        EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << "left a temporary file: " << e.path();
+}
+
+TEST_F(Cli, AnalyzeBadImageFailsWithOneLine)
+{
+    std::ofstream(m_dir / "broken.png") << "not an image at all";
+    auto r = cli("analyze --model tests/golden/fixtures/tv_timm --images " + (m_dir / "broken.png").string() + " --out "
+                 + (m_dir / "out").string());
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("broken.png"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(fs::exists(m_dir / "out" / "manifest.json"));
+}
+
+TEST_F(Cli, AnalyzeImageListFile)
+{
+    std::ofstream(m_dir / "list.txt") << "# two photos\n" ATTNSCOPE_SOURCE_DIR "/resources/samples/chelsea.png\n"
+                                      << ATTNSCOPE_SOURCE_DIR "/resources/samples/coffee.png\n";
+    auto r = cli("analyze --model tests/golden/fixtures/tv_hf --images " + (m_dir / "list.txt").string() + " --out " + (m_dir / "o").string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto manifest = nlohmann::json::parse(slurp(m_dir / "o" / "manifest.json"));
+    EXPECT_EQ(manifest["images"].size(), 2u);
+}
+
+TEST_F(Cli, ThirdPartyCheckpointThroughTheCli)
+{
+    const std::string pt = sharedDir() + "/models/cifar10-vit-tintn/model_final.pt";
+    if (!fs::exists(pt))
+        GTEST_SKIP() << pt << " is absent";
+    auto r = cli("info " + pt + " --description docs/examples/cifar10-vit-tintn.json --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["parameters"], 119098);
+    auto bad = cli("info " + pt);
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_NE(bad.err.find("attnscope.json"), std::string::npos) << bad.err;
+}
+
+} // namespace

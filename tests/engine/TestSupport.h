@@ -1,0 +1,73 @@
+#pragma once
+
+#include <attnscope/Npy.h>
+#include <attnscope/Tensor.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+namespace attnscope::test {
+
+inline std::string goldenDir() { return ATTNSCOPE_TEST_SOURCE_DIR "/golden/fixtures"; }
+inline std::string testDataDir() { return ATTNSCOPE_TEST_SOURCE_DIR "/engine/data"; }
+// ../shared beside the checkout (or $ATTNSCOPE_SHARED_DIR): third-party models and data, never copied in.
+inline std::string sharedDir()
+{
+    if (const char* env = std::getenv("ATTNSCOPE_SHARED_DIR"))
+        return env;
+    return ATTNSCOPE_SHARED_DIR;
+}
+
+// A fresh empty folder under the build tree's temp space.
+inline std::filesystem::path scratchDir(const std::string& name)
+{
+    auto dir = std::filesystem::temp_directory_path() / ("attnscope-test-" + std::to_string(::getpid())) / name;
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+// max|a - b| / max|b|: the error relative to the reference tensor's scale (near-zero entries would make an
+// elementwise relative error meaningless).
+inline double relativeError(const Tensor& a, const Tensor& b)
+{
+    double diff = 0, scale = 0;
+    for (int64_t i = 0; i < b.numel(); ++i) {
+        diff = std::max(diff, double(std::fabs(a.data()[i] - b.data()[i])));
+        scale = std::max(scale, double(std::fabs(b.data()[i])));
+    }
+    return diff / std::max(scale, 1e-30);
+}
+
+inline ::testing::AssertionResult closeTo(const Tensor& actual, const Tensor& expected, double tolerance)
+{
+    if (actual.shape() != expected.shape()) {
+        auto s = [](const Tensor& t) {
+            std::string r;
+            for (auto d : t.shape())
+                r += std::to_string(d) + " ";
+            return r;
+        };
+        return ::testing::AssertionFailure() << "shape [" << s(actual) << "] vs expected [" << s(expected) << "]";
+    }
+    for (int64_t i = 0; i < actual.numel(); ++i)
+        if (!std::isfinite(actual.data()[i]))
+            return ::testing::AssertionFailure() << "non-finite value at " << i;
+    const double err = relativeError(actual, expected);
+    if (err > tolerance)
+        return ::testing::AssertionFailure() << "relative error " << err << " > " << tolerance;
+    return ::testing::AssertionSuccess();
+}
+
+inline Tensor loadNpy(const std::string& path)
+{
+    auto r = readNpy(path);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.message());
+    return r.ok() ? *r : Tensor();
+}
+
+} // namespace attnscope::test

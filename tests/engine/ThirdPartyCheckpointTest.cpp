@@ -1,0 +1,82 @@
+// A real third-party checkpoint: tintn-style CIFAR-10 ViT saved by torch.save from a GPU, naming of its own,
+// tanh GELU, no final norm. Reference: its authors' PyTorch code classifies 736 of the 1000 images correctly
+// (../shared/models/README.md); the engine must reproduce the count exactly.
+#include "TestSupport.h"
+
+#include <attnscope/Image.h>
+#include <attnscope/Model.h>
+
+#include <filesystem>
+
+using namespace attnscope;
+using namespace attnscope::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kCheckpoint = "/models/cifar10-vit-tintn/model_final.pt";
+const std::string kImages = "/data/cifar10-test-1000";
+std::string description() { return ATTNSCOPE_TEST_SOURCE_DIR "/../docs/examples/cifar10-vit-tintn.json"; }
+
+TEST(ThirdPartyCheckpoint, CifarTintnLoadsWithItsDescription)
+{
+    if (!fs::exists(sharedDir() + kCheckpoint))
+        GTEST_SKIP() << sharedDir() + kCheckpoint << " is absent (tests read third-party models from ../shared)";
+    LoadOptions options;
+    options.descriptionPath = description();
+    auto model = Model::load(sharedDir() + kCheckpoint, options);
+    ASSERT_TRUE(model.ok()) << model.message();
+    const auto& info = (*model)->info();
+    EXPECT_EQ(info.parameterCount, 119098);
+    EXPECT_EQ(info.format, "pytorch");
+    EXPECT_EQ(info.config.depth, 4);
+    EXPECT_EQ(info.config.numHeads, 4);
+    EXPECT_EQ(info.config.width, 48);
+    EXPECT_EQ(info.config.finalNorm, FinalNorm::None);
+    EXPECT_EQ(info.config.activation, Activation::GeluTanh);
+    EXPECT_EQ(info.labels.size(), 10u);
+}
+
+TEST(ThirdPartyCheckpoint, CifarTintnWithoutDescriptionSaysWhy)
+{
+    if (!fs::exists(sharedDir() + kCheckpoint))
+        GTEST_SKIP() << sharedDir() + kCheckpoint << " is absent";
+    auto model = Model::load(sharedDir() + kCheckpoint);
+    ASSERT_FALSE(model.ok());
+    EXPECT_NE(model.message().find("no known ViT convention"), std::string::npos) << model.message();
+    EXPECT_NE(model.message().find("model_final.pt"), std::string::npos) << model.message();
+}
+
+TEST(ThirdPartyCheckpoint, CifarTintnClassifies736Of1000)
+{
+    if (!fs::exists(sharedDir() + kCheckpoint) || !fs::exists(sharedDir() + kImages))
+        GTEST_SKIP() << "../shared models or data are absent";
+    LoadOptions options;
+    options.descriptionPath = description();
+    auto model = Model::load(sharedDir() + kCheckpoint, options);
+    ASSERT_TRUE(model.ok()) << model.message();
+    const auto& labels = (*model)->info().labels;
+    int correct = 0, total = 0;
+    for (size_t cls = 0; cls < labels.size(); ++cls) {
+        std::vector<fs::path> files;
+        for (const auto& e : fs::directory_iterator(sharedDir() + kImages + "/" + labels[cls]))
+            files.push_back(e.path());
+        std::sort(files.begin(), files.end());
+        for (const auto& f : files) {
+            auto image = decodeImage(f.string());
+            ASSERT_TRUE(image.ok()) << image.message();
+            auto prepared = (*model)->prepare(*image);
+            ASSERT_TRUE(prepared.ok());
+            auto trace = (*model)->run(prepared->input);
+            ASSERT_TRUE(trace.ok()) << trace.message();
+            const float* z = trace->logits.data();
+            const auto best = size_t(std::max_element(z, z + trace->logits.numel()) - z);
+            correct += best == cls;
+            ++total;
+        }
+    }
+    EXPECT_EQ(total, 1000);
+    EXPECT_EQ(correct, 736);
+}
+
+} // namespace
