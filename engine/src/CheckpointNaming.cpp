@@ -275,7 +275,7 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
         hints.naming = "openai-clip";
         return fromOpenAiClip(std::move(t), hints);
     }
-    if (has(t, "patch_embed.proj.weight") && has(t, "blocks.0.attn.qkv.weight")) {
+    if (has(t, "patch_embed.proj.weight") && (has(t, "blocks.0.attn.qkv.weight") || has(t, "blocks.0.attn.q.weight"))) {
         if (has(t, "mask_token")) {
             // The original DINOv2 release: timm names plus a mask token; registers are `register_tokens` and
             // the position table still covers CLS (NAMING.md 4.7).
@@ -293,8 +293,11 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
         if (hints.family.empty())
             hints.family = has(t, "dist_token") ? "deit" : has(t, "blocks.0.ls1.gamma") || has(t, "reg_token") ? "dinov2" : has(t, "norm_pre.weight") ? "clip" : "vit";
         // Original DeiT-3 files name layer scales gamma_1/gamma_2 (timm's checkpoint_filter_fn renames them).
-        return applyRules(std::move(t), { rename("^(blocks\\.\\d+\\.)gamma_1$", "$1ls1.gamma"),
-                                          rename("^(blocks\\.\\d+\\.)gamma_2$", "$1ls2.gamma") });
+        t = applyRules(std::move(t), { rename("^(blocks\\.\\d+\\.)gamma_1$", "$1ls1.gamma"),
+                                       rename("^(blocks\\.\\d+\\.)gamma_2$", "$1ls2.gamma") });
+        // Separate projections (a described model's attn.q/k/v) are fused as the blocks expect.
+        fuseQkv(t, "attn.q.", "attn.k.", "attn.v.", "attn.qkv.", path);
+        return t;
     }
     throw LoadError(path + ": tensor names follow no known ViT convention (timm, Hugging Face, torchvision, "
                            "OpenAI CLIP); first names: " + listSome(t, 6)

@@ -282,18 +282,27 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
     c.width = int(patch.size(0));
     c.channels = int(patch.size(1));
     c.patchSize = int(patch.size(2));
+    const auto hasBlock = [&](int i) {
+        auto it = t.lower_bound("blocks." + std::to_string(i) + ".");
+        return it != t.end() && it->first.rfind("blocks." + std::to_string(i) + ".", 0) == 0;
+    };
     c.depth = 0;
-    while (has(t, "blocks." + std::to_string(c.depth) + ".attn.qkv.weight"))
+    while (hasBlock(c.depth))
         ++c.depth;
     if (c.depth == 0)
         fail(weightsPath, "no transformer blocks (blocks.0.attn.qkv.weight or its equivalent)");
+    // The attention kind and block kind show in the parameters they own (ANALYSES.md section 6).
+    c.attention = has(t, "blocks.0.attn.log_hy") ? AttentionKind::Bilateral
+        : has(t, "blocks.0.attn.centre")         ? AttentionKind::Quadratic
+                                                 : AttentionKind::Standard;
+    c.block = has(t, "blocks.0.mlp.fc1.weight") ? BlockKind::Standard : BlockKind::AttentionOnly;
     c.mlpHidden = has(t, "blocks.0.mlp.fc1.weight") ? int(t.at("blocks.0.mlp.fc1.weight").size(0)) : 4 * c.width;
     c.classToken = has(t, "cls_token");
     c.distToken = has(t, "dist_token");
     c.numRegisters = has(t, "reg_token") ? int(t.at("reg_token").size(1)) : 0;
     c.posEmbed = has(t, "pos_embed");
     c.patchBias = has(t, "patch_embed.proj.bias");
-    c.qkvBias = has(t, "blocks.0.attn.qkv.bias");
+    c.qkvBias = has(t, "blocks.0.attn.qkv.bias") || has(t, "blocks.0.attn.v.bias");
     c.projBias = has(t, "blocks.0.attn.proj.bias");
     c.preNorm = has(t, "norm_pre.weight");
     c.layerScale = has(t, "blocks.0.ls1.gamma");
@@ -418,6 +427,16 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
         // Any other config.json (a project's own) is not ours to interpret; a description says what it means.
     }
 
+    // --- attnscope's own models say in config.json which variants they were trained with.
+    const auto readVariants = [&](const json& a, const std::string& file) {
+        c.neutrenoLambda = a.value("neutreno_lambda", c.neutrenoLambda);
+        c.boostT = a.value("boost_t", c.boostT);
+        if (!std::isfinite(c.neutrenoLambda) || !std::isfinite(c.boostT))
+            fail(file, "variant parameters must be finite numbers");
+    };
+    if (src.config && src.config->contains("attnscope") && (*src.config)["attnscope"].is_object())
+        readVariants((*src.config)["attnscope"], src.configPath);
+
     // --- the model description overrides everything.
     if (src.description) {
         const json& d = *src.description;
@@ -426,6 +445,7 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
         const json a = d.value("architecture", json::object());
         if (a.contains("num_heads"))
             heads = a["num_heads"].get<int>();
+        readVariants(a, dp);
         if (a.contains("block_norm")) {
             const std::string n = a["block_norm"].get<std::string>();
             if (n != "pre" && n != "post")
@@ -481,6 +501,9 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
              std::to_string(*heads) + " heads do not divide width " + std::to_string(c.width));
     c.numHeads = *heads;
 
+    if (c.attention == AttentionKind::Quadratic && c.numPrefixTokens() > 0)
+        fail(weightsPath, "quadratic positional attention acts on patch tokens only; this model has prefix tokens");
+
     // --- grid: the position table must fit the image size (when one is stated) and the prefix tokens.
     const int prefix = c.numPrefixTokens();
     if (c.posEmbed) {
@@ -519,6 +542,8 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
             c.imageHeight = c.imageWidth = *side * c.patchSize;
         }
         c.posEmbedHasPrefix = posHasPrefix.value_or(true);
+        if (c.attention == AttentionKind::Bilateral && !c.posEmbedHasPrefix && prefix > 0)
+            fail(weightsPath, "bilateral attention needs a position row for every token, prefix tokens included");
     } else {
         const auto size = imageSize.value_or(std::make_pair(224, 224));
         c.imageHeight = size.first;

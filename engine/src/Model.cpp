@@ -166,11 +166,13 @@ Result<Trace> Model::run(const Tensor& input, const RunOptions& options) const
                        + " is not a multiple of the patch size " + std::to_string(c.patchSize) };
     try {
         c10::InferenceMode guard;
-        TapRecorder taps;
-        taps.spec = options.record;
-        taps.isCancelled = options.isCancelled;
-        taps.reset(c.depth);
-        at::Tensor logits = m_impl->net->forward(x.to(m_impl->device), taps);
+        ForwardState state;
+        state.spec = options.record;
+        state.isCancelled = options.isCancelled;
+        state.neutrenoLambda = options.neutrenoLambda.value_or(c.neutrenoLambda);
+        state.boostT = options.boostT.value_or(c.boostT);
+        state.reset(c.depth);
+        at::Tensor logits = m_impl->net->forward(x.to(m_impl->device), state);
 
         Trace trace;
         trace.input = wrap(x[0]);
@@ -180,6 +182,8 @@ Result<Trace> Model::run(const Tensor& input, const RunOptions& options) const
         trace.numPrefixTokens = c.numPrefixTokens();
         trace.numHeads = c.numHeads;
         trace.depth = c.depth;
+        trace.neutrenoLambda = state.neutrenoLambda;
+        trace.boostT = state.boostT;
         const auto first = [](const std::vector<at::Tensor>& v) {
             std::vector<Tensor> out;
             out.reserve(v.size());
@@ -187,10 +191,10 @@ Result<Trace> Model::run(const Tensor& input, const RunOptions& options) const
                 out.push_back(t.defined() ? wrap(t[0]) : Tensor());
             return out;
         };
-        trace.attention = first(taps.attention);
-        trace.attnBranch = first(taps.attnBranch);
-        trace.residual = first(taps.residual);
-        trace.blocks = first(taps.blocks);
+        trace.attention = first(state.attention);
+        trace.attnBranch = first(state.attnBranch);
+        trace.residual = first(state.residual);
+        trace.blocks = first(state.blocks);
         return trace;
     } catch (const RunCancelled&) {
         return Error { "cancelled" };
@@ -264,6 +268,16 @@ const char* toString(FinalNorm n)
     }
     return "?";
 }
+const char* toString(AttentionKind k)
+{
+    switch (k) {
+    case AttentionKind::Standard: return "standard";
+    case AttentionKind::Bilateral: return "bilateral";
+    case AttentionKind::Quadratic: return "quadratic";
+    }
+    return "?";
+}
+const char* toString(BlockKind k) { return k == BlockKind::Standard ? "standard" : "attention-only"; }
 const char* toString(ResizeMode m)
 {
     switch (m) {

@@ -45,6 +45,12 @@ struct PickleValue {
     const PickleValue* find(const std::string& key) const;
 };
 
+// "dict", "tensor", ... for messages.
+const char* pickleKindName(PickleValue::Kind kind);
+
+// Text from a file made fit for a one-line message: control bytes escaped, length capped.
+std::string printableForMessage(const std::string& text);
+
 // Returns the whole storage record `key` as a 1-D CPU tensor of `numel` elements of `dtype`. Called once per
 // distinct key; it throws LoadError itself when the record is missing or too short.
 using StorageLoader = std::function<at::Tensor(const std::string& key, at::ScalarType dtype, int64_t numel)>;
@@ -64,7 +70,7 @@ public:
     const PickleValue& load();
 
     // Limits; generous for any real state dict (a ViT-H has ~1k tensors, ~30 values each).
-    static constexpr size_t kMaxValues = size_t(1) << 23;
+    static constexpr size_t kMaxValues = size_t(1) << 22;
     static constexpr size_t kMaxStack = size_t(1) << 22;
     static constexpr size_t kMaxMemo = size_t(1) << 22;
     static constexpr size_t kMaxMarks = size_t(1) << 16;
@@ -89,6 +95,7 @@ private:
     void memoPut(uint64_t index);
     PickleValue* memoGet(uint64_t index) const;
 
+    // The allowlist and the native callables (TorchPickleGlobals.cpp).
     void pushGlobal(const std::string& module, const std::string& name);
     void reduce(PickleValue* callable, PickleValue* args);
     void build(PickleValue* object, PickleValue* state);

@@ -21,6 +21,7 @@ namespace attnscope {
 namespace {
 
 using detail::PickleValue;
+using detail::printableForMessage;
 using TensorMap = std::map<std::string, at::Tensor>;
 
 // data.pkl of a state dict is ~100 bytes per tensor; anything near this is not a state dict.
@@ -97,18 +98,18 @@ public:
     {
         const zip_int64_t index = zip_name_locate(m_zip, entry.c_str(), ZIP_FL_ENC_RAW);
         if (index < 0)
-            fail("record '" + entry + "' is missing");
+            fail("record '" + printableForMessage(entry) + "' is missing");
         zip_stat_t st;
         zip_stat_init(&st);
         if (zip_stat_index(m_zip, zip_uint64_t(index), 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE) ||
             !(st.valid & ZIP_STAT_COMP_SIZE))
-            fail("cannot read the directory entry of '" + entry + "'");
+            fail("cannot read the directory entry of '" + printableForMessage(entry) + "'");
         if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE)
-            fail("record '" + entry + "' is encrypted");
+            fail("record '" + printableForMessage(entry) + "' is encrypted");
         const bool stored = (st.valid & ZIP_STAT_COMP_METHOD) && st.comp_method == ZIP_CM_STORE;
         if (st.comp_size > m_archiveBytes || (stored && st.size != st.comp_size) ||
             (!stored && st.size / kMaxDeflateRatio > st.comp_size))
-            fail("record '" + entry + "' has an implausible size in the zip directory");
+            fail("record '" + printableForMessage(entry) + "' has an implausible size in the zip directory");
         return st.size;
     }
 
@@ -117,14 +118,14 @@ public:
     {
         zip_file_t* file = zip_fopen(m_zip, entry.c_str(), ZIP_FL_ENC_RAW);
         if (!file)
-            fail("cannot open record '" + entry + "' (" + zip_strerror(m_zip) + ")");
+            fail("cannot open record '" + printableForMessage(entry) + "' (" + zip_strerror(m_zip) + ")");
         uint64_t done = 0;
         while (done < bytes) {
             const zip_int64_t n = zip_fread(file, static_cast<uint8_t*>(out) + done, bytes - done);
             if (n <= 0) {
                 const std::string detail = n < 0 ? zip_file_strerror(file) : "unexpected end";
                 zip_fclose(file);
-                fail("record '" + entry + "' is truncated or damaged (" + detail + ")");
+                fail("record '" + printableForMessage(entry) + "' is truncated or damaged (" + detail + ")");
             }
             done += uint64_t(n);
         }
@@ -220,7 +221,7 @@ public:
         visit(depth);
         if (v->kind == PickleValue::Kind::Tensor) {
             if (!out.emplace(prefix, v->tensor).second)
-                throw LoadError(m_name + ": tensor name '" + prefix + "' occurs twice after flattening");
+                throw LoadError(m_name + ": tensor name '" + printableForMessage(prefix) + "' occurs twice after flattening");
         } else if (v->kind == PickleValue::Kind::Dict) {
             for (const auto& [key, value] : dictItems(*v))
                 collect(value, prefix.empty() ? key : prefix + "." + key, depth + 1, out);
@@ -273,7 +274,7 @@ TensorMap tensorsOf(const PickleValue& top, const std::string& name)
         std::string keys;
         const auto items = dictItems(top);
         for (size_t i = 0; i < items.size() && i < 6; ++i)
-            keys += (i ? ", " : "") + (i == 5 ? std::string("...") : "'" + items[i].first.substr(0, 60) + "'");
+            keys += (i ? ", " : "") + (i == 5 ? std::string("...") : "'" + printableForMessage(items[i].first.substr(0, 60)) + "'");
         throw LoadError(name + ": the checkpoint holds no tensors (top-level keys: " + (keys.empty() ? "none" : keys) +
                         ")");
     }
@@ -297,7 +298,7 @@ TensorMap readArchive(zip_source_t* source, uint64_t archiveBytes, const std::st
         if (value == "big")
             bigEndian = true;
         else if (value != "little")
-            zip.fail("unknown byteorder '" + value.substr(0, 16) + "'");
+            zip.fail("unknown byteorder '" + printableForMessage(value) + "'");
     }
 
     const std::string pickleName = prefix + "data.pkl";
@@ -309,15 +310,16 @@ TensorMap readArchive(zip_source_t* source, uint64_t archiveBytes, const std::st
 
     const auto loadStorage = [&](const std::string& key, at::ScalarType dtype, int64_t numel) {
         const std::string record = prefix + "data/" + key;
+        const std::string shown = "'data/" + printableForMessage(key) + "'";
         if (!zip.has(record))
-            zip.fail("storage record 'data/" + key.substr(0, 100) + "' is missing");
+            zip.fail("storage record " + shown + " is missing");
         const uint64_t width = c10::elementSize(dtype);
         if (uint64_t(numel) > uint64_t(INT64_MAX) / width)
-            zip.fail("storage 'data/" + key + "' is too large");
+            zip.fail("storage " + shown + " is too large");
         const uint64_t needed = uint64_t(numel) * width;
         const uint64_t have = zip.size(record);
         if (have < needed)
-            zip.fail("storage record 'data/" + key + "' holds " + std::to_string(have) + " bytes, the pickle needs " +
+            zip.fail("storage record " + shown + " holds " + std::to_string(have) + " bytes, the pickle needs " +
                      std::to_string(needed));
         at::Tensor storage = at::empty({numel}, at::TensorOptions().dtype(dtype));
         zip.read(record, storage.data_ptr(), needed);

@@ -32,7 +32,7 @@ at::Tensor activate(const at::Tensor& x, Activation a)
 
 } // namespace
 
-void TapRecorder::reset(int depth)
+void ForwardState::reset(int depth)
 {
     attention.assign(size_t(depth + 1), {});
     attnBranch.assign(size_t(depth + 1), {});
@@ -51,29 +51,6 @@ at::Tensor PatchEmbedImpl::forward(const at::Tensor& x)
 {
     // [B, C, H, W] -> [B, D, gh, gw] -> [B, gh*gw, D], patches in row-major order
     return proj->forward(x).flatten(2).transpose(1, 2);
-}
-
-AttentionImpl::AttentionImpl(const ModelConfig& c)
-    : numHeads(c.numHeads)
-    , scale(1.0 / std::sqrt(double(c.headDim())))
-{
-    qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(c.width, 3 * c.width).bias(c.qkvBias)));
-    proj = register_module("proj", torch::nn::Linear(torch::nn::LinearOptions(c.width, c.width).bias(c.projBias)));
-}
-
-at::Tensor AttentionImpl::forward(const at::Tensor& x, at::Tensor* attnOut)
-{
-    // x [B, N, D] -> qkv [B, N, 3, H, d] -> [3, B, H, N, d]; rows of qkv.weight are q|k|v, head-major within each
-    const int64_t B = x.size(0), N = x.size(1), D = x.size(2);
-    auto qkvOut = qkv->forward(x).reshape({ B, N, 3, numHeads, D / numHeads }).permute({ 2, 0, 3, 1, 4 });
-    auto q = qkvOut[0], k = qkvOut[1], v = qkvOut[2];
-    // Explicit softmax(QK^T / sqrt(d)) [B, H, N, N]: the map is recorded by construction, never by a fused kernel
-    // that would hide it.
-    auto attn = at::softmax(at::matmul(q * scale, k.transpose(-2, -1)), -1);
-    if (attnOut)
-        *attnOut = attn;
-    auto o = at::matmul(attn, v); // [B, H, N, d]
-    return proj->forward(o.transpose(1, 2).reshape({ B, N, D }));
 }
 
 MlpImpl::MlpImpl(const ModelConfig& c)
@@ -99,36 +76,58 @@ at::Tensor LayerScaleImpl::forward(const at::Tensor& x) { return gamma.defined()
 
 BlockImpl::BlockImpl(const ModelConfig& c)
     : placement(c.blockNorm)
+    , kind(c.block)
 {
-    norm1 = register_module("norm1", layerNorm(c));
-    attn = register_module("attn", Attention(c));
+    if (kind == BlockKind::Standard)
+        norm1 = register_module("norm1", layerNorm(c));
+    attn = register_module("attn", makeAttention(c));
     ls1 = register_module("ls1", LayerScale(c.width, c.layerScale));
-    norm2 = register_module("norm2", layerNorm(c));
-    mlp = register_module("mlp", Mlp(c));
-    ls2 = register_module("ls2", LayerScale(c.width, c.layerScale));
+    if (kind == BlockKind::Standard) {
+        norm2 = register_module("norm2", layerNorm(c));
+        mlp = register_module("mlp", Mlp(c));
+        ls2 = register_module("ls2", LayerScale(c.width, c.layerScale));
+    }
 }
 
-at::Tensor BlockImpl::forward(const at::Tensor& x, int layer, TapRecorder& taps)
+at::Tensor BlockImpl::forward(const at::Tensor& x, int layer, ForwardState& state)
 {
     // [B, N, D] -> [B, N, D]
-    const bool keep = taps.wants(layer);
-    at::Tensor* attnOut = keep && taps.spec.attention ? &taps.attention[size_t(layer)] : nullptr;
+    const bool keep = state.wants(layer);
+    AttentionContext ctx;
+    ctx.attnOut = keep && state.spec.attention ? &state.attention[size_t(layer)] : nullptr;
+    ctx.neutrenoLambda = state.neutrenoLambda;
+    ctx.firstValues = state.neutrenoLambda != 0.0 ? &state.firstValues : nullptr;
+    ctx.isFirstLayer = layer == 1;
+    ctx.positions = state.positions;
+    ctx.gridH = state.gridH;
+    ctx.gridW = state.gridW;
+    const auto record = [&](const at::Tensor& u, const at::Tensor& r) {
+        if (keep && state.spec.attnBranch)
+            state.attnBranch[size_t(layer)] = u;
+        if (keep && state.spec.residual)
+            state.residual[size_t(layer)] = r;
+    };
+    // The residual the attention branch is added to: X_{l-1}, or with Boost (filtering paper, Eq. 31)
+    // t X_0 + (1 - t) X_{l-1}.
+    const auto skip = [&](const at::Tensor& prev) {
+        return state.boostT != 0.0 ? state.boostT * state.x0 + (1.0 - state.boostT) * prev : prev;
+    };
+
+    if (kind == BlockKind::AttentionOnly) { // X_l = U_l (Cordonnier et al., Lemma 1)
+        auto u = ls1->forward(attn->forward(x, ctx));
+        record(u, u);
+        return u;
+    }
     if (placement == BlockNorm::Pre) {
-        auto u = ls1->forward(attn->forward(norm1->forward(x), attnOut)); // U_l
-        auto r = x + u;                                                    // R_l
-        if (keep && taps.spec.attnBranch)
-            taps.attnBranch[size_t(layer)] = u;
-        if (keep && taps.spec.residual)
-            taps.residual[size_t(layer)] = r;
+        auto u = ls1->forward(attn->forward(norm1->forward(x), ctx)); // U_l
+        auto r = skip(x) + u;                                          // R_l
+        record(u, r);
         return r + ls2->forward(mlp->forward(norm2->forward(r)));
     }
     // Post-norm (nn.TransformerEncoderLayer's default): the taps sit at the same places, before each norm.
-    auto u = ls1->forward(attn->forward(x, attnOut));
-    auto r = x + u;
-    if (keep && taps.spec.attnBranch)
-        taps.attnBranch[size_t(layer)] = u;
-    if (keep && taps.spec.residual)
-        taps.residual[size_t(layer)] = r;
+    auto u = ls1->forward(attn->forward(x, ctx));
+    auto r = skip(x) + u;
+    record(u, r);
     auto h = norm1->forward(r);
     return norm2->forward(h + ls2->forward(mlp->forward(h)));
 }
@@ -179,7 +178,7 @@ at::Tensor VisionTransformerImpl::positionEmbedding(int gridH, int gridW) const
     return at::cat({ prefixRows, resized }, 1);
 }
 
-at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, TapRecorder& taps)
+at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, ForwardState& state)
 {
     // input [B, C, H, W] -> tokens [B, N, D], N = prefix + gh*gw, prefix order [CLS, dist, registers]
     const int64_t B = input.size(0);
@@ -189,25 +188,34 @@ at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, TapRecorder& 
     for (const auto* t : { &cls_token, &dist_token, &reg_token })
         if (t->defined())
             prefix.push_back(t->expand({ B, -1, -1 }));
+    // Bilateral attention keeps positions apart from the token stream and hands them to every layer.
+    const bool separatePositions = config.attention == AttentionKind::Bilateral;
     if (config.posEmbed && !config.posEmbedHasPrefix)
         x = x + positionEmbedding(gridH, gridW);
     if (!prefix.empty()) {
         prefix.push_back(x);
         x = at::cat(prefix, 1);
     }
-    if (config.posEmbed && config.posEmbedHasPrefix)
-        x = x + positionEmbedding(gridH, gridW);
+    if (config.posEmbed && config.posEmbedHasPrefix) {
+        if (separatePositions)
+            state.positions = positionEmbedding(gridH, gridW);
+        else
+            x = x + positionEmbedding(gridH, gridW);
+    }
     if (norm_pre)
         x = norm_pre->forward(x);
+    state.gridH = gridH;
+    state.gridW = gridW;
+    state.x0 = x;
 
-    if (taps.spec.blocks && taps.wants(0))
-        taps.blocks[0] = x;
+    if (state.spec.blocks && state.wants(0))
+        state.blocks[0] = x;
     for (int l = 1; l <= config.depth; ++l) {
-        if (taps.isCancelled && taps.isCancelled())
+        if (state.isCancelled && state.isCancelled())
             throw RunCancelled {};
-        x = blocks->ptr<BlockImpl>(size_t(l - 1))->forward(x, l, taps);
-        if (taps.spec.blocks && taps.wants(l))
-            taps.blocks[size_t(l)] = x;
+        x = blocks->ptr<BlockImpl>(size_t(l - 1))->forward(x, l, state);
+        if (state.spec.blocks && state.wants(l))
+            state.blocks[size_t(l)] = x;
     }
 
     if (norm)

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "Attention.h"
 #include "attnscope/Model.h"
 
 #include <torch/nn/module.h>
@@ -13,11 +14,19 @@
 
 namespace attnscope {
 
-// The tensors one forward keeps, batched ([B, ...]); indexed by layer as in Trace.
-struct TapRecorder {
+// One forward's state: the variant values, what to record and the recorded tensors, batched ([B, ...]) and
+// indexed by layer as in Trace.
+struct ForwardState {
     RecordSpec spec;
     std::function<bool()> isCancelled;
+    double neutrenoLambda = 0.0;
+    double boostT = 0.0;
     std::vector<at::Tensor> attention, attnBranch, residual, blocks;
+
+    at::Tensor x0;          // X_0, for Boost
+    at::Tensor firstValues; // V_1, for NeuTRENO
+    at::Tensor positions;   // bilateral attention's position table [1, N, D]
+    int gridH = 0, gridW = 0;
 
     void reset(int depth);
     bool wants(int layer) const { return spec.wants(layer); }
@@ -35,18 +44,6 @@ public:
     torch::nn::Conv2d proj { nullptr };
 };
 TORCH_MODULE(PatchEmbed);
-
-class AttentionImpl : public torch::nn::Module {
-public:
-    explicit AttentionImpl(const ModelConfig& c);
-    // [B, N, D] -> [B, N, D]; `attn` receives softmax(QK^T/sqrt(d)) [B, H, N, N] when not null.
-    at::Tensor forward(const at::Tensor& x, at::Tensor* attn);
-    torch::nn::Linear qkv { nullptr };
-    torch::nn::Linear proj { nullptr };
-    int numHeads;
-    double scale;
-};
-TORCH_MODULE(Attention);
 
 class MlpImpl : public torch::nn::Module {
 public:
@@ -70,15 +67,16 @@ TORCH_MODULE(LayerScale);
 class BlockImpl : public torch::nn::Module {
 public:
     explicit BlockImpl(const ModelConfig& c);
-    // [B, N, D] -> [B, N, D]; records A_l, U_l, R_l of layer `layer` as `taps` asks.
-    at::Tensor forward(const at::Tensor& x, int layer, TapRecorder& taps);
+    // [B, N, D] -> [B, N, D]; records A_l, U_l, R_l of layer `layer` as `state` asks.
+    at::Tensor forward(const at::Tensor& x, int layer, ForwardState& state);
     torch::nn::LayerNorm norm1 { nullptr };
-    Attention attn { nullptr };
+    std::shared_ptr<AttentionBase> attn;
     LayerScale ls1 { nullptr };
     torch::nn::LayerNorm norm2 { nullptr };
     Mlp mlp { nullptr };
     LayerScale ls2 { nullptr };
     BlockNorm placement;
+    BlockKind kind;
 };
 TORCH_MODULE(Block);
 
@@ -86,7 +84,7 @@ class VisionTransformerImpl : public torch::nn::Module {
 public:
     explicit VisionTransformerImpl(const ModelConfig& c);
     // [B, C, H, W] normalised images -> logits [B, K] (pooled features [B, D] without a head).
-    at::Tensor forward(const at::Tensor& x, TapRecorder& taps);
+    at::Tensor forward(const at::Tensor& x, ForwardState& state);
     // The position table for a gh x gw grid: the trained one, or its patch part resampled bicubically.
     at::Tensor positionEmbedding(int gridH, int gridW) const;
 

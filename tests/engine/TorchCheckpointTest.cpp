@@ -21,11 +21,11 @@ using attnscope::readTorchCheckpointFromMemory;
 
 namespace {
 
-// The build may say where the fixtures are; otherwise they sit next to this source file.
+// The build says where the tests' sources are (tests/CMakeLists.txt); otherwise they sit next to this file.
 fs::path dataDir()
 {
-#ifdef ATTNSCOPE_TEST_DATA_DIR
-    return fs::path(ATTNSCOPE_TEST_DATA_DIR) / "pt";
+#ifdef ATTNSCOPE_TEST_SOURCE_DIR
+    return fs::path(ATTNSCOPE_TEST_SOURCE_DIR) / "engine" / "data" / "pt";
 #else
     return fs::path(__FILE__).parent_path() / "data" / "pt";
 #endif

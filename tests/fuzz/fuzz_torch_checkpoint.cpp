@@ -7,7 +7,7 @@
 //
 // Build (clang): clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -I engine/src
 //   -I /usr/include/torch/csrc/api/include tests/fuzz/fuzz_torch_checkpoint.cpp engine/src/TorchCheckpoint.cpp
-//   engine/src/RestrictedUnpickler.cpp -ltorch -ltorch_cpu -lc10 -lzip
+//   engine/src/TorchPickleGlobals.cpp engine/src/RestrictedUnpickler.cpp -ltorch -ltorch_cpu -lc10 -lzip
 // Seeds: tests/engine/data/pt/*.pt and the data.pkl records inside them.
 #include "LoadError.h"
 #include "RestrictedUnpickler.h"

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct RecordSpec {
 
 struct RunOptions {
     RecordSpec record;
+    // Inference-time variants (ANALYSES.md section 6); unset: what the model was trained with (0 for most).
+    std::optional<double> neutrenoLambda; // O_l = A_l V_l + lambda (V_1 - V_l), per head, before the projection
+    std::optional<double> boostT;         // R_l = U_l + t X_0 + (1 - t) X_{l-1}
     // Polled between blocks; returning true abandons the run (the Result then carries Error "cancelled").
     std::function<bool()> isCancelled;
 };
@@ -72,6 +76,8 @@ struct Trace {
     int numPrefixTokens = 0;
     int numHeads = 0;
     int depth = 0;
+    double neutrenoLambda = 0; // the variant values this run used
+    double boostT = 0;
 };
 
 // A loaded model: immutable after load, safe to share across threads as const.

@@ -13,13 +13,21 @@ enum class Pooling { Token, PatchMean, TokenAndPatchMean, Distilled };
 // Where the final LayerNorm acts: on every token before pooling (timm `norm`), on the pooled vector only
 // (timm `fc_norm`, HF CLIP `post_layernorm`), or nowhere.
 enum class FinalNorm { AllTokens, Pooled, None };
-// Attention kinds of ANALYSES.md section 6; Standard is softmax(QK^T/sqrt(d)).
-enum class AttentionKind { Standard };
+// Attention kinds of ANALYSES.md section 6. Standard: softmax(QK^T/sqrt(d)). Bilateral (filtering paper,
+// Eq. 24): token-token and position-position logits with their own bandwidths, cross terms dropped; positions
+// are kept out of the token stream. Quadratic (Cordonnier et al., Eq. 9): logits -alpha_h(|delta - Delta_h|^2 -
+// |Delta_h|^2) from relative patch positions alone, content terms off.
+enum class AttentionKind { Standard, Bilateral, Quadratic };
+// Standard blocks (attention and MLP sub-blocks with residuals), or a bare attention layer (X_l = U_l) as in
+// the convolution-as-attention construction of Cordonnier et al., Lemma 1.
+enum class BlockKind { Standard, AttentionOnly };
 
 const char* toString(Activation a);
 const char* toString(BlockNorm n);
 const char* toString(Pooling p);
 const char* toString(FinalNorm n);
+const char* toString(AttentionKind k);
+const char* toString(BlockKind k);
 
 // The architecture of one vision transformer, whatever checkpoint convention it came from.
 struct ModelConfig {
@@ -51,6 +59,10 @@ struct ModelConfig {
     Activation activation = Activation::Gelu;
     double layerNormEps = 1e-6;
     AttentionKind attention = AttentionKind::Standard;
+    BlockKind block = BlockKind::Standard;
+    // Variants the model was trained with (ANALYSES.md section 6); a run uses them unless told otherwise.
+    double neutrenoLambda = 0.0; // NeuTRENO: O_l = A_l V_l + lambda (V_1 - V_l)
+    double boostT = 0.0;         // Boost: R_l = U_l + t X_0 + (1 - t) X_{l-1}
 
     int headDim() const { return width / numHeads; }
     int numPrefixTokens() const { return (classToken ? 1 : 0) + (distToken ? 1 : 0) + numRegisters; }

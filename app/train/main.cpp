@@ -1,0 +1,116 @@
+// attnscope-train: trains the small ViTs of attnscope's model zoo, and builds the convolution-as-attention model.
+#include <attnscope/Model.h>
+#include <attnscope/Npy.h>
+#include <attnscope/Trainer.h>
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+namespace {
+
+std::atomic<bool> g_interrupted { false };
+extern "C" void onInterrupt(int) { g_interrupted = true; }
+
+int fail(const std::string& message)
+{
+    std::cerr << "attnscope-train: " << message << '\n';
+    return 1;
+}
+
+// The default bank for `conv`: identity, 3x3 box blur, Sobel x, Sobel y on a grey image.
+attnscope::Tensor defaultKernel()
+{
+    std::vector<float> k = { 0, 0, 0, 0, 1, 0, 0, 0, 0, //
+                             1 / 9.f, 1 / 9.f, 1 / 9.f, 1 / 9.f, 1 / 9.f, 1 / 9.f, 1 / 9.f, 1 / 9.f, 1 / 9.f, //
+                             -1, 0, 1, -2, 0, 2, -1, 0, 1, //
+                             -1, -2, -1, 0, 0, 0, 1, 2, 1 };
+    return attnscope::Tensor::fromVector({ 4, 1, 3, 3 }, std::move(k));
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    CLI::App app { "attnscope-train: train a small ViT (Fashion-MNIST or an image folder) for attnscope" };
+    app.set_version_flag("--version", std::string("attnscope ") + attnscope::version());
+    attnscope::TrainOptions o;
+    int threads = 0;
+    app.add_option("--data", o.data, "fashion-mnist, or a folder with one sub-folder per class")->capture_default_str();
+    app.add_option("--fashion-mnist-dir", o.fashionMnistDir, "where the IDX files are")->capture_default_str();
+    app.add_option("--out", o.out, "output model folder")->required();
+    app.add_option("--name", o.name, "model name (for the card)")->capture_default_str();
+    app.add_option("--variant", o.variant, "vit, neutreno, boost, bilateral or quadratic")->capture_default_str();
+    app.add_option("--neutreno-lambda", o.neutrenoLambda, "NeuTRENO lambda during training")->capture_default_str();
+    app.add_option("--boost-t", o.boostT, "Boost t during training")->capture_default_str();
+    app.add_option("--image-size", o.imageSize)->capture_default_str();
+    app.add_option("--patch", o.patchSize)->capture_default_str();
+    app.add_option("--width", o.width)->capture_default_str();
+    app.add_option("--depth", o.depth)->capture_default_str();
+    app.add_option("--heads", o.heads)->capture_default_str();
+    app.add_option("--mlp", o.mlpHidden, "MLP hidden width")->capture_default_str();
+    app.add_option("--epochs", o.epochs)->capture_default_str();
+    app.add_option("--batch", o.batchSize)->capture_default_str();
+    app.add_option("--lr", o.learningRate)->capture_default_str();
+    app.add_option("--seed", o.seed)->capture_default_str();
+    app.add_option("--limit-train", o.limitTrain, "use only the first N training images")->capture_default_str();
+    app.add_option("--limit-test", o.limitTest, "use only the first N test images")->capture_default_str();
+    app.add_flag("!--no-augment", o.augment, "no random shifts and flips");
+    app.add_option("--threads", threads, "CPU threads (0: LibTorch's default)")->capture_default_str();
+
+    auto* conv = app.add_subcommand("conv", "build the convolution-as-attention model (Cordonnier et al., Lemma 1)");
+    std::string kernelPath, biasPath, convOut;
+    int convSize = 28;
+    double alpha = 50;
+    conv->add_option("--kernel", kernelPath, ".npy [C_out, C_in, K, K] (default: identity, blur, Sobel x, Sobel y)");
+    conv->add_option("--bias", biasPath, ".npy [C_out]");
+    conv->add_option("--image-size", convSize)->capture_default_str();
+    conv->add_option("--alpha", alpha, "sharpness of the quadratic heads")->capture_default_str();
+    conv->add_option("--out", convOut, "output model folder")->required();
+    // `conv` does not need the training options' --out
+    app.get_option("--out")->required(false);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);
+        return code == 0 ? 0 : 2;
+    }
+    attnscope::setNumThreads(threads);
+    if (conv->parsed()) {
+        auto kernel = kernelPath.empty() ? attnscope::Result<attnscope::Tensor>(defaultKernel()) : attnscope::readNpy(kernelPath);
+        if (!kernel)
+            return fail(kernel.message());
+        attnscope::Tensor bias;
+        if (!biasPath.empty()) {
+            auto b = attnscope::readNpy(biasPath);
+            if (!b)
+                return fail(b.message());
+            bias = *b;
+        }
+        auto r = attnscope::buildConvolutionAsAttention(*kernel, bias, convSize, alpha, convOut);
+        if (!r)
+            return fail(r.message());
+        std::cerr << "attnscope-train: convolution-as-attention model written to " << convOut << '\n';
+        return 0;
+    }
+    if (o.out.empty())
+        return fail("--out is required");
+    for (int i = 0; i < argc; ++i)
+        o.command += (i ? " " : "") + std::string(argv[i]);
+    std::signal(SIGINT, onInterrupt);
+    o.isCancelled = [] { return g_interrupted.load(); };
+    o.onEpoch = [](const attnscope::TrainOptions::Epoch& e) {
+        std::fprintf(stderr, "epoch %d/%d  loss %.4f  train accuracy %.4f  %.0f s\n", e.epoch, e.epochs, e.loss,
+                     e.trainAccuracy, e.seconds);
+    };
+    auto r = attnscope::trainModel(o);
+    if (!r)
+        return fail(r.message());
+    std::fprintf(stderr, "attnscope-train: %s: test accuracy %.4f on %d images, %lld parameters, %.0f s\n", r->outDir.c_str(),
+                 r->testAccuracy, r->testCount, static_cast<long long>(r->parameters), r->wallSeconds);
+    return 0;
+}

@@ -1,0 +1,66 @@
+#pragma once
+
+#include "attnscope/Result.h"
+#include "attnscope/Tensor.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace attnscope {
+
+// attnscope-train: a small ViT trained in LibTorch on Fashion-MNIST or a folder of images, written as an
+// ordinary model folder (model.safetensors in timm naming, config.json, preprocessor_config.json, MODEL_CARD.md).
+struct TrainOptions {
+    std::string name = "fmnist-vit";
+    std::string data = "fashion-mnist"; // "fashion-mnist" or a folder with one sub-folder per class
+    std::string fashionMnistDir = "/usr/share/datasets/fashion-mnist";
+    std::string out;
+    // vit | neutreno | boost | bilateral | quadratic (ANALYSES.md section 6)
+    std::string variant = "vit";
+    double neutrenoLambda = 0.6; // NeuTRENO's training value (Nguyen et al.)
+    double boostT = 0.3;         // Boost's t, fixed during training
+    int imageSize = 28;
+    int patchSize = 4;
+    int width = 64;
+    int depth = 4;
+    int heads = 4;
+    int mlpHidden = 128;
+    int epochs = 8;
+    int batchSize = 128;
+    double learningRate = 2e-3;
+    double weightDecay = 0.05;
+    double labelSmoothing = 0.1;
+    uint64_t seed = 0;
+    int limitTrain = 0; // 0: all
+    int limitTest = 0;
+    bool augment = true; // random shifts of up to 2 pixels and horizontal flips
+    std::string command; // the command line, for the model card
+
+    struct Epoch {
+        int epoch = 0, epochs = 0;
+        double loss = 0, trainAccuracy = 0, seconds = 0;
+    };
+    std::function<void(const Epoch&)> onEpoch;
+    std::function<bool()> isCancelled;
+};
+
+struct TrainResult {
+    std::string outDir;
+    double testAccuracy = 0;
+    int testCount = 0;
+    double wallSeconds = 0;
+    int64_t parameters = 0;
+};
+
+Result<TrainResult> trainModel(const TrainOptions& options);
+
+// Cordonnier et al., Lemma 1: a one-layer multi-head attention model with K^2 quadratic-attention heads that
+// computes the convolution of `kernel` [C_out, C_in, K, K] (and `bias` [C_out], may be empty) on images of
+// `imageSize` pixels (patch size 1: one token per pixel). Head h = i*K + j is centred on the shift
+// (i - K/2, j - K/2); `alpha` sets how sharply it attends there. Written as a model folder; the convolution
+// appears as the first C_out channels of the attention branch U_1 (and X_1) at interior pixels.
+Result<bool> buildConvolutionAsAttention(const Tensor& kernel, const Tensor& bias, int imageSize, double alpha,
+                                         const std::string& outDir);
+
+} // namespace attnscope

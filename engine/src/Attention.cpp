@@ -1,0 +1,104 @@
+#include "Attention.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+namespace attnscope {
+
+at::Tensor AttentionBase::mix(const at::Tensor& logits, const at::Tensor& v, AttentionContext& ctx) const
+{
+    auto attn = at::softmax(logits, -1); // [B, H, N, N], rows sum to 1
+    if (ctx.attnOut)
+        *ctx.attnOut = attn;
+    auto o = at::matmul(attn, v); // [B, H, N, d]
+    if (ctx.firstValues) {
+        if (ctx.isFirstLayer)
+            *ctx.firstValues = v; // V_1: the term below is zero in layer 1
+        else if (ctx.neutrenoLambda != 0.0)
+            o = o + ctx.neutrenoLambda * (*ctx.firstValues - v); // NeuTRENO, Nguyen et al. Eq. 9
+    }
+    const int64_t B = o.size(0), N = o.size(2);
+    return o.transpose(1, 2).reshape({ B, N, -1 });
+}
+
+StandardAttention::StandardAttention(const ModelConfig& c)
+    : m_heads(c.numHeads)
+    , m_scale(1.0 / std::sqrt(double(c.headDim())))
+{
+    qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(c.width, 3 * c.width).bias(c.qkvBias)));
+    proj = register_module("proj", torch::nn::Linear(torch::nn::LinearOptions(c.width, c.width).bias(c.projBias)));
+}
+
+at::Tensor StandardAttention::forward(const at::Tensor& x, AttentionContext& ctx)
+{
+    // x [B, N, D] -> qkv [B, N, 3, H, d] -> [3, B, H, N, d]; rows of qkv.weight are q|k|v, head-major in each.
+    const int64_t B = x.size(0), N = x.size(1), D = x.size(2);
+    auto qkvOut = qkv->forward(x).reshape({ B, N, 3, m_heads, D / m_heads }).permute({ 2, 0, 3, 1, 4 });
+    auto q = qkvOut[0], k = qkvOut[1], v = qkvOut[2];
+    // Explicit softmax(QK^T / sqrt(d)): the map is recorded by construction, never hidden in a fused kernel.
+    auto logits = at::matmul(q * m_scale, k.transpose(-2, -1));
+    return proj->forward(mix(logits, v, ctx));
+}
+
+BilateralAttention::BilateralAttention(const ModelConfig& c)
+    : StandardAttention(c)
+{
+    log_hy = register_parameter("log_hy", at::zeros({ c.numHeads }));
+    log_hp = register_parameter("log_hp", at::zeros({ c.numHeads }));
+}
+
+at::Tensor BilateralAttention::forward(const at::Tensor& x, AttentionContext& ctx)
+{
+    // x [B, N, D] (tokens without positions), ctx.positions [1, N, D]
+    const int64_t B = x.size(0), N = x.size(1), D = x.size(2), d = D / m_heads;
+    auto qkvOut = qkv->forward(x).reshape({ B, N, 3, m_heads, d }).permute({ 2, 0, 3, 1, 4 });
+    auto q = qkvOut[0], k = qkvOut[1], v = qkvOut[2];
+    // W_Q p and W_K p: the first two row blocks of qkv.weight, no bias.
+    const auto& w = qkv->weight;
+    auto pq = at::linear(ctx.positions, w.slice(0, 0, D)).reshape({ 1, N, m_heads, d }).transpose(1, 2);
+    auto pk = at::linear(ctx.positions, w.slice(0, D, 2 * D)).reshape({ 1, N, m_heads, d }).transpose(1, 2);
+    const auto hy = (at::exp(log_hy) * std::sqrt(double(d))).view({ 1, -1, 1, 1 });
+    const auto hp = (at::exp(log_hp) * std::sqrt(double(d))).view({ 1, -1, 1, 1 });
+    auto logits = at::matmul(q, k.transpose(-2, -1)) / hy + at::matmul(pq, pk.transpose(-2, -1)) / hp;
+    return proj->forward(mix(logits, v, ctx));
+}
+
+QuadraticAttention::QuadraticAttention(const ModelConfig& c)
+    : m_heads(c.numHeads)
+{
+    v = register_module("v", torch::nn::Linear(torch::nn::LinearOptions(c.width, c.width).bias(c.qkvBias)));
+    proj = register_module("proj", torch::nn::Linear(torch::nn::LinearOptions(c.width, c.width).bias(c.projBias)));
+    centre = register_parameter("centre", at::zeros({ c.numHeads, 2 }));
+    alpha = register_parameter("alpha", at::ones({ c.numHeads }));
+}
+
+at::Tensor QuadraticAttention::forward(const at::Tensor& x, AttentionContext& ctx)
+{
+    // x [B, N, D], N = gh*gw patches in row-major order
+    const int64_t B = x.size(0), N = x.size(1), D = x.size(2);
+    auto rows = at::arange(ctx.gridH, x.options()).repeat_interleave(ctx.gridW);
+    auto cols = at::arange(ctx.gridW, x.options()).repeat({ ctx.gridH });
+    auto pos = at::stack({ rows, cols }, 1);                        // [N, 2] (row, col)
+    auto delta = pos.unsqueeze(0) - pos.unsqueeze(1);               // [N(q), N(k), 2] = pos_k - pos_q
+    auto c = centre.view({ m_heads, 1, 1, 2 });
+    auto dist = (delta.unsqueeze(0) - c).pow(2).sum(-1);            // [H, N, N] |delta - Delta_h|^2
+    auto logits = -alpha.view({ m_heads, 1, 1 }) * (dist - c.pow(2).sum(-1)); // [H, N, N]
+    auto values = v->forward(x).reshape({ B, N, m_heads, D / m_heads }).transpose(1, 2);
+    return proj->forward(mix(logits.unsqueeze(0).expand({ B, -1, -1, -1 }), values, ctx));
+}
+
+std::shared_ptr<AttentionBase> makeAttention(const ModelConfig& c)
+{
+    switch (c.attention) {
+    case AttentionKind::Bilateral:
+        return std::make_shared<BilateralAttention>(c);
+    case AttentionKind::Quadratic:
+        return std::make_shared<QuadraticAttention>(c);
+    case AttentionKind::Standard:
+        break;
+    }
+    return std::make_shared<StandardAttention>(c);
+}
+
+} // namespace attnscope

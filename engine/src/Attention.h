@@ -1,0 +1,75 @@
+#pragma once
+
+#include "attnscope/ModelConfig.h"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+
+namespace attnscope {
+
+// What an attention layer needs beyond its input, and where it leaves what the run records.
+struct AttentionContext {
+    at::Tensor* attnOut = nullptr; // receives A_l [B, H, N, N] when not null
+    // NeuTRENO (Nguyen et al., Eq. 9): lambda, and the first block's value vectors V_1 [B, H, N, d], which
+    // layer 1 fills in and later layers read.
+    double neutrenoLambda = 0.0;
+    at::Tensor* firstValues = nullptr;
+    bool isFirstLayer = false;
+    at::Tensor positions; // bilateral: the position embedding of every token [1, N, D], kept out of the stream
+    int gridH = 0, gridW = 0, prefix = 0;
+};
+
+// The three attention kinds share this interface so that a Block holds whichever its config names.
+class AttentionBase : public torch::nn::Module {
+public:
+    // [B, N, D] -> U [B, N, D] (before layer scale)
+    virtual at::Tensor forward(const at::Tensor& x, AttentionContext& ctx) = 0;
+
+protected:
+    // softmax rows, record, A V with the NeuTRENO term, heads concatenated: [B, H, N, N] x [B, H, N, d] -> [B, N, D]
+    at::Tensor mix(const at::Tensor& logits, const at::Tensor& v, AttentionContext& ctx) const;
+};
+
+// softmax(Q K^T / sqrt(d)) with fused q|k|v projection (`qkv`) and output projection (`proj`), as timm.
+class StandardAttention : public AttentionBase {
+public:
+    explicit StandardAttention(const ModelConfig& c);
+    at::Tensor forward(const at::Tensor& x, AttentionContext& ctx) override;
+    torch::nn::Linear qkv { nullptr };
+    torch::nn::Linear proj { nullptr };
+
+protected:
+    int m_heads;
+    double m_scale;
+};
+
+// Bilateral attention (filtering paper, Eq. 24): logits = q_y.k_y / h_y^2 + (W_Q p_i).(W_K p_j) / h_p^2 with
+// W = W_Q^T W_K shared, the token-position cross terms dropped. The paper leaves the bandwidths open: we learn
+// one pair per head, h^2 = sqrt(d) exp(log_h), so that log_h = 0 is standard attention's scale. Positions enter
+// raw (their scale is learned with them) and without the projection biases, which belong to the token term.
+class BilateralAttention : public StandardAttention {
+public:
+    explicit BilateralAttention(const ModelConfig& c);
+    at::Tensor forward(const at::Tensor& x, AttentionContext& ctx) override;
+    at::Tensor log_hy, log_hp; // [H]
+};
+
+// Quadratic positional attention (Cordonnier et al., Eq. 9): per head a centre Delta_h = (dy, dx) in patches and
+// a sharpness alpha_h; logits -alpha_h (|delta - Delta_h|^2 - |Delta_h|^2) with delta = pos_k - pos_q. Content
+// plays no part in the weights; values are a projection `v` of the tokens. Patch tokens only (no prefix).
+class QuadraticAttention : public AttentionBase {
+public:
+    explicit QuadraticAttention(const ModelConfig& c);
+    at::Tensor forward(const at::Tensor& x, AttentionContext& ctx) override;
+    torch::nn::Linear v { nullptr };
+    torch::nn::Linear proj { nullptr };
+    at::Tensor centre; // [H, 2] (dy, dx)
+    at::Tensor alpha;  // [H]
+
+private:
+    int m_heads;
+};
+
+std::shared_ptr<AttentionBase> makeAttention(const ModelConfig& c);
+
+} // namespace attnscope
