@@ -1,11 +1,13 @@
 #!/bin/sh
-# `make run`: analyses the sample images with the default model and says where the results are.
-# (The desktop window arrives with issue 5; the embedded models with issue 3. Until then the torchvision
-# golden fixture, a small randomly initialised ViT, stands in for the model.)
+# `make run`: the default model on the sample images, headless until the desktop window exists (issue 5):
+# analyses them and says where the results are.
 set -eu
 build=$1
 out=$2
-model=tests/golden/fixtures/tv_timm
+model=builtin:fmnist-vit
 "$build/app/attnscope-cli" info "$model"
-"$build/app/attnscope-cli" analyze --model "$model" --images resources/samples --out "$out" --dump-tensors
+"$build/app/attnscope-cli" analyze --model "$model" --images resources/samples/fashion-mnist resources/samples \
+    --out "$out" --dump-tensors
 echo "attnscope: results in $out/ (manifest.json, predictions.csv, tensors/<image>/*.npy)"
+echo "attnscope: top predictions:"
+awk -F, '$2 == 1 { printf "  %-60s %-12s %s\n", $1, $4, $5 }' "$out/predictions.csv"

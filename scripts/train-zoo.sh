@@ -1,13 +1,13 @@
 #!/bin/sh
 # Retrains attnscope's embedded model zoo (resources/models) from Debian's dataset-fashion-mnist and builds the
-# convolution-as-attention model. A manual command, not part of CI: about 12 minutes per model on one core;
+# convolution-as-attention model. A manual command, not part of CI: about 15 minutes per model on one core;
 # two models train at a time. Usage: scripts/train-zoo.sh [BUILD_DIR]   (default build/release)
 set -eu
 build=${1:-build/release}
 train="$build/app/attnscope-train"
 zoo=resources/models
 mkdir -p "$zoo"
-common="--epochs 8 --seed 0 --threads 1"
+common="--epochs 10 --seed 0 --threads 1 --no-augment"
 # One thread each, two at a time: LibTorch's OpenMP spin-waiting makes two threads per run slower on two cores.
 "$train" --name fmnist-vit --variant vit --out "$zoo/fmnist-vit" $common > "$zoo/fmnist-vit.log" 2>&1 &
 "$train" --name fmnist-neutreno --variant neutreno --neutreno-lambda 0.6 --out "$zoo/fmnist-neutreno" $common > "$zoo/fmnist-neutreno.log" 2>&1 &

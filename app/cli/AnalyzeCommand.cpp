@@ -99,6 +99,8 @@ void AnalyzeCommand::addTo(CLI::App& app)
     app.add_option("--device", device, "auto, cpu, cuda or cuda:<i>")->capture_default_str();
     app.add_flag("--dump-tensors", dumpTensors, "write logits, attention maps and block outputs as .npy");
     app.add_option("--threads", threads, "CPU threads for the forward (0: the engine's default)");
+    app.add_option("--neutreno", neutreno, "NeuTRENO lambda at inference (default: what the model was trained with)");
+    app.add_option("--boost", boost, "Boost t at inference (default: what the model was trained with)");
 }
 
 int AnalyzeCommand::run() const
@@ -130,6 +132,8 @@ int AnalyzeCommand::run() const
     run.record.attention = dumpTensors;
     run.record.blocks = dumpTensors;
     run.isCancelled = [] { return g_interrupted.load(); };
+    run.neutrenoLambda = neutreno;
+    run.boostT = boost;
 
     const bool classify = m.config().numClasses > 0 && !m.config().headIsProjection;
     std::string predictions = "image,rank,class,label,prob\n";
@@ -175,10 +179,14 @@ int AnalyzeCommand::run() const
         { "model", { { "path", info.path }, { "weights", info.weightsPath }, { "sha256", weightsSha ? *weightsSha : "" },
                      { "naming", info.naming }, { "family", info.family }, { "config_source", info.configSource },
                      { "layers", info.config.depth }, { "heads", info.config.numHeads }, { "width", info.config.width },
-                     { "patch_size", info.config.patchSize }, { "classes", info.config.numClasses } } },
+                     { "patch_size", info.config.patchSize }, { "classes", info.config.numClasses },
+                     { "attention", toString(info.config.attention) },
+                     { "trained_neutreno_lambda", info.config.neutrenoLambda }, { "trained_boost_t", info.config.boostT } } },
         { "images", imageList },
         { "options", { { "device", info.device }, { "dump_tensors", dumpTensors }, { "threads", threads },
-                       { "description", description } } },
+                       { "description", description },
+                       { "neutreno_lambda", neutreno.value_or(info.config.neutrenoLambda) },
+                       { "boost_t", boost.value_or(info.config.boostT) } } },
         { "complete", !g_interrupted.load() },
         { "timings", { { "load_seconds", loadSeconds },
                        { "total_seconds", std::chrono::duration<double>(clock::now() - start).count() } } },

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ struct AnalyzeCommand {
     std::string device = "cpu";
     bool dumpTensors = false;
     int threads = 0;
+    std::optional<double> neutreno;
+    std::optional<double> boost;
 
     void addTo(CLI::App& app);
     int run() const;

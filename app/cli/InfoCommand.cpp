@@ -40,6 +40,8 @@ static nlohmann::json infoJson(const attnscope::ModelInfo& i)
         { "final_norm", toString(c.finalNorm) }, { "pooling", toString(c.pooling) },
         { "layer_scale", c.layerScale }, { "pre_norm", c.preNorm },
         { "pos_embed_includes_prefix", c.posEmbedHasPrefix },
+        { "attention", toString(c.attention) }, { "block", toString(c.block) },
+        { "neutreno_lambda", c.neutrenoLambda }, { "boost_t", c.boostT },
         { "labels", i.labels },
         { "preprocessing",
           { { "source", p.source }, { "resize", toString(p.resize) },
@@ -87,6 +89,9 @@ int InfoCommand::run() const
               << "norms        " << toString(c.blockNorm) << "-norm blocks, eps " << c.layerNormEps << ", final norm "
               << toString(c.finalNorm) << (c.preNorm ? ", pre-LN" : "") << (c.layerScale ? ", layer scale" : "") << '\n'
               << "pooling      " << toString(c.pooling) << '\n'
+              << "attention    " << toString(c.attention) << (c.block == attnscope::BlockKind::AttentionOnly ? ", attention-only blocks" : "")
+              << (c.neutrenoLambda != 0 ? ", NeuTRENO lambda " + std::to_string(c.neutrenoLambda) : std::string())
+              << (c.boostT != 0 ? ", Boost t " + std::to_string(c.boostT) : std::string()) << '\n'
               << "preprocess   " << j["preprocessing"].dump() << '\n'
               << "device       " << i.device << '\n';
     return 0;

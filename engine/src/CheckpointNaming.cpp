@@ -275,7 +275,7 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
         hints.naming = "openai-clip";
         return fromOpenAiClip(std::move(t), hints);
     }
-    if (has(t, "patch_embed.proj.weight") && (has(t, "blocks.0.attn.qkv.weight") || has(t, "blocks.0.attn.q.weight"))) {
+    if (has(t, "patch_embed.proj.weight") && (has(t, "blocks.0.attn.qkv.weight") || has(t, "blocks.0.attn.q.weight") || has(t, "blocks.0.attn.v.weight"))) {
         if (has(t, "mask_token")) {
             // The original DINOv2 release: timm names plus a mask token; registers are `register_tokens` and
             // the position table still covers CLS (NAMING.md 4.7).

@@ -1,6 +1,7 @@
 #include "attnscope/Model.h"
 
 #include "LoadError.h"
+#include "ModelImpl.h"
 #include "ModelLoader.h"
 #include "Preprocess.h"
 #include "TensorImpl.h"
@@ -28,12 +29,6 @@
 namespace attnscope {
 
 namespace fs = std::filesystem;
-
-struct Model::Impl {
-    ModelInfo info;
-    VisionTransformer net { nullptr };
-    at::Device device = at::kCPU;
-};
 
 namespace {
 
@@ -94,8 +89,6 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
             tensors = applyDescriptionRenames(std::move(tensors), *files.sources.description, files.sources.descriptionPath);
         NamingHints hints;
         tensors = toCanonicalNames(std::move(tensors), hints, files.weights);
-        if (files.format == "safetensors")
-            files.sources.metadata = readSafetensors(files.weights).metadata; // header only; the map is shared
         ResolvedConfig resolved = resolveConfig(tensors, hints, files.sources, files.weights);
 
         auto impl = std::make_unique<Impl>();
@@ -146,6 +139,21 @@ Result<Model::Prepared> Model::prepare(const Image& image) const
         Prepared out;
         out.input = wrap(preprocessImage(image, info().preprocess, info().config.channels, &out.shown));
         return out;
+    } catch (const c10::Error& e) {
+        return Error { std::string("preprocessing failed: ") + e.what_without_backtrace() };
+    }
+}
+
+Result<Tensor> Model::normalise(const Image& image) const
+{
+    if (image.empty())
+        return Error { "empty image" };
+    try {
+        c10::InferenceMode guard;
+        PreprocessConfig p = info().preprocess;
+        p.resize = ResizeMode::None;
+        p.centerCrop = false;
+        return wrap(preprocessImage(image, p, info().config.channels, nullptr));
     } catch (const c10::Error& e) {
         return Error { std::string("preprocessing failed: ") + e.what_without_backtrace() };
     }

@@ -126,11 +126,13 @@ ModelFiles locateModelFiles(const std::string& given, const LoadOptions& options
     return files;
 }
 
-TensorMap readCheckpoint(const ModelFiles& files)
+TensorMap readCheckpoint(ModelFiles& files)
 {
     if (files.format == "pytorch")
         return readTorchCheckpoint(files.weights);
-    return readSafetensors(files.weights).tensors;
+    auto st = readSafetensors(files.weights);
+    files.sources.metadata = std::move(st.metadata);
+    return std::move(st.tensors);
 }
 
 void checkTensorsAgainst(const std::map<std::string, std::vector<int64_t>>& expected, const TensorMap& tensors,

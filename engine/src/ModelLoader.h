@@ -19,8 +19,9 @@ struct ModelFiles {
 // config files. Throws LoadError.
 ModelFiles locateModelFiles(const std::string& path, const LoadOptions& options);
 
-// Reads the checkpoint's tensors by content (safetensors, or a torch.save zip through the restricted unpickler).
-TensorMap readCheckpoint(const ModelFiles& files);
+// Reads the checkpoint's tensors by content (safetensors, or a torch.save zip through the restricted unpickler);
+// a safetensors header's __metadata__ goes into files.sources.metadata.
+TensorMap readCheckpoint(ModelFiles& files);
 
 // "blocks.3.attn.qkv.weight: shape [1152, 384], expected [1152, 192]" etc.; throws LoadError listing every
 // missing, unexpected and mis-shaped tensor.

@@ -178,29 +178,44 @@ at::Tensor VisionTransformerImpl::positionEmbedding(int gridH, int gridW) const
     return at::cat({ prefixRows, resized }, 1);
 }
 
-at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, ForwardState& state)
+at::Tensor VisionTransformerImpl::tokens(const at::Tensor& input)
 {
-    // input [B, C, H, W] -> tokens [B, N, D], N = prefix + gh*gw, prefix order [CLS, dist, registers]
+    // input [B, C, H, W] -> [B, N, D], N = prefix + gh*gw, prefix order [CLS, dist, registers]
     const int64_t B = input.size(0);
-    const int gridH = int(input.size(2) / config.patchSize), gridW = int(input.size(3) / config.patchSize);
     auto x = patch_embed->forward(input);
-    std::vector<at::Tensor> prefix;
+    std::vector<at::Tensor> parts;
     for (const auto* t : { &cls_token, &dist_token, &reg_token })
         if (t->defined())
-            prefix.push_back(t->expand({ B, -1, -1 }));
-    // Bilateral attention keeps positions apart from the token stream and hands them to every layer.
-    const bool separatePositions = config.attention == AttentionKind::Bilateral;
-    if (config.posEmbed && !config.posEmbedHasPrefix)
-        x = x + positionEmbedding(gridH, gridW);
-    if (!prefix.empty()) {
-        prefix.push_back(x);
-        x = at::cat(prefix, 1);
-    }
-    if (config.posEmbed && config.posEmbedHasPrefix) {
-        if (separatePositions)
-            state.positions = positionEmbedding(gridH, gridW);
+            parts.push_back(t->expand({ B, -1, -1 }));
+    if (parts.empty())
+        return x;
+    parts.push_back(x);
+    return at::cat(parts, 1);
+}
+
+at::Tensor VisionTransformerImpl::tokenPositions(int gridH, int gridW) const
+{
+    const int64_t prefix = config.numPrefixTokens();
+    if (!config.posEmbed)
+        return at::zeros({ 1, prefix + int64_t(gridH) * gridW, config.width }, patch_embed->proj->weight.options());
+    auto pos = positionEmbedding(gridH, gridW);
+    if (config.posEmbedHasPrefix)
+        return pos;
+    // timm's no_embed_class: the prefix tokens (and registers) get no position.
+    return at::cat({ at::zeros({ 1, prefix, config.width }, pos.options()), pos }, 1);
+}
+
+at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, ForwardState& state)
+{
+    // input [B, C, H, W] -> logits [B, K]
+    const int gridH = int(input.size(2) / config.patchSize), gridW = int(input.size(3) / config.patchSize);
+    auto x = tokens(input);
+    if (config.posEmbed) {
+        // Bilateral attention keeps positions apart from the token stream and hands them to every layer.
+        if (config.attention == AttentionKind::Bilateral)
+            state.positions = tokenPositions(gridH, gridW);
         else
-            x = x + positionEmbedding(gridH, gridW);
+            x = x + tokenPositions(gridH, gridW);
     }
     if (norm_pre)
         x = norm_pre->forward(x);

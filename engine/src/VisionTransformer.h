@@ -87,6 +87,10 @@ public:
     at::Tensor forward(const at::Tensor& x, ForwardState& state);
     // The position table for a gh x gw grid: the trained one, or its patch part resampled bicubically.
     at::Tensor positionEmbedding(int gridH, int gridW) const;
+    // [B, C, H, W] -> the tokens [B, N, D] before positions are added: [prefix; PatchEmbed(x)].
+    at::Tensor tokens(const at::Tensor& x);
+    // The position row each token receives [1, N, D] (zeros for tokens that get none, or without pos_embed).
+    at::Tensor tokenPositions(int gridH, int gridW) const;
 
     ModelConfig config;
     PatchEmbed patch_embed { nullptr };

@@ -428,7 +428,10 @@ def write_outputs(d, x, logits, attns, blocks, meta):
     for l, a in enumerate(attns, start=1):
         a = f32(a)
         assert a.ndim == 3 and a.shape[0] == meta["num_heads"] and a.shape[1] == a.shape[2]
-        np.save(os.path.join(d, f"attn_L{l}.npy"), a)
+        # tv_grid16's [4, 257, 257] maps (1 MB each) are not kept: make_analyses.py checks its attention and
+        # the analyses built on it.
+        if meta.get("name") != "tv_grid16":
+            np.save(os.path.join(d, f"attn_L{l}.npy"), a)
     for l, b in enumerate(blocks):
         b = f32(b)
         assert b.ndim == 2 and b.shape[1] == meta["width"]
@@ -600,52 +603,28 @@ def tv_to_hf(sd, L, D):
     return out
 
 
-def make_tv(root):
-    from torchvision.models import VisionTransformer
-    L, H, D, M, IMG, P, K = 2, 4, 64, 128, 32, 8, 10
-    seed = 0
-    torch.manual_seed(seed)
-    model = VisionTransformer(image_size=IMG, patch_size=P, num_layers=L, num_heads=H,
-                              hidden_dim=D, mlp_dim=M, num_classes=K).eval()
-    assert isinstance(model.encoder.layers[0].mlp[1], nn.GELU) and model.encoder.layers[0].mlp[1].approximate == "none"
-    assert model.encoder.ln.eps == 1e-6
-    randomize_(model, seed)
+def tv_plain_forward(mdl, xx):
+    """The unmodified torchvision forward -> logits + block streams {0..L: [N, D]}."""
+    blocks, hooks = {}, []
+    lays = mdl.encoder.layers
+    hooks.append(lays[0].register_forward_pre_hook(
+        lambda m, inp: blocks.__setitem__(0, inp[0][0].detach().clone())))
+    for i, lay in enumerate(lays):
+        hooks.append(lay.register_forward_hook(
+            lambda m, inp, out, i=i: blocks.__setitem__(i + 1, out[0].detach().clone())))
+    with torch.no_grad():
+        logits = mdl(xx)[0]
+    for h in hooks:
+        h.remove()
+    return logits, blocks
 
-    u8 = synth_landscape(IMG, IMG, seed=100)
-    d_timm = fresh_dir(root, "tv_timm")
-    x_np = save_png_and_input(os.path.join(d_timm, "image.png"), u8, IMAGENET_MEAN, IMAGENET_STD)
-    x = torch.from_numpy(x_np)
 
-    layers = model.encoder.layers
-
-    def plain_forward(mdl=model, xx=x):
-        """The unmodified torchvision forward -> logits + block streams."""
-        blocks, hooks = {}, []
-        lays = mdl.encoder.layers
-        hooks.append(lays[0].register_forward_pre_hook(
-            lambda m, inp: blocks.__setitem__(0, inp[0][0].detach().clone())))
-        for i, lay in enumerate(lays):
-            hooks.append(lay.register_forward_hook(
-                lambda m, inp, out, i=i: blocks.__setitem__(i + 1, out[0].detach().clone())))
-        with torch.no_grad():
-            logits = mdl(xx)[0]
-        for h in hooks:
-            h.remove()
-        return logits, blocks
-
-    # Pass 1: plain forward.
-    logits, blocks = plain_forward()
-    sens = sensitivity("tv", model, lambda: (lambda r: [r[0]] + list(r[1].values()))(plain_forward()),
-                       alt_eps=[1e-5, 1e-12], alt_acts=[ACT_TANH, ACT_QUICK])
-    f64_check("tv", model, lambda m, xx: (lambda r: [r[0]] + list(r[1].values()))(plain_forward(m, xx)), x)
-    for n in ("tv_timm", "tv_hf", "tv_torchvision"):
-        SENS[n] = sens
-        F32ERR[n] = F32ERR["tv"]
-
-    # Pass 2: same model with every self_attention asked for per-head weights.
+def tv_attention_pass(model, x, logits):
+    """Run the torchvision model with every self_attention forced to return per-head
+    weights; returns [attn_L1, ..] ([H, N, N] each) and checks the logits are unchanged."""
     attns = {}
     saved = []
-    for i, lay in enumerate(layers):
+    for i, lay in enumerate(model.encoder.layers):
         mha = lay.self_attention
         orig = mha.forward
 
@@ -662,14 +641,17 @@ def make_tv(root):
     for mha in saved:
         del mha.forward  # restore the class method
     assert_close(logits2, logits, 1e-6, "tv need_weights pass vs plain pass")
+    return [attns[l] for l in range(1, len(model.encoder.layers) + 1)]
 
-    attn_list = [attns[l] for l in range(1, L + 1)]
-    block_list = [blocks[l] for l in range(L + 1)]
 
-    # Self-checks: recompute attention from the block inputs by hand and the
-    # logits from the last block (=> block_L2 is before encoder.ln).
+def tv_self_checks(model, attn_list, block_list, logits, what):
+    """Recompute attention from the block inputs by hand and the logits from the
+    last block (=> block_L{L} is before encoder.ln)."""
+    L = len(model.encoder.layers)
+    D = model.hidden_dim
     with torch.no_grad():
-        for i, lay in enumerate(layers):
+        for i, lay in enumerate(model.encoder.layers):
+            H = lay.self_attention.num_heads
             y = lay.ln_1(block_list[i])
             qkv = y @ lay.self_attention.in_proj_weight.T + lay.self_attention.in_proj_bias
             q, k, _ = qkv.split(D, dim=-1)
@@ -677,9 +659,43 @@ def make_tv(root):
             q = q.reshape(-1, H, dh).transpose(0, 1)
             k = k.reshape(-1, H, dh).transpose(0, 1)
             a = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(dh), dim=-1)
-            assert_close(a, attn_list[i], 1e-5, f"tv manual attention L{i + 1}")
+            assert_close(a, attn_list[i], 1e-5, f"{what} manual attention L{i + 1}")
         y = model.heads(model.encoder.ln(block_list[L])[0])
-        assert_close(y, logits, 1e-5, "tv head from last block")
+        assert_close(y, logits, 1e-5, f"{what} head from last block")
+
+
+def make_tv(root):
+    from torchvision.models import VisionTransformer
+    L, H, D, M, IMG, P, K = 2, 4, 64, 128, 32, 8, 10
+    seed = 0
+    torch.manual_seed(seed)
+    model = VisionTransformer(image_size=IMG, patch_size=P, num_layers=L, num_heads=H,
+                              hidden_dim=D, mlp_dim=M, num_classes=K).eval()
+    assert isinstance(model.encoder.layers[0].mlp[1], nn.GELU) and model.encoder.layers[0].mlp[1].approximate == "none"
+    assert model.encoder.ln.eps == 1e-6
+    randomize_(model, seed)
+
+    u8 = synth_landscape(IMG, IMG, seed=100)
+    d_timm = fresh_dir(root, "tv_timm")
+    x_np = save_png_and_input(os.path.join(d_timm, "image.png"), u8, IMAGENET_MEAN, IMAGENET_STD)
+    x = torch.from_numpy(x_np)
+
+    def plain_forward(mdl=model, xx=x):
+        return tv_plain_forward(mdl, xx)
+
+    # Pass 1: plain forward.
+    logits, blocks = plain_forward()
+    sens = sensitivity("tv", model, lambda: (lambda r: [r[0]] + list(r[1].values()))(plain_forward()),
+                       alt_eps=[1e-5, 1e-12], alt_acts=[ACT_TANH, ACT_QUICK])
+    f64_check("tv", model, lambda m, xx: (lambda r: [r[0]] + list(r[1].values()))(plain_forward(m, xx)), x)
+    for n in ("tv_timm", "tv_hf", "tv_torchvision"):
+        SENS[n] = sens
+        F32ERR[n] = F32ERR["tv"]
+
+    # Pass 2: same model with every self_attention asked for per-head weights.
+    attn_list = tv_attention_pass(model, x, logits)
+    block_list = [blocks[l] for l in range(L + 1)]
+    tv_self_checks(model, attn_list, block_list, logits, "tv")
 
     sd = {k: v.detach().clone() for k, v in model.state_dict().items()}
     N = (IMG // P) ** 2 + 1
@@ -780,6 +796,157 @@ def make_tv(root):
 
     for name in ("tv_timm", "tv_hf", "tv_torchvision"):
         summarize(name, N, attn_list, logits)
+
+
+# --------------------------------------------------------------------------
+# 1b. torchvision ViT on a 16x16 grid, with local heads (for the analyses)
+# --------------------------------------------------------------------------
+
+GRID16_WAVELENGTHS = (10.0, 14.0, 12.0, 16.0, 11.0, 13.0)   # patches, one per (sin, cos) pair
+GRID16_LOCAL_HEADS = {0: (0, 0), 1: (0, 1), 2: (-1, -1)}      # layer-1 head -> target offset (dy, dx)
+GRID16_SINK_HEAD = 3                                          # layer-1 head that also attends to CLS
+
+
+def chelsea_32():
+    """resources/samples/chelsea.png (451x300 RGB), centre-left square crop (60, 0, 360, 300) on the
+    cat's face, PIL BOX-downscaled to 32x32. uint8 [32, 32, 3]."""
+    path = os.path.join(HERE, "..", "..", "resources", "samples", "chelsea.png")
+    im = Image.open(path).convert("RGB")
+    assert im.size == (451, 300), im.size
+    im = im.crop((60, 0, 360, 300)).resize((32, 32), Image.BOX)
+    return np.asarray(im, dtype=np.uint8).copy()
+
+
+def grid_sincos(gh, gw, omegas):
+    """[gh*gw, 2F] features [sin(w_f . pos) for f] ++ [cos(w_f . pos) for f], pos = (row, col)
+    row-major; omegas [F, 2] (angular frequency per row / col step). float64."""
+    r, c = torch.meshgrid(torch.arange(gh, dtype=torch.float64), torch.arange(gw, dtype=torch.float64),
+                          indexing="ij")
+    pos = torch.stack([r.reshape(-1), c.reshape(-1)], 1)
+    ph = pos @ omegas.T
+    return torch.cat([torch.sin(ph), torch.cos(ph)], 1)
+
+
+def localise_tv_(model, seed, grid, wavelengths=GRID16_WAVELENGTHS, local_heads=GRID16_LOCAL_HEADS,
+                 sink_head=GRID16_SINK_HEAD, amp=3.0, beta=1.0, qk_noise=0.5, sink_alpha=20.0,
+                 embed_scale=0.01):
+    """Give a randomized torchvision ViT a smooth 2D position embedding and make some of the
+    first block's heads position-local (after randomize_).
+
+    * Patch position rows: embed_scale * (amp * S @ Mix + 0.2 * old), where S [gh*gw, 2F] are 2D
+      sinusoids (F = d/2 directions k*pi/F, wavelengths `wavelengths`) and Mix [2F, D] has orthonormal
+      rows orthogonal to the all-ones vector (a random rotation into the width, untouched by
+      LayerNorm's centring). The CLS position row stays as randomized.
+    * Layer-1 head h in local_heads with target offset delta: W_Q^h = sqrt(beta) Mix + noise and
+      W_K^h = sqrt(beta) Rot_delta Mix + noise, where Rot_delta maps S(pos) to S(pos - delta). On the
+      positional part q_i . k_j ~ beta' sum_f cos(w_f . (pos_j - pos_i - delta)): peaked at
+      pos_j = pos_i + delta. noise = qk_noise * N(0, 1.6^2/D) keeps a content part.
+    * Layer-1 sink_head: q bias = unit vector c, W_K^h += sink_alpha c y^T / |y|^2 with y = LN1 of
+      the CLS row of X_0, so that every query gives the CLS key a large logit (prefix mass ~0.4)."""
+    g = torch.Generator().manual_seed(seed + 1000)
+    D = model.hidden_dim
+    lay = model.encoder.layers[0]
+    sa = lay.self_attention
+    H = sa.num_heads
+    d = D // H
+    F = d // 2
+    om = torch.stack([2 * math.pi / wavelengths[i % len(wavelengths)]
+                      * torch.tensor([math.sin(i * math.pi / F), math.cos(i * math.pi / F)], dtype=torch.float64)
+                      for i in range(F)])
+    S = grid_sincos(grid[0], grid[1], om)
+    Mraw = torch.randn(2 * F, D, generator=g, dtype=torch.float64)
+    Mraw = Mraw - Mraw.mean(1, keepdim=True)
+    Qm, _ = torch.linalg.qr(Mraw.T)
+    Mix = Qm.T.contiguous()
+    assert torch.allclose(Mix @ Mix.T, torch.eye(2 * F, dtype=torch.float64), atol=1e-12)
+    with torch.no_grad():
+        pe = model.encoder.pos_embedding
+        pe[0, 1:] = (embed_scale * amp * (S @ Mix)).float() + 0.2 * pe[0, 1:]
+        W = sa.in_proj_weight
+        for h in sorted(local_heads):
+            dy, dx = local_heads[h]
+            rot = om @ torch.tensor([float(dy), float(dx)], dtype=torch.float64)
+            cs, sn = torch.diag(torch.cos(rot)), torch.diag(torch.sin(rot))
+            R = torch.cat([torch.cat([cs, -sn], 1), torch.cat([sn, cs], 1)], 0)  # S(pos) -> S(pos - delta)
+            s = math.sqrt(beta)
+            nz = qk_noise * 1.6 / math.sqrt(D)
+            Wq = s * Mix + nz * torch.randn(d, D, generator=g, dtype=torch.float64)
+            Wk = s * (R @ Mix) + nz * torch.randn(d, D, generator=g, dtype=torch.float64)
+            W[h * d:(h + 1) * d] = Wq.float()
+            W[D + h * d:D + (h + 1) * d] = Wk.float()
+        if sink_head is not None:
+            h = sink_head
+            x0 = (model.class_token[0, 0] + pe[0, 0]).double()
+            y = torch.nn.functional.layer_norm(x0, (D,), lay.ln_1.weight.double(), lay.ln_1.bias.double(),
+                                               lay.ln_1.eps)
+            c = torch.randn(d, generator=g, dtype=torch.float64)
+            c = c / c.norm()
+            sa.in_proj_bias[h * d:(h + 1) * d] = c.float()
+            W[D + h * d:D + (h + 1) * d] += (sink_alpha * c[:, None] * y[None, :] / (y @ y)).float()
+
+
+def make_tv_grid16(root):
+    from torchvision.models import VisionTransformer
+    name = "tv_grid16"
+    L, H, D, M, IMG, P, K = 3, 4, 48, 96, 32, 2, 10
+    G = IMG // P
+    seed = 20
+    torch.manual_seed(seed)
+    model = VisionTransformer(image_size=IMG, patch_size=P, num_layers=L, num_heads=H,
+                              hidden_dim=D, mlp_dim=M, num_classes=K).eval()
+    assert model.encoder.ln.eps == 1e-6
+    randomize_(model, seed)
+    localise_tv_(model, seed, (G, G))
+
+    d = fresh_dir(root, name)
+    x_np = save_png_and_input(os.path.join(d, "image.png"), chelsea_32(), IMAGENET_MEAN, IMAGENET_STD)
+    x = torch.from_numpy(x_np)
+
+    logits, blocks = tv_plain_forward(model, x)
+    SENS[name] = sensitivity(name, model, lambda: (lambda r: [r[0]] + list(r[1].values()))(
+        tv_plain_forward(model, x)), alt_eps=[1e-5, 1e-12], alt_acts=[ACT_TANH, ACT_QUICK])
+    f64_check(name, model, lambda m, xx: (lambda r: [r[0]] + list(r[1].values()))(tv_plain_forward(m, xx)), x)
+    attn_list = tv_attention_pass(model, x, logits)
+    block_list = [blocks[l] for l in range(L + 1)]
+    tv_self_checks(model, attn_list, block_list, logits, name)
+
+    sd = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    save_safetensors(os.path.join(d, "model.safetensors"), tv_to_timm(sd, L))
+    model_args = {"img_size": IMG, "patch_size": P, "embed_dim": D, "depth": L,
+                  "num_heads": H, "mlp_ratio": M / D}
+    write_json(os.path.join(d, "config.json"),
+               timm_config("vit_tiny_patch2_32_custom", model_args, K, D, 3, (IMG, IMG),
+                           IMAGENET_MEAN, IMAGENET_STD, CIFAR10))
+    src = f"torchvision {torchvision.__version__} (torch {torch.__version__})"
+    notes = ("One torchvision.models.VisionTransformer(image_size=32, patch_size=2, num_layers=3, num_heads=4, "
+             "hidden_dim=48, mlp_dim=96, num_classes=10), exact GELU, LayerNorm eps 1e-6, seed 20, all weights "
+             "randomized as for tv_timm (randomize_), then localise_tv_: the 256 patch position rows are 2D "
+             "sinusoids (6 directions k*30deg, wavelengths 10/14/12/16/11/13 patches) rotated into the width by a "
+             "random orthonormal mix (+0.2x the random table), and in block 1 heads 0/1/2 are position-local with "
+             "target offsets (dy,dx) = (0,0)/(0,+1)/(-1,-1) while head 3 also attends to CLS (prefix mass ~0.4); "
+             "blocks 2-3 are plain random. Expected outputs from torchvision itself. Grid 16x16, token order "
+             "[CLS, 256 patches row-major], N = 257. logits = head(encoder.ln(x)[CLS]). Written with timm names "
+             "(attn.qkv = in_proj). Architecture name 'vit_tiny_patch2_32_custom' is NOT a registered timm model: "
+             "the shapes come from model_args. image.png = resources/samples/chelsea.png cropped to (60, 0, 360, "
+             "300) and PIL BOX-resized to 32x32; image.png -> input.npy: (pixel/255 - mean)/std with ImageNet "
+             f"mean {list(IMAGENET_MEAN)} / std {list(IMAGENET_STD)}, no resize.")
+    write_outputs(d, x_np, logits, attn_list, block_list,
+                  base_meta(name, src, "timm", L, H, D, 1, (IMG, IMG), 3, K, notes))
+    if timm is not None:
+        from timm.models.vision_transformer import VisionTransformer as TimmViT
+        from safetensors.torch import load_file
+        tm = TimmViT(**model_args, num_classes=K).eval()
+        tm.load_state_dict(load_file(os.path.join(d, "model.safetensors")), strict=True)
+        tl, ta, tb = run_timm(tm, x)
+        assert_close(tl, logits, 1e-5, "timm(VisionTransformer) on tv_grid16 vs torchvision logits")
+        for l in range(L):
+            assert_close(ta[l], attn_list[l], 1e-5, "timm attn vs torchvision (grid16)")
+        for l in range(L + 1):
+            assert_close(tb[l], block_list[l], 1e-5, "timm blocks vs torchvision (grid16)")
+        print("  tv_grid16: timm VisionTransformer reproduces torchvision (1e-5)")
+    else:
+        print("  tv_grid16: timm not available, cross-check skipped")
+    summarize(name, G * G + 1, attn_list, logits)
 
 
 # --------------------------------------------------------------------------
@@ -1102,7 +1269,8 @@ def make_hf_all(root):
 # --------------------------------------------------------------------------
 
 FIXTURE_GROUPS = [
-    ("tv", ("tv_timm", "tv_hf", "tv_torchvision"), None, make_tv),
+    ("tv", ("tv_timm", "tv_hf", "tv_torchvision", "tv_grid16"), None,
+     lambda root: (make_tv(root), make_tv_grid16(root))),
     ("timm", ("timm_deit_distilled", "timm_dinov2_reg", "timm_clip_quickgelu", "timm_gray",
               "timm_interp"), "timm", make_timm_all),
     ("hf", ("hf_clip_vision", "hf_dinov2", "hf_vit_eps5"), "transformers", make_hf_all),

@@ -97,6 +97,9 @@ public:
         Tensor input;
     };
     Result<Prepared> prepare(const Image& image) const;
+    // Only the channel conversion, rescale and normalisation: for an image already at the input size (a
+    // perturbed copy of Prepared::shown).
+    Result<Tensor> normalise(const Image& image) const;
 
     // Runs the model on a normalised input [C, H, W] or [1, C, H, W]. H and W must be multiples of the patch
     // size; another grid than the trained one interpolates the position embeddings (bicubic, as timm).
@@ -105,6 +108,7 @@ public:
     struct Impl;
 
 private:
+    friend const Impl& implOf(const Model&);
     explicit Model(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> m_impl;
 };

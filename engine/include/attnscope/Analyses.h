@@ -1,0 +1,99 @@
+#pragma once
+
+// The computations of ANALYSES.md, as free functions over a Trace (plain results, no torch). Layers are numbered
+// as there: 0 = the embeddings, 1..L the blocks; heads and tokens from 0, prefix tokens first.
+
+#include "attnscope/Model.h"
+#include "attnscope/Tensor.h"
+
+#include <string>
+#include <vector>
+
+namespace attnscope {
+
+// The recorded taps: block outputs X_l, attention branches U_l, residual sums R_l.
+enum class Tap { Block, Attn, Residual };
+enum class TokenSet { All, Patches };
+const char* toString(Tap t);      // block | attn | residual (the CSV spelling)
+const char* toString(TokenSet s); // all | patches
+
+// ---- 1. Token cosine similarity (over-smoothing)
+
+// cs(Z) = (|sum_i z^_i|^2 - M) / (M (M - 1)) over the rows of `tokens` [M, D], z^ = z / max(|z|, 1e-12).
+double tokenCosineSimilarity(const Tensor& tokens);
+// The full M x M cosine matrix of the rows.
+Tensor tokenCosineMatrix(const Tensor& tokens);
+
+struct TokenSimilarityPoint {
+    int layer;
+    Tap tap;
+    TokenSet tokens;
+    double value;
+};
+// Every recorded tap and layer of `trace`, for both token sets.
+std::vector<TokenSimilarityPoint> tokenSimilarity(const Trace& trace);
+
+// ---- 2. Attention maps
+
+struct AttentionMap {
+    Tensor patches;        // [gh, gw]: the patch part of the row
+    double prefixMass = 0; // the share of the row on prefix tokens
+};
+// Row `query` of A_layer for `head` (-1: the mean over heads); `renormalise` scales the patch part to sum 1.
+AttentionMap attentionMap(const Trace& trace, int layer, int head, int query, bool renormalise = false);
+// Abnar & Zuidema's rollout: R = Â_L ... Â_1 with Â_l = 0.5 mean_h A_l + 0.5 I, rows renormalised. [N, N]
+Tensor attentionRollout(const Trace& trace);
+AttentionMap rolloutMap(const Trace& trace, const Tensor& rollout, int query);
+
+struct AttentionSimilarityPoint {
+    int layer;
+    double successiveCos;  // cosine of flattened head-mean maps A_l and A_{l+1}; NaN for the last layer
+    double headRedundancy; // mean pairwise cosine between the flattened A_l[h]; NaN with one head
+};
+std::vector<AttentionSimilarityPoint> attentionSimilarity(const Trace& trace);
+
+// ---- 3. Head centres
+
+struct HeadCentre {
+    int layer = 0, head = 0;
+    double centreDy = 0, centreDx = 0; // mean over patch queries of the attention-weighted offset, in patches
+    double peakDy = 0, peakDx = 0;     // argmax of the offset map
+    double meanDistancePx = 0;         // patch size x mean attention-weighted distance
+    double bandwidth = 0;              // spread of the offset map around the centre, in patches
+    double prefixMass = 0;             // mean over patch queries of the mass on prefix tokens
+    double windowMass = 0;             // sum of the offset map
+    double contour50 = 0, contour90 = 0; // offset-map levels holding 50% / 90% of the window mass
+    Tensor offsetMap;                  // [2R+1, 2R+1], rows dy = -R..R, columns dx = -R..R
+};
+// Every head of every recorded layer; `radius` is R of the offset window.
+std::vector<HeadCentre> headCentres(const Trace& trace, int patchSize, int radius = 3);
+
+// ---- 4. Signal-to-noise ratio through depth
+
+struct SnrPoint {
+    int layer;
+    Tap tap;
+    double snrDb;
+};
+struct SnrDiagnostics {
+    int layer; // 1..L: the attention sub-block of block l
+    double alpha, beta, gamma, gain, bound;
+    bool conditionHolds;  // min(alpha, beta) > gamma
+    double sensitivity;   // K_l = |X_l(x~) - X_l(x)| / |X_0(x~) - X_0(x)|
+};
+struct SnrResult {
+    std::vector<SnrPoint> snr;
+    std::vector<SnrDiagnostics> diagnostics;
+};
+// From a clean and a perturbed trace of the same image (both recording blocks and attention branches).
+SnrResult signalToNoise(const Trace& clean, const Trace& noisy, bool centre = true);
+
+// ---- 5. Logit decomposition of layer 1 (additive absolute position embeddings)
+
+struct LogitDecomposition {
+    Tensor tt, tp, pt, pp; // [H, N, N] each; their sum is S_1
+    Tensor logits;         // S_1 = Q K^T / sqrt(d) [H, N, N]
+};
+Result<LogitDecomposition> decomposeLogits(const Model& model, const Tensor& input);
+
+} // namespace attnscope

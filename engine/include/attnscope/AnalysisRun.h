@@ -1,0 +1,71 @@
+#pragma once
+
+// One model (or one variant of it) over a stream of images: each image is run once (twice per perturbation draw
+// for the SNR), analysed, added to mergeable statistics and dropped, so memory does not grow with the images.
+
+#include "attnscope/Analyses.h"
+#include "attnscope/Perturbation.h"
+#include "attnscope/Statistics.h"
+#include "attnscope/Summary.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnscope {
+
+struct AnalysisOptions {
+    bool similarity = true;
+    bool attention = true;     // attention similarity (the attention grid is a per-image figure)
+    bool centres = true;
+    bool snr = true;           // needs at least one perturbation
+    bool decomposition = false;
+    std::vector<Perturbation> perturbations;
+    int draws = 1;             // perturbation draws per image
+    uint64_t seed = 0;
+    int radius = 3;            // offset-map window of the head centres
+    bool centreSignal = true;  // SNR: centre the signal (ANALYSES.md section 4)
+    std::optional<double> neutrenoLambda;
+    std::optional<double> boostT;
+
+    static Result<std::vector<std::string>> parseList(const std::string& commaSeparated); // validates names
+};
+
+class AnalysisRun {
+public:
+    AnalysisRun(std::shared_ptr<const Model> model, AnalysisOptions options);
+
+    // Analyses image `index` (its position in the whole, unsharded list, which seeds its perturbations, so that
+    // shards merge to exactly the unsharded run). Returns Error "cancelled" when isCancelled says so.
+    Result<bool> addImage(const Model::Prepared& image, int64_t index, const std::function<bool()>& isCancelled = {});
+
+    const StatsTable& statistics() const { return m_stats; }
+    int64_t images() const { return m_images; }
+    // The RecordSpec one forward needs for these analyses.
+    RecordSpec recordSpec() const;
+
+private:
+    void addTrace(const Trace& trace);
+
+    std::shared_ptr<const Model> m_model;
+    AnalysisOptions m_options;
+    StatsTable m_stats;
+    int64_t m_images = 0;
+};
+
+// Turns statistics (of one run or merged shards) into the rows of the CSVs and figures.
+AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius);
+
+// Writes token_similarity.csv, head_centres.csv, attention_similarity.csv, snr.csv and snr_diagnostics.csv
+// (DESIGN.md, Output directory) for what the summary holds; with several perturbations the SNR files are named
+// snr_<slug>.csv. Returns the files written. Every file goes through a temporary name.
+Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const AnalysisSummary& summary);
+
+// Statistics as JSON text and back (exact: 17 significant digits), for shards and `merge`.
+std::string statisticsToJson(const StatsTable& stats);
+Result<StatsTable> statisticsFromJson(const std::string& json);
+
+// "gaussian:sigma=8" -> "gaussian-sigma-8"
+std::string perturbationSlug(const std::string& spec);
+
+} // namespace attnscope

@@ -1,0 +1,79 @@
+#pragma once
+
+// Dataset-level results: what the CSVs of DESIGN.md hold and what the figures draw. Built from the mergeable
+// StatsTable of a run (one image or many, one shard or merged shards).
+
+#include "attnscope/Analyses.h"
+#include "attnscope/Image.h"
+#include "attnscope/Statistics.h"
+
+#include <string>
+#include <vector>
+
+namespace attnscope {
+
+struct Estimate {
+    double mean = 0, sd = 0, ci95 = 0; // ci95: half-width 1.96 sd / sqrt(n)
+    int64_t n = 0;
+};
+
+struct TokenSimilarityRow {
+    int layer;
+    Tap tap;
+    TokenSet tokens;
+    Estimate value;
+};
+
+struct HeadCentreRow {
+    int layer, head;
+    Estimate centreDy, centreDx, peakDy, peakDx, meanDistancePx, bandwidth, prefixMass, windowMass;
+    std::vector<double> offsetMap; // mean offset map, (2R+1)^2 row-major, rows dy = -R..R
+    int radius = 3;
+    double contour50 = 0, contour90 = 0; // levels of the mean offset map holding 50% / 90% of its mass
+};
+
+struct AttentionSimilarityRow {
+    int layer;
+    Estimate successiveCos, headRedundancy;
+};
+
+struct SnrRow {
+    std::string perturbation; // e.g. "gaussian:sigma=8"
+    int layer;
+    Tap tap;
+    Estimate snrDb;
+};
+
+struct SnrDiagnosticsRow {
+    std::string perturbation;
+    int layer;
+    Estimate alpha, beta, gamma, gain, bound, sensitivity;
+    double conditionShare = 0; // share of image draws where min(alpha, beta) > gamma
+};
+
+// One model (or one variant of a model) over a set of images.
+struct AnalysisSummary {
+    std::string model;   // name shown in figures
+    std::string label;   // curve label: the model, or "model (NeuTRENO 0.6)" ...
+    std::string options; // e.g. "gaussian:sigma=8, seed 0"
+    int64_t images = 0;
+    int patchSize = 0;
+    std::vector<TokenSimilarityRow> tokenSimilarity;
+    std::vector<HeadCentreRow> headCentres;
+    std::vector<AttentionSimilarityRow> attentionSimilarity;
+    std::vector<SnrRow> snr;
+    std::vector<SnrDiagnosticsRow> snrDiagnostics;
+};
+
+// Attention of one image for the layers x heads grid (figures and the GUI's tiles).
+struct AttentionGrid {
+    std::string model;
+    std::string image;
+    Image shown;      // the preprocessed image the model saw
+    int query = 0;    // token index (0 = CLS when there is one)
+    int gridHeight = 0, gridWidth = 0, numPrefixTokens = 0;
+    std::vector<std::vector<AttentionMap>> maps; // [layer - 1][head], heads.size() == H, plus the head mean last
+    AttentionMap rollout;
+};
+
+} // namespace attnscope

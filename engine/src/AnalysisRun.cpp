@@ -1,0 +1,345 @@
+#include "attnscope/AnalysisRun.h"
+
+#include "attnscope/Files.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+namespace attnscope {
+
+namespace {
+
+const char* const kCentreFields[] = { "centre_dy", "centre_dx", "peak_dy", "peak_dx", "mean_distance_px",
+                                      "bandwidth", "prefix_mass", "window_mass" };
+const char* const kDiagnosticFields[] = { "alpha", "beta", "gamma", "gain", "bound", "condition", "sensitivity" };
+
+uint64_t mix(uint64_t x)
+{
+    // splitmix64: decorrelates the per-image seeds derived from (seed, image index, draw)
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+void addValue(StatsTable& stats, const std::string& key, double value)
+{
+    if (std::isfinite(value)) // undefined quantities (one head's redundancy, no interior query) are left out
+        stats[key].add(value);
+}
+
+std::vector<std::string> split(const std::string& s, char sep)
+{
+    std::vector<std::string> parts;
+    std::stringstream in(s);
+    std::string p;
+    while (std::getline(in, p, sep))
+        parts.push_back(p);
+    return parts;
+}
+
+Estimate estimate(const StatsTable& stats, const std::string& key)
+{
+    auto it = stats.find(key);
+    if (it == stats.end())
+        return { std::nan(""), std::nan(""), std::nan(""), 0 };
+    return { it->second.mean(), it->second.sd(), it->second.ci95(), it->second.count() };
+}
+
+Tap tapFromName(const std::string& s) { return s == "attn" ? Tap::Attn : s == "residual" ? Tap::Residual : Tap::Block; }
+
+std::string number(double v)
+{
+    if (!std::isfinite(v))
+        return "nan";
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.10g", v);
+    return buf;
+}
+
+} // namespace
+
+Result<std::vector<std::string>> AnalysisOptions::parseList(const std::string& list)
+{
+    static const std::set<std::string> known { "similarity", "attention", "centres", "snr", "decomposition" };
+    std::vector<std::string> out;
+    for (const auto& name : split(list, ',')) {
+        if (!known.count(name))
+            return Error { "unknown analysis \"" + name + "\" (similarity, attention, centres, snr, decomposition)" };
+        out.push_back(name);
+    }
+    return out;
+}
+
+AnalysisRun::AnalysisRun(std::shared_ptr<const Model> model, AnalysisOptions options)
+    : m_model(std::move(model))
+    , m_options(std::move(options))
+{
+}
+
+RecordSpec AnalysisRun::recordSpec() const
+{
+    RecordSpec spec;
+    spec.attention = m_options.attention || m_options.centres;
+    spec.blocks = m_options.similarity || m_options.snr;
+    spec.attnBranch = m_options.similarity || m_options.snr;
+    spec.residual = m_options.similarity || m_options.snr;
+    return spec;
+}
+
+void AnalysisRun::addTrace(const Trace& trace)
+{
+    if (m_options.similarity)
+        for (const auto& p : tokenSimilarity(trace))
+            addValue(m_stats, "ts/" + std::to_string(p.layer) + "/" + toString(p.tap) + "/" + toString(p.tokens), p.value);
+    if (m_options.attention)
+        for (const auto& p : attentionSimilarity(trace)) {
+            addValue(m_stats, "as/" + std::to_string(p.layer) + "/successive_cos", p.successiveCos);
+            addValue(m_stats, "as/" + std::to_string(p.layer) + "/head_redundancy", p.headRedundancy);
+        }
+    if (m_options.centres)
+        for (const auto& h : headCentres(trace, m_model->config().patchSize, m_options.radius)) {
+            const std::string prefix = "hc/" + std::to_string(h.layer) + "/" + std::to_string(h.head) + "/";
+            const double values[] = { h.centreDy, h.centreDx, h.peakDy, h.peakDx, h.meanDistancePx, h.bandwidth, h.prefixMass, h.windowMass };
+            for (size_t i = 0; i < std::size(kCentreFields); ++i)
+                addValue(m_stats, prefix + kCentreFields[i], values[i]);
+            for (int64_t i = 0; i < h.offsetMap.numel(); ++i)
+                addValue(m_stats, "hcmap/" + std::to_string(h.layer) + "/" + std::to_string(h.head) + "/" + std::to_string(i),
+                         h.offsetMap.data()[i]);
+        }
+}
+
+Result<bool> AnalysisRun::addImage(const Model::Prepared& image, int64_t index, const std::function<bool()>& isCancelled)
+{
+    RunOptions run;
+    run.record = recordSpec();
+    run.isCancelled = isCancelled;
+    run.neutrenoLambda = m_options.neutrenoLambda;
+    run.boostT = m_options.boostT;
+    auto clean = m_model->run(image.input, run);
+    if (!clean)
+        return clean.error();
+    addTrace(*clean);
+    if (m_options.snr) {
+        for (const auto& p : m_options.perturbations) {
+            for (int draw = 0; draw < m_options.draws; ++draw) {
+                const uint64_t seed = mix(mix(m_options.seed) ^ mix(uint64_t(index) * 0x10001u + uint64_t(draw)));
+                auto noisyInput = perturbInput(*m_model, image, p, seed);
+                if (!noisyInput)
+                    return noisyInput.error();
+                auto noisy = m_model->run(*noisyInput, run);
+                if (!noisy)
+                    return noisy.error();
+                const auto r = signalToNoise(*clean, *noisy, m_options.centreSignal);
+                const std::string spec = p.spec();
+                for (const auto& s : r.snr)
+                    addValue(m_stats, "snr/" + spec + "/" + std::to_string(s.layer) + "/" + toString(s.tap), s.snrDb);
+                for (const auto& d : r.diagnostics) {
+                    const std::string prefix = "snrd/" + spec + "/" + std::to_string(d.layer) + "/";
+                    const double values[] = { d.alpha, d.beta, d.gamma, d.gain, d.bound, d.conditionHolds ? 1.0 : 0.0, d.sensitivity };
+                    for (size_t i = 0; i < std::size(kDiagnosticFields); ++i)
+                        addValue(m_stats, prefix + kDiagnosticFields[i], values[i]);
+                }
+            }
+        }
+    }
+    ++m_images;
+    return true;
+}
+
+AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius)
+{
+    AnalysisSummary s;
+    s.images = images;
+    std::set<std::tuple<int, int, int>> ts;          // layer, tap, tokens
+    std::set<std::pair<int, int>> hc;                // layer, head
+    std::set<int> as;
+    std::set<std::tuple<std::string, int, int>> snr; // spec, layer, tap
+    std::set<std::pair<std::string, int>> snrd;
+    for (const auto& [key, value] : stats) {
+        const auto p = split(key, '/');
+        if (p[0] == "ts" && p.size() == 4)
+            ts.insert({ std::stoi(p[1]), int(tapFromName(p[2])), p[3] == "all" ? 0 : 1 });
+        else if (p[0] == "hc" && p.size() == 4)
+            hc.insert({ std::stoi(p[1]), std::stoi(p[2]) });
+        else if (p[0] == "as" && p.size() == 3)
+            as.insert(std::stoi(p[1]));
+        else if (p[0] == "snr" && p.size() == 4)
+            snr.insert({ p[1], std::stoi(p[2]), int(tapFromName(p[3])) });
+        else if (p[0] == "snrd" && p.size() == 4)
+            snrd.insert({ p[1], std::stoi(p[2]) });
+    }
+    for (const auto& [layer, tap, tokens] : ts) {
+        const Tap t = Tap(tap);
+        const TokenSet set = tokens == 0 ? TokenSet::All : TokenSet::Patches;
+        s.tokenSimilarity.push_back({ layer, t, set,
+                                      estimate(stats, "ts/" + std::to_string(layer) + "/" + toString(t) + "/" + toString(set)) });
+    }
+    std::sort(s.tokenSimilarity.begin(), s.tokenSimilarity.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.tap, a.layer, a.tokens) < std::tie(b.tap, b.layer, b.tokens);
+    });
+    const int side = 2 * radius + 1;
+    for (const auto& [layer, head] : hc) {
+        const std::string prefix = "hc/" + std::to_string(layer) + "/" + std::to_string(head) + "/";
+        HeadCentreRow r { layer, head, {}, {}, {}, {}, {}, {}, {}, {}, {}, radius, 0, 0 };
+        Estimate* fields[] = { &r.centreDy, &r.centreDx, &r.peakDy, &r.peakDx, &r.meanDistancePx, &r.bandwidth, &r.prefixMass, &r.windowMass };
+        for (size_t i = 0; i < std::size(kCentreFields); ++i)
+            *fields[i] = estimate(stats, prefix + kCentreFields[i]);
+        double mass = 0;
+        for (int i = 0; i < side * side; ++i) {
+            const Estimate e = estimate(stats, "hcmap/" + std::to_string(layer) + "/" + std::to_string(head) + "/" + std::to_string(i));
+            r.offsetMap.push_back(e.n ? e.mean : std::nan(""));
+            mass += e.n ? e.mean : 0;
+        }
+        // Contours of the mean map (Cordonnier et al. Fig. 4/6): the level whose cells hold 50% / 90% of the mass.
+        std::vector<double> sorted;
+        for (double v : r.offsetMap)
+            if (std::isfinite(v))
+                sorted.push_back(v);
+        std::sort(sorted.rbegin(), sorted.rend());
+        r.contour50 = r.contour90 = std::nan("");
+        double cum = 0;
+        for (double v : sorted) {
+            cum += v;
+            if (std::isnan(r.contour50) && cum >= 0.5 * mass)
+                r.contour50 = v;
+            if (std::isnan(r.contour90) && cum >= 0.9 * mass)
+                r.contour90 = v;
+        }
+        if (!sorted.empty() && std::isnan(r.contour90))
+            r.contour90 = sorted.back();
+        if (!sorted.empty() && std::isnan(r.contour50))
+            r.contour50 = sorted.back();
+        s.headCentres.push_back(std::move(r));
+    }
+    for (int layer : as)
+        s.attentionSimilarity.push_back({ layer, estimate(stats, "as/" + std::to_string(layer) + "/successive_cos"),
+                                          estimate(stats, "as/" + std::to_string(layer) + "/head_redundancy") });
+    for (const auto& [spec, layer, tap] : snr)
+        s.snr.push_back({ spec, layer, Tap(tap), estimate(stats, "snr/" + spec + "/" + std::to_string(layer) + "/" + toString(Tap(tap))) });
+    std::sort(s.snr.begin(), s.snr.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.perturbation, a.tap, a.layer) < std::tie(b.perturbation, b.tap, b.layer);
+    });
+    for (const auto& [spec, layer] : snrd) {
+        const std::string prefix = "snrd/" + spec + "/" + std::to_string(layer) + "/";
+        SnrDiagnosticsRow r;
+        r.perturbation = spec;
+        r.layer = layer;
+        r.alpha = estimate(stats, prefix + "alpha");
+        r.beta = estimate(stats, prefix + "beta");
+        r.gamma = estimate(stats, prefix + "gamma");
+        r.gain = estimate(stats, prefix + "gain");
+        r.bound = estimate(stats, prefix + "bound");
+        r.sensitivity = estimate(stats, prefix + "sensitivity");
+        r.conditionShare = estimate(stats, prefix + "condition").mean;
+        s.snrDiagnostics.push_back(r);
+    }
+    return s;
+}
+
+std::string perturbationSlug(const std::string& spec)
+{
+    std::string slug;
+    for (char c : spec)
+        slug += std::isalnum(static_cast<unsigned char>(c)) || c == '.' ? c : '-';
+    return slug;
+}
+
+Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const AnalysisSummary& s)
+{
+    namespace fs = std::filesystem;
+    std::vector<std::string> written;
+    const auto write = [&](const std::string& name, const std::string& text) -> bool {
+        const std::string path = (fs::path(dir) / name).string();
+        auto r = writeTextFile(path, text);
+        if (r)
+            written.push_back(path);
+        return bool(r);
+    };
+    const auto fail = [&](const std::string& name) { return Error { (fs::path(dir) / name).string() + ": cannot write" }; };
+    if (!s.tokenSimilarity.empty()) {
+        std::string csv = "layer,tap,tokens,mean,sd,ci95,n\n";
+        for (const auto& r : s.tokenSimilarity)
+            csv += std::to_string(r.layer) + "," + toString(r.tap) + "," + toString(r.tokens) + "," + number(r.value.mean) + ","
+                + number(r.value.sd) + "," + number(r.value.ci95) + "," + std::to_string(r.value.n) + "\n";
+        if (!write("token_similarity.csv", csv))
+            return fail("token_similarity.csv");
+    }
+    if (!s.headCentres.empty()) {
+        std::string csv = "layer,head,centre_dy,centre_dx,peak_dy,peak_dx,mean_distance_px,bandwidth,prefix_mass,window_mass,n\n";
+        for (const auto& r : s.headCentres)
+            csv += std::to_string(r.layer) + "," + std::to_string(r.head) + "," + number(r.centreDy.mean) + "," + number(r.centreDx.mean)
+                + "," + number(r.peakDy.mean) + "," + number(r.peakDx.mean) + "," + number(r.meanDistancePx.mean) + ","
+                + number(r.bandwidth.mean) + "," + number(r.prefixMass.mean) + "," + number(r.windowMass.mean) + ","
+                + std::to_string(r.centreDy.n) + "\n";
+        if (!write("head_centres.csv", csv))
+            return fail("head_centres.csv");
+    }
+    if (!s.attentionSimilarity.empty()) {
+        std::string csv = "layer,successive_cos,head_redundancy,n\n";
+        for (const auto& r : s.attentionSimilarity)
+            csv += std::to_string(r.layer) + "," + number(r.successiveCos.mean) + "," + number(r.headRedundancy.mean) + ","
+                + std::to_string(std::max(r.successiveCos.n, r.headRedundancy.n)) + "\n";
+        if (!write("attention_similarity.csv", csv))
+            return fail("attention_similarity.csv");
+    }
+    std::vector<std::string> specs;
+    for (const auto& r : s.snr)
+        if (std::find(specs.begin(), specs.end(), r.perturbation) == specs.end())
+            specs.push_back(r.perturbation);
+    for (const auto& spec : specs) {
+        const std::string suffix = specs.size() == 1 ? "" : "_" + perturbationSlug(spec);
+        std::string csv = "layer,tap,snr_db_mean,snr_db_sd,n\n";
+        for (const auto& r : s.snr)
+            if (r.perturbation == spec)
+                csv += std::to_string(r.layer) + "," + toString(r.tap) + "," + number(r.snrDb.mean) + "," + number(r.snrDb.sd) + ","
+                    + std::to_string(r.snrDb.n) + "\n";
+        if (!write("snr" + suffix + ".csv", csv))
+            return fail("snr" + suffix + ".csv");
+        std::string diag = "layer,alpha,beta,gamma,gain,bound,condition_holds,sensitivity\n";
+        for (const auto& r : s.snrDiagnostics)
+            if (r.perturbation == spec)
+                diag += std::to_string(r.layer) + "," + number(r.alpha.mean) + "," + number(r.beta.mean) + "," + number(r.gamma.mean) + ","
+                    + number(r.gain.mean) + "," + number(r.bound.mean) + "," + number(r.conditionShare) + ","
+                    + number(r.sensitivity.mean) + "\n";
+        if (!write("snr_diagnostics" + suffix + ".csv", diag))
+            return fail("snr_diagnostics" + suffix + ".csv");
+    }
+    return written;
+}
+
+std::string statisticsToJson(const StatsTable& stats)
+{
+    // [n, mean, M2] per key; doubles printed with 17 significant digits round-trip exactly.
+    std::string out = "{\n";
+    bool first = true;
+    for (const auto& [key, s] : stats) {
+        out += (first ? "  " : ",\n  ") + nlohmann::json(key).dump() + ": " + s.toJson();
+        first = false;
+    }
+    return out + "\n}\n";
+}
+
+Result<StatsTable> statisticsFromJson(const std::string& text)
+{
+    StatsTable out;
+    try {
+        const auto j = nlohmann::json::parse(text);
+        for (const auto& [key, v] : j.items()) {
+            if (!v.is_array() || v.size() != 3)
+                return Error { "statistics entry " + key + " is not [n, mean, m2]" };
+            out[key] = RunningStats::fromParts(v[0].get<int64_t>(), v[1].get<double>(), v[2].get<double>());
+        }
+    } catch (const nlohmann::json::exception& e) {
+        return Error { std::string("invalid statistics JSON (") + e.what() + ")" };
+    }
+    return out;
+}
+
+} // namespace attnscope

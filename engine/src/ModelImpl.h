@@ -1,0 +1,18 @@
+#pragma once
+
+#include "VisionTransformer.h"
+#include "attnscope/Model.h"
+
+namespace attnscope {
+
+// The inside of a loaded Model, for the engine functions that need its weights (decomposition, adversarial
+// perturbations, training).
+struct Model::Impl {
+    ModelInfo info;
+    VisionTransformer net { nullptr };
+    at::Device device = at::kCPU;
+};
+
+inline const Model::Impl& implOf(const Model& model) { return *model.m_impl; }
+
+} // namespace attnscope

@@ -1,0 +1,16 @@
+#!/bin/sh
+# DESIGN.md's one-way layering, checked on every test run: the engine includes no Qt, its public headers no
+# torch, widgets never include app/.
+set -u
+root=${1:-.}
+status=0
+bad=$(grep -rlE '#include[[:space:]]*[<"]Q' "$root/engine" 2>/dev/null)
+[ -n "$bad" ] && { echo "engine/ includes Qt headers: $bad"; status=1; }
+bad=$(grep -rlE '#include[[:space:]]*[<"](torch|ATen|c10)/' "$root/engine/include" 2>/dev/null)
+[ -n "$bad" ] && { echo "public engine headers include torch: $bad"; status=1; }
+if [ -d "$root/widgets" ]; then
+    bad=$(grep -rlE '#include[[:space:]]*[<"](\.\./)*app/' "$root/widgets" 2>/dev/null)
+    [ -n "$bad" ] && { echo "widgets/ includes app/: $bad"; status=1; }
+fi
+[ $status -eq 0 ] && echo "layering: ok"
+exit $status

@@ -1,0 +1,268 @@
+// ANALYSES.md sections 1-5 against a float64 plain-PyTorch reference (tests/golden/make_analyses.py) on
+// committed golden cases; tolerance relative 1e-4 (absolute 1e-6 below values of 1e-2), and analytic oracles.
+#include "TestSupport.h"
+#include "TensorImpl.h"
+
+#include <attnscope/AnalysisRun.h>
+#include <attnscope/Analyses.h>
+#include <attnscope/Model.h>
+#include <attnscope/Trainer.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+using namespace attnscope;
+using namespace attnscope::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string caseDir(const std::string& c) { return ATTNSCOPE_TEST_SOURCE_DIR "/golden/analyses/" + c; }
+
+// A CSV as rows of name -> text.
+std::vector<std::map<std::string, std::string>> readCsv(const std::string& path)
+{
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    std::vector<std::string> header;
+    std::stringstream hs(line);
+    for (std::string h; std::getline(hs, h, ',');)
+        header.push_back(h);
+    std::vector<std::map<std::string, std::string>> rows;
+    while (std::getline(in, line)) {
+        std::stringstream ls(line);
+        std::map<std::string, std::string> row;
+        size_t i = 0;
+        for (std::string v; std::getline(ls, v, ',') && i < header.size(); ++i)
+            row[header[i]] = v;
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+double num(const std::string& s) { return s == "nan" || s.empty() ? std::nan("") : std::stod(s); }
+
+::testing::AssertionResult near(double actual, double expected, const std::string& what)
+{
+    if (std::isnan(expected) && std::isnan(actual))
+        return ::testing::AssertionSuccess();
+    const double tol = 1e-4 * std::max(std::fabs(expected), 1e-2);
+    if (std::fabs(actual - expected) <= tol)
+        return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << what << ": " << actual << " vs reference " << expected;
+}
+
+class GoldenAnalyses : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override
+    {
+        std::ifstream in(caseDir(GetParam()) + "/case.json");
+        m_case = nlohmann::json::parse(in);
+        const std::string fixture = ATTNSCOPE_TEST_SOURCE_DIR "/../" + m_case["fixture"].get<std::string>();
+        auto model = Model::load(fixture);
+        ASSERT_TRUE(model.ok()) << model.message();
+        m_model = *model;
+        RunOptions options;
+        options.record = RecordSpec::everything();
+        auto clean = m_model->run(loadNpy(caseDir(GetParam()) + "/input.npy"), options);
+        auto noisy = m_model->run(loadNpy(caseDir(GetParam()) + "/input_noisy.npy"), options);
+        ASSERT_TRUE(clean.ok() && noisy.ok());
+        m_clean = *clean;
+        m_noisy = *noisy;
+    }
+    nlohmann::json m_case;
+    std::shared_ptr<const Model> m_model;
+    Trace m_clean, m_noisy;
+};
+
+TEST_P(GoldenAnalyses, TokenSimilarity)
+{
+    const auto rows = readCsv(caseDir(GetParam()) + "/token_similarity.csv");
+    const auto points = tokenSimilarity(m_clean);
+    ASSERT_EQ(points.size(), rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+        EXPECT_EQ(std::to_string(points[i].layer), rows[i].at("layer"));
+        EXPECT_EQ(toString(points[i].tap), rows[i].at("tap"));
+        EXPECT_EQ(toString(points[i].tokens), rows[i].at("tokens"));
+        EXPECT_TRUE(near(points[i].value, num(rows[i].at("value")), "row " + std::to_string(i)));
+    }
+    const int L = m_clean.depth;
+    EXPECT_TRUE(closeTo(tokenCosineMatrix(m_clean.blocks[size_t(L)]), loadNpy(caseDir(GetParam()) + "/cosine_matrix_L" + std::to_string(L) + ".npy"), 1e-4));
+}
+
+TEST_P(GoldenAnalyses, AttentionMapsRolloutAndSimilarity)
+{
+    std::ifstream in(caseDir(GetParam()) + "/attention_maps.json");
+    const auto maps = nlohmann::json::parse(in)["maps"];
+    ASSERT_FALSE(maps.empty());
+    for (const auto& m : maps) {
+        const auto map = attentionMap(m_clean, m["layer"], m["head"], m["query"]);
+        const auto renorm = attentionMap(m_clean, m["layer"], m["head"], m["query"], true);
+        EXPECT_TRUE(near(map.prefixMass, m["prefix_mass"], "prefix mass"));
+        std::vector<float> expected, expectedRenorm;
+        for (const auto& row : m["map"])
+            for (double v : row)
+                expected.push_back(float(v));
+        for (const auto& row : m["map_renormalised"])
+            for (double v : row)
+                expectedRenorm.push_back(float(v));
+        EXPECT_TRUE(closeTo(map.patches, Tensor::fromVector(map.patches.shape(), expected), 1e-4));
+        EXPECT_TRUE(closeTo(renorm.patches, Tensor::fromVector(renorm.patches.shape(), expectedRenorm), 1e-4));
+    }
+    EXPECT_TRUE(closeTo(attentionRollout(m_clean), loadNpy(caseDir(GetParam()) + "/rollout.npy"), 1e-4));
+    const auto rows = readCsv(caseDir(GetParam()) + "/attention_similarity.csv");
+    const auto points = attentionSimilarity(m_clean);
+    ASSERT_EQ(points.size(), rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+        EXPECT_TRUE(near(points[i].successiveCos, num(rows[i].at("successive_cos")), "successive_cos"));
+        EXPECT_TRUE(near(points[i].headRedundancy, num(rows[i].at("head_redundancy")), "head_redundancy"));
+    }
+}
+
+TEST_P(GoldenAnalyses, HeadCentres)
+{
+    const auto rows = readCsv(caseDir(GetParam()) + "/head_centres.csv");
+    const auto centres = headCentres(m_clean, m_model->config().patchSize, 3);
+    ASSERT_EQ(centres.size(), rows.size());
+    const Tensor maps = loadNpy(caseDir(GetParam()) + "/offset_maps.npy"); // [L, H, 7, 7]
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const auto& c = centres[i];
+        const auto& r = rows[i];
+        ASSERT_EQ(std::to_string(c.layer), r.at("layer"));
+        ASSERT_EQ(std::to_string(c.head), r.at("head"));
+        const std::string at = "L" + r.at("layer") + "H" + r.at("head") + " ";
+        EXPECT_TRUE(near(c.centreDy, num(r.at("centre_dy")), at + "centre_dy"));
+        EXPECT_TRUE(near(c.centreDx, num(r.at("centre_dx")), at + "centre_dx"));
+        EXPECT_TRUE(near(c.peakDy, num(r.at("peak_dy")), at + "peak_dy"));
+        EXPECT_TRUE(near(c.peakDx, num(r.at("peak_dx")), at + "peak_dx"));
+        EXPECT_TRUE(near(c.meanDistancePx, num(r.at("mean_distance_px")), at + "mean_distance_px"));
+        EXPECT_TRUE(near(c.bandwidth, num(r.at("bandwidth")), at + "bandwidth"));
+        EXPECT_TRUE(near(c.prefixMass, num(r.at("prefix_mass")), at + "prefix_mass"));
+        EXPECT_TRUE(near(c.windowMass, num(r.at("window_mass")), at + "window_mass"));
+        EXPECT_TRUE(near(c.contour50, num(r.at("contour50")), at + "contour50"));
+        EXPECT_TRUE(near(c.contour90, num(r.at("contour90")), at + "contour90"));
+        const Tensor expected = wrap(unwrap(maps)[c.layer - 1][c.head]);
+        if (!std::isnan(expected.data()[0]))
+            EXPECT_TRUE(closeTo(c.offsetMap, expected, 1e-4)) << at;
+    }
+}
+
+TEST_P(GoldenAnalyses, SignalToNoise)
+{
+    const auto r = signalToNoise(m_clean, m_noisy);
+    const auto rows = readCsv(caseDir(GetParam()) + "/snr.csv");
+    ASSERT_EQ(r.snr.size(), rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+        EXPECT_EQ(toString(r.snr[i].tap), rows[i].at("tap"));
+        EXPECT_TRUE(near(r.snr[i].snrDb, num(rows[i].at("snr_db")), "snr " + rows[i].at("tap") + rows[i].at("layer")));
+    }
+    const auto diag = readCsv(caseDir(GetParam()) + "/snr_diagnostics.csv");
+    ASSERT_EQ(r.diagnostics.size(), diag.size());
+    for (size_t i = 0; i < diag.size(); ++i) {
+        const auto& d = r.diagnostics[i];
+        for (auto [value, name] : { std::pair<double, const char*> { d.alpha, "alpha" }, { d.beta, "beta" }, { d.gamma, "gamma" },
+                                    { d.gain, "gain" }, { d.bound, "bound" }, { d.sensitivity, "sensitivity" } })
+            EXPECT_TRUE(near(value, num(diag[i].at(name)), name));
+        EXPECT_EQ(d.conditionHolds ? "1" : "0", diag[i].at("condition_holds"));
+        EXPECT_GE(d.gain, d.bound * (1 - 1e-12)) << "gain >= bound is a triangle inequality; a violation is a bug";
+    }
+}
+
+TEST_P(GoldenAnalyses, LogitDecomposition)
+{
+    auto d = decomposeLogits(*m_model, loadNpy(caseDir(GetParam()) + "/input.npy"));
+    ASSERT_TRUE(d.ok()) << d.message();
+    const auto queries = m_case["decomposition_queries"].get<std::vector<int64_t>>();
+    const auto rowsOf = [&](const Tensor& t) { return wrap(unwrap(t).index_select(1, at::tensor(queries, at::kLong))); };
+    for (auto [t, name] : { std::pair<const Tensor*, const char*> { &d->tt, "tt" }, { &d->tp, "tp" }, { &d->pt, "pt" }, { &d->pp, "pp" },
+                            { &d->logits, "s1" } })
+        EXPECT_TRUE(closeTo(rowsOf(*t), loadNpy(caseDir(GetParam()) + "/decomposition_" + name + ".npy"), 1e-4)) << name;
+    // TT + TP + PT + PP = S_1 exactly (up to float64 rounding)
+    const auto sum = unwrap(d->tt) + unwrap(d->tp) + unwrap(d->pt) + unwrap(d->pp);
+    EXPECT_LT((sum - unwrap(d->logits)).abs().max().item<double>(), 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GoldenAnalyses, ::testing::Values("tv_grid16_image", "tv_timm_image"));
+
+// ---- analytic oracles
+
+TEST(AnalysisOracles, QuadraticHeadsReturnTheirShiftsAsCentres)
+{
+    const int k = 3, size = 13;
+    const auto dir = scratchDir("oracle-conv");
+    ASSERT_TRUE(buildConvolutionAsAttention(wrap(at::randn({ 2, 1, k, k })), {}, size, 50.0, dir.string()).ok());
+    auto model = Model::load(dir.string());
+    ASSERT_TRUE(model.ok()) << model.message();
+    RunOptions options;
+    options.record.attention = true;
+    auto trace = (*model)->run(wrap(at::randn({ 1, size, size })), options);
+    ASSERT_TRUE(trace.ok());
+    for (const auto& h : headCentres(*trace, 1, 3)) {
+        const int dy = h.head / k - 1, dx = h.head % k - 1;
+        EXPECT_EQ(h.peakDy, dy);
+        EXPECT_EQ(h.peakDx, dx);
+        EXPECT_NEAR(h.windowMass, 1.0, 1e-6);
+        EXPECT_NEAR(h.bandwidth, 0.0, 1e-3);
+        // Over all queries, border queries attend to the nearest pixel inside; the interior offset map is exact.
+        const float* m = h.offsetMap.data();
+        EXPECT_NEAR(m[(dy + 3) * 7 + (dx + 3)], 1.0, 1e-6);
+    }
+    fs::remove_all(dir);
+}
+
+TEST(AnalysisOracles, DiffusionDrivesTokenSimilarityToOne)
+{
+    at::manual_seed(3);
+    at::Tensor x = at::randn({ 20, 16 }, at::kDouble);
+    const at::Tensor a = at::softmax(at::randn({ 20, 20 }, at::kDouble), 1); // a row-stochastic mixing
+    double last = tokenCosineSimilarity(wrap(x));
+    for (int i = 0; i < 60; ++i) {
+        x = at::matmul(a, x);
+        const double cs = tokenCosineSimilarity(wrap(x));
+        EXPECT_GE(cs, last - 1e-9);
+        last = cs;
+    }
+    EXPECT_NEAR(last, 1.0, 1e-6);
+}
+
+TEST(AnalysisOracles, RolloutOfIdentityAttentionIsIdentity)
+{
+    Trace t;
+    t.depth = 3;
+    t.numHeads = 2;
+    t.numPrefixTokens = 1;
+    t.gridHeight = t.gridWidth = 2;
+    t.attention.resize(4);
+    for (int l = 1; l <= 3; ++l)
+        t.attention[size_t(l)] = wrap(at::eye(5).unsqueeze(0).expand({ 2, 5, 5 }).contiguous());
+    EXPECT_TRUE(closeTo(attentionRollout(t), wrap(at::eye(5)), 1e-12));
+}
+
+TEST(AnalysisOracles, StatisticsMergeEqualsOnePass)
+{
+    at::manual_seed(5);
+    const at::Tensor v = at::randn({ 1000 }, at::kDouble) * 3 + 1;
+    RunningStats all, a, b, c;
+    for (int64_t i = 0; i < 1000; ++i) {
+        all.add(v[i].item<double>());
+        (i < 300 ? a : i < 710 ? b : c).add(v[i].item<double>());
+    }
+    a.merge(b);
+    a.merge(c);
+    EXPECT_EQ(a.count(), all.count());
+    EXPECT_NEAR(a.mean(), all.mean(), 1e-12 * std::fabs(all.mean()));
+    EXPECT_NEAR(a.sd(), all.sd(), 1e-12 * all.sd());
+    EXPECT_NEAR(all.mean(), v.mean().item<double>(), 1e-12);
+    EXPECT_NEAR(all.sd(), v.std().item<double>(), 1e-12);
+    RunningStats back;
+    ASSERT_TRUE(RunningStats::fromJson(all.toJson(), back));
+    EXPECT_EQ(back.mean(), all.mean());
+    EXPECT_EQ(back.m2(), all.m2());
+}
+
+} // namespace

@@ -1,0 +1,160 @@
+// The variants of ANALYSES.md section 6. NeuTRENO and Boost against a plain-PyTorch forward written from the
+// formulas (tests/golden/make_variants.py, float64, relative 1e-4 of each tensor's scale); the convolution
+// builder against LibTorch's conv2d (1e-4); "off" is bit-for-bit the plain model.
+#include "TestSupport.h"
+#include "TensorImpl.h"
+
+#include <attnscope/Model.h>
+#include <attnscope/Datasets.h>
+#include <attnscope/Trainer.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <fstream>
+
+using namespace attnscope;
+using namespace attnscope::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool bitIdentical(const Tensor& a, const Tensor& b)
+{
+    return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), sizeof(float) * size_t(a.numel())) == 0;
+}
+
+Result<Trace> runFixture(const std::shared_ptr<const Model>& model, std::optional<double> lambda, std::optional<double> t)
+{
+    RunOptions options;
+    options.record = RecordSpec::everything();
+    options.neutrenoLambda = lambda;
+    options.boostT = t;
+    return model->run(loadNpy(goldenDir() + "/tv_timm/input.npy"), options);
+}
+
+TEST(Variants, OffIsBitForBitThePlainModel)
+{
+    auto model = Model::load(goldenDir() + "/tv_timm");
+    ASSERT_TRUE(model.ok()) << model.message();
+    auto plain = runFixture(*model, std::nullopt, std::nullopt);
+    auto off = runFixture(*model, 0.0, 0.0);
+    ASSERT_TRUE(plain.ok() && off.ok());
+    EXPECT_TRUE(bitIdentical(plain->logits, off->logits));
+    for (int l = 1; l <= plain->depth; ++l) {
+        EXPECT_TRUE(bitIdentical(plain->attention[size_t(l)], off->attention[size_t(l)]));
+        EXPECT_TRUE(bitIdentical(plain->blocks[size_t(l)], off->blocks[size_t(l)]));
+    }
+}
+
+TEST(Variants, MatchThePythonReferenceOfTheFormulas)
+{
+    auto model = Model::load(goldenDir() + "/tv_timm");
+    ASSERT_TRUE(model.ok()) << model.message();
+    std::ifstream in(ATTNSCOPE_TEST_SOURCE_DIR "/golden/variants/variants.json");
+    const auto variants = nlohmann::json::parse(in)["variants"];
+    ASSERT_GE(variants.size(), 4u);
+    for (const auto& [name, v] : variants.items()) {
+        const std::string dir = ATTNSCOPE_TEST_SOURCE_DIR "/golden/variants/" + name;
+        auto trace = runFixture(*model, v.value("neutreno_lambda", 0.0), v.value("boost_t", 0.0));
+        ASSERT_TRUE(trace.ok()) << trace.message();
+        EXPECT_DOUBLE_EQ(trace->neutrenoLambda, v.value("neutreno_lambda", 0.0));
+        EXPECT_TRUE(closeTo(trace->logits, loadNpy(dir + "/logits.npy"), 1e-4)) << name;
+        for (int l = 1; l <= trace->depth; ++l)
+            EXPECT_TRUE(closeTo(trace->attention[size_t(l)], loadNpy(dir + "/attn_L" + std::to_string(l) + ".npy"), 1e-4)) << name << " L" << l;
+        for (int l = 0; l <= trace->depth; ++l)
+            EXPECT_TRUE(closeTo(trace->blocks[size_t(l)], loadNpy(dir + "/block_L" + std::to_string(l) + ".npy"), 1e-4)) << name << " L" << l;
+    }
+}
+
+TEST(Variants, NeutrenoLeavesTheFirstLayerAlone)
+{
+    auto model = Model::load(goldenDir() + "/tv_timm");
+    ASSERT_TRUE(model.ok());
+    auto plain = runFixture(*model, std::nullopt, std::nullopt);
+    auto neutreno = runFixture(*model, 0.6, std::nullopt);
+    ASSERT_TRUE(plain.ok() && neutreno.ok());
+    // V_1 - V_1 = 0: layer 1 is unchanged; layer 2 is not.
+    EXPECT_TRUE(bitIdentical(plain->blocks[1], neutreno->blocks[1]));
+    EXPECT_FALSE(bitIdentical(plain->blocks[2], neutreno->blocks[2]));
+}
+
+class ConvAsAttention : public ::testing::TestWithParam<std::tuple<int, int, int>> { };
+
+// Cordonnier et al., Lemma 1: the built model's U_1 equals conv2d at interior pixels, and every head attends
+// exactly to its shift.
+TEST_P(ConvAsAttention, ReproducesConv2dAndItsHeadsSitOnTheShifts)
+{
+    const auto [k, cIn, cOut] = GetParam();
+    const int size = 11;
+    at::manual_seed(k * 100 + cIn * 10 + cOut);
+    const at::Tensor kernel = at::randn({ cOut, cIn, k, k });
+    const at::Tensor bias = at::randn({ cOut });
+    const auto dir = scratchDir("conv" + std::to_string(k) + std::to_string(cIn) + std::to_string(cOut));
+    auto built = buildConvolutionAsAttention(wrap(kernel), wrap(bias), size, 50.0, dir.string());
+    ASSERT_TRUE(built.ok()) << built.message();
+    auto model = Model::load(dir.string());
+    ASSERT_TRUE(model.ok()) << model.message();
+    EXPECT_EQ((*model)->config().numHeads, k * k);
+    EXPECT_EQ((*model)->config().attention, AttentionKind::Quadratic);
+
+    const at::Tensor x = at::randn({ cIn, size, size });
+    RunOptions options;
+    options.record.attnBranch = true;
+    options.record.attention = true;
+    auto trace = (*model)->run(wrap(x), options);
+    ASSERT_TRUE(trace.ok()) << trace.message();
+    // Reference: LibTorch's conv2d (valid region = the interior, where every shift lands inside the image).
+    const at::Tensor expected = at::conv2d(x.unsqueeze(0), kernel, bias)[0]; // [C_out, size-k+1, size-k+1]
+    const at::Tensor u = unwrap(trace->attnBranch[1]).reshape({ size, size, -1 }).permute({ 2, 0, 1 });
+    const int r = k / 2;
+    const at::Tensor interior = u.slice(0, 0, cOut).slice(1, r, size - r).slice(2, r, size - r);
+    const double err = (interior - expected).abs().max().item<double>() / expected.abs().max().item<double>();
+    EXPECT_LT(err, 1e-4);
+
+    // Each head's attention from an interior query peaks (with all but ~e^-50 of the mass) at q + (dy, dx).
+    const at::Tensor a = unwrap(trace->attention[1]); // [H, N, N]
+    for (int h = 0; h < k * k; ++h) {
+        const int dy = h / k - r, dx = h % k - r;
+        for (int qy = r; qy < size - r; ++qy)
+            for (int qx = r; qx < size - r; ++qx) {
+                const int64_t q = qy * size + qx, target = (qy + dy) * size + (qx + dx);
+                ASSERT_EQ(a[h][q].argmax().item<int64_t>(), target) << "head " << h;
+                ASSERT_GT(a[h][q][target].item<float>(), 1.0f - 1e-6f);
+            }
+    }
+    fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, ConvAsAttention,
+                         ::testing::Values(std::make_tuple(3, 1, 4), std::make_tuple(3, 3, 2), std::make_tuple(5, 2, 3)));
+
+TEST(Trainer, SameSeedGivesIdenticalWeights)
+{
+    if (!fs::exists(std::string(kFashionMnistDir) + "/train-images-idx3-ubyte.gz"))
+        GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+    std::vector<std::string> weights;
+    for (int run = 0; run < 2; ++run) {
+        TrainOptions o;
+        o.out = scratchDir("train" + std::to_string(run)).string();
+        o.limitTrain = 512;
+        o.limitTest = 64;
+        o.epochs = 1;
+        o.width = 32;
+        o.depth = 2;
+        o.heads = 2;
+        o.mlpHidden = 64;
+        o.variant = "neutreno";
+        auto r = trainModel(o);
+        ASSERT_TRUE(r.ok()) << r.message();
+        std::ifstream in(o.out + "/model.safetensors", std::ios::binary);
+        weights.emplace_back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        EXPECT_TRUE(fs::exists(o.out + "/MODEL_CARD.md"));
+        EXPECT_TRUE(fs::exists(o.out + "/preprocessor_config.json"));
+    }
+    ASSERT_GT(weights[0].size(), 1000u);
+    EXPECT_TRUE(weights[0] == weights[1]) << "two runs with the same seed differ";
+}
+
+} // namespace

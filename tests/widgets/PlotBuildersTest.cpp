@@ -1,0 +1,238 @@
+// Every plot builder on synthetic data, exported as PNG, SVG and PDF; plus the behaviour the builders promise
+// (axis ranges, legends, empty input, rebuilding on the same widget).
+
+#include "FigureChecks.h"
+#include "SyntheticData.h"
+
+#include <AttentionDistancePlot.h>
+#include <FigureExport.h>
+#include <FigureSizes.h>
+#include <HeadCentresPlot.h>
+#include <LogitDecompositionPlot.h>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <SnrPlot.h>
+#include <TokenSimilarityPlot.h>
+#include <functional>
+#include <map>
+#include <qcustomplot.h>
+
+using namespace attnscope;
+
+namespace {
+
+struct Figure {
+    std::function<void(QCustomPlot*)> build;
+    QSize size; // logical export size
+};
+
+std::vector<AnalysisSummary> twoModels()
+{
+    testdata::SummaryShape variant;
+    variant.smoothing = 0.55;
+    return { testdata::makeSummary("ViT-S/16", "ViT-S/16"),
+        testdata::makeSummary("ViT-S/16", "ViT-S/16 (NeuTRENO \u03bb = 0.6)", variant) };
+}
+
+const std::map<QString, Figure>& figures()
+{
+    static const std::map<QString, Figure> all = {
+        { "token_similarity",
+            { [](QCustomPlot* p) { buildTokenSimilarityPlot(p, twoModels(), Tap::Block, PlotStyle()); },
+                lineFigureSize() } },
+        { "token_similarity_single",
+            { [](QCustomPlot* p) {
+                 buildTokenSimilarityPlot(p, { testdata::makeSummary("DeiT-S", "DeiT-S") }, Tap::Attn, PlotStyle());
+             },
+                lineFigureSize() } },
+        { "snr", { [](QCustomPlot* p) { buildSnrPlot(p, twoModels(), PlotStyle()); }, lineFigureSize() } },
+        { "snr_diagnostics",
+            { [](QCustomPlot* p) { buildSnrDiagnosticsPlot(p, twoModels(), PlotStyle()); },
+                snrDiagnosticsFigureSize() } },
+        { "head_centres",
+            { [](QCustomPlot* p) {
+                 buildHeadCentresPlot(p, testdata::makeSummary("ViT-S/16", "ViT-S/16"), PlotStyle());
+             },
+                headCentresFigureSize(12) } },
+        { "attention_distance",
+            { [](QCustomPlot* p) { buildAttentionDistancePlot(p, twoModels(), PlotStyle()); }, lineFigureSize() } },
+        { "logit_decomposition",
+            { [](QCustomPlot* p) {
+                 buildLogitDecompositionFigure(p, testdata::makeDecomposition(), 1,
+                     { QStringLiteral("ViT-S/16"), QStringLiteral("synthetic.png"), 1 }, PlotStyle());
+             },
+                logitDecompositionFigureSize() } },
+    };
+    return all;
+}
+
+} // namespace
+
+class PlotBuildersTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void exportsEveryFormat_data()
+    {
+        QTest::addColumn<QString>("name");
+        for (const auto& [name, figure] : figures())
+            QTest::newRow(qPrintable(name)) << name;
+    }
+
+    void exportsEveryFormat()
+    {
+        QFETCH(QString, name);
+        const Figure& figure = figures().at(name);
+        QCustomPlot plot;
+        figure.build(&plot);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        for (const QString suffix : { "png", "svg", "pdf" }) {
+            const QString path = dir.filePath(name + "." + suffix);
+            QString error;
+            QVERIFY2(exportPlot(&plot, path, figure.size.width(), figure.size.height(), &error), qPrintable(error));
+            QVERIFY2(QFileInfo::exists(path), qPrintable(path));
+        }
+        QString problem = testing::checkPng(dir.filePath(name + ".png"), figure.size * 2);
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        problem = testing::checkSvg(dir.filePath(name + ".svg"));
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        problem = testing::checkPdf(dir.filePath(name + ".pdf"));
+        QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        // No temporary file is left beside the figures.
+        QCOMPARE(QDir(dir.path()).entryList(QDir::Files).size(), 3);
+
+        if (const QString out = testing::figureDir(); !out.isEmpty())
+            QVERIFY(exportPlot(&plot, QDir(out).filePath(name + ".png"), figure.size.width(), figure.size.height()));
+    }
+
+    void titleStatesProvenance()
+    {
+        QCustomPlot plot;
+        buildTokenSimilarityPlot(&plot, twoModels(), Tap::Block, PlotStyle());
+        const QString title = plotTitle(&plot);
+        QVERIFY2(title.contains("block outputs"), qPrintable(title));
+        QVERIFY2(title.contains("ViT-S/16"), qPrintable(title));
+        QVERIFY2(title.contains("500 images"), qPrintable(title));
+        QVERIFY2(title.contains("gaussian:sigma=8"), qPrintable(title));
+    }
+
+    void tokenSimilarityRange()
+    {
+        QCustomPlot plot;
+        auto series = twoModels();
+        buildTokenSimilarityPlot(&plot, series, Tap::Block, PlotStyle());
+        QCPAxis* y = plot.axisRect(0)->axis(QCPAxis::atLeft);
+        QCOMPARE(y->range().lower, 0.0);
+        QCOMPARE(y->range().upper, 1.0);
+        QCPAxis* x = plot.axisRect(0)->axis(QCPAxis::atBottom);
+        QVERIFY(x->range().lower < 0.0 && x->range().upper > 12.0);
+
+        for (auto& row : series[0].tokenSimilarity)
+            row.value.mean -= 0.4; // early layers go negative
+        buildTokenSimilarityPlot(&plot, series, Tap::Block, PlotStyle());
+        y = plot.axisRect(0)->axis(QCPAxis::atLeft);
+        QVERIFY2(y->range().lower < -0.2, qPrintable(QString::number(y->range().lower)));
+    }
+
+    void legendExplainsColoursAndLineStyles()
+    {
+        QCustomPlot plot;
+        buildTokenSimilarityPlot(&plot, twoModels(), Tap::Block, PlotStyle());
+        QList<QCPLegend*> legends;
+        for (QCPLayoutElement* e : plot.plotLayout()->elements(true)) {
+            if (auto* legend = qobject_cast<QCPLegend*>(e))
+                legends << legend;
+        }
+        // Colours (the two models) on one row, line styles ("all tokens", "patch tokens") on the next.
+        QCOMPARE(legends.size(), 2);
+        QCOMPARE(legends[0]->itemCount(), 2);
+        QCOMPARE(legends[1]->itemCount(), 2);
+        auto* key = qobject_cast<QCPPlottableLegendItem*>(legends[1]->item(1));
+        QVERIFY(key);
+        QCOMPARE(key->plottable()->name(), QStringLiteral("patch tokens"));
+        QCOMPARE(key->plottable()->pen().style(), Qt::DashLine);
+    }
+
+    void rebuildingReplacesEverything()
+    {
+        QCustomPlot plot;
+        buildSnrDiagnosticsPlot(&plot, twoModels(), PlotStyle());
+        const int plottables = plot.plottableCount(), items = plot.itemCount(), rects = plot.axisRects().size();
+        const int groups = plot.findChildren<QCPMarginGroup*>().size();
+        buildSnrDiagnosticsPlot(&plot, twoModels(), PlotStyle());
+        QCOMPARE(plot.findChildren<QCPMarginGroup*>().size(), groups);
+        QCOMPARE(plot.plottableCount(), plottables);
+        QCOMPARE(plot.itemCount(), items);
+        QCOMPARE(plot.axisRects().size(), rects);
+        QCOMPARE(rects, 3);
+        // Another builder on the same widget starts from scratch.
+        buildHeadCentresPlot(&plot, testdata::makeSummary("ViT-S/16", "ViT-S/16"), PlotStyle());
+        QCOMPARE(plot.axisRects().size(), 12);
+    }
+
+    void emptyInputDrawsANote_data()
+    {
+        QTest::addColumn<int>("which");
+        QTest::newRow("token similarity") << 0;
+        QTest::newRow("snr") << 1;
+        QTest::newRow("snr diagnostics") << 2;
+        QTest::newRow("head centres") << 3;
+        QTest::newRow("attention distance") << 4;
+        QTest::newRow("logit decomposition") << 5;
+    }
+
+    void emptyInputDrawsANote()
+    {
+        QFETCH(int, which);
+        QCustomPlot plot;
+        const PlotStyle style;
+        AnalysisSummary empty;
+        empty.model = "empty";
+        switch (which) {
+        case 0:
+            buildTokenSimilarityPlot(&plot, {}, Tap::Residual, style);
+            break;
+        case 1:
+            buildSnrPlot(&plot, { empty }, style);
+            break;
+        case 2:
+            buildSnrDiagnosticsPlot(&plot, { empty }, style);
+            break;
+        case 3:
+            buildHeadCentresPlot(&plot, empty, style);
+            break;
+        case 4:
+            buildAttentionDistancePlot(&plot, { empty }, style);
+            break;
+        default:
+            buildLogitDecompositionFigure(&plot, LogitDecomposition {}, 0, {}, style);
+            break;
+        }
+        QVERIFY(plot.axisRects().size() >= 1);
+        QVERIFY(plot.itemCount() >= 1); // the note
+        QTemporaryDir dir;
+        QVERIFY(exportPlot(&plot, dir.filePath("empty.png"), 400, 300));
+        QCOMPARE(QImage(dir.filePath("empty.png")).size(), QSize(800, 600));
+    }
+
+    void legendPlacements()
+    {
+        for (LegendPlacement placement : { LegendPlacement::Below, LegendPlacement::Right,
+                 LegendPlacement::InsideTopLeft, LegendPlacement::InsideBottomRight }) {
+            PlotStyle style;
+            style.legendPlacement = placement;
+            QCustomPlot plot;
+            buildAttentionDistancePlot(&plot, twoModels(), style);
+            QTemporaryDir dir;
+            const QString path = dir.filePath("legend.png");
+            QVERIFY(exportPlot(&plot, path, 600, 400));
+            const QString problem = testing::checkPng(path, QSize(1200, 800));
+            QVERIFY2(problem.isEmpty(), qPrintable(problem));
+        }
+    }
+};
+
+QObject* makePlotBuildersTest() { return new PlotBuildersTest; }
+
+#include "PlotBuildersTest.moc"

@@ -1,0 +1,26 @@
+// widgets_tests: the QtTest classes of tests/widgets, run in one process with one QApplication (QCustomPlot needs
+// it). Headless: the offscreen platform unless QT_QPA_PLATFORM says otherwise.
+
+#include <QApplication>
+#include <QtTest>
+#include <memory>
+
+QObject* makeColormapTest();
+QObject* makeOutlineTest();
+QObject* makeAttentionOverlayTest();
+QObject* makeFigureExportTest();
+QObject* makePlotBuildersTest();
+
+int main(int argc, char** argv)
+{
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication app(argc, argv);
+    int failed = 0;
+    for (auto make :
+        { makeColormapTest, makeOutlineTest, makeAttentionOverlayTest, makeFigureExportTest, makePlotBuildersTest }) {
+        std::unique_ptr<QObject> test(make());
+        failed += QTest::qExec(test.get(), argc, argv) != 0;
+    }
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,214 @@
+#include "AttentionGridFigure.h"
+
+#include "AttentionOverlay.h"
+#include "PlotElements.h"
+
+#include <QFontMetricsF>
+#include <QPainter>
+#include <algorithm>
+#include <cmath>
+
+namespace attnscope {
+
+namespace {
+
+    QString queryDescription(const AttentionGrid& grid)
+    {
+        if (const auto patch = queryPatchOf(grid.query, grid.numPrefixTokens, grid.gridWidth))
+            return QStringLiteral("patch (row %1, column %2)").arg(patch->y()).arg(patch->x());
+        if (grid.query == 0 && grid.numPrefixTokens >= 1)
+            return QStringLiteral("the CLS token");
+        return QStringLiteral("prefix token %1").arg(grid.query);
+    }
+
+    void drawTile(QPainter& painter, const QRectF& target, const QImage& tile, const QColor& frame)
+    {
+        painter.drawImage(target, tile);
+        painter.setPen(QPen(frame, 0.8));
+        painter.setBrush(Qt::NoBrush);
+        painter.drawRect(target);
+    }
+
+    void drawCornerValue(QPainter& painter, const QRectF& target, const QString& text, const QFont& font)
+    {
+        const QFontMetricsF metrics(font);
+        const QRectF box(target.left() + 2, target.bottom() - metrics.height() - 2, metrics.horizontalAdvance(text) + 6,
+            metrics.height());
+        painter.setPen(Qt::NoPen);
+        painter.setBrush(QColor(0, 0, 0, 150));
+        painter.drawRoundedRect(box, 2, 2);
+        painter.setFont(font);
+        painter.setPen(Qt::white);
+        painter.drawText(box, Qt::AlignCenter, text);
+    }
+
+} // namespace
+
+QImage renderAttentionGrid(const AttentionGrid& grid, const GridStyle& style)
+{
+    const PlotStyle& ts = style.text;
+    const QFont titleFont = ts.font(ts.titleFontPx, true);
+    const QFont subtitleFont = ts.font(ts.subtitleFontPx);
+    const QFont labelFont = ts.font(ts.labelFontPx - 1);
+    const QFont cornerFont = ts.font(std::max(8, ts.tickFontPx - 3));
+    const QFontMetricsF labelMetrics(labelFont);
+
+    const int layers = int(grid.maps.size());
+    int columns = 0;
+    for (const auto& row : grid.maps)
+        columns = std::max(columns, int(row.size()));
+    const int heads = std::max(0, columns - 1); // the last entry of each row is the head mean
+
+    const QImage shown = toQImage(grid.shown);
+    const double aspect = !shown.isNull() ? double(shown.height()) / shown.width()
+        : grid.gridWidth > 0              ? double(grid.gridHeight) / grid.gridWidth
+                                          : 1.0;
+    const double tileW = style.tileSize, tileH = std::round(style.tileSize * aspect);
+    const double gap = style.spacing, meanGap = 3 * style.spacing + 4;
+    const double margin = 14;
+
+    const QString title = QStringLiteral("Attention of %1").arg(queryDescription(grid));
+    const QString subtitle = joinProvenance({ fromStd(grid.model), fromStd(grid.image),
+        QStringLiteral("%1, opacity %2").arg(colormapName(style.colormap)).arg(style.opacity),
+        QStringLiteral("rollout: Abnar & Zuidema (2020)") });
+    double rowLabelWidth = 0;
+    for (int l = 1; l <= layers; ++l)
+        rowLabelWidth = std::max(rowLabelWidth, labelMetrics.horizontalAdvance(QStringLiteral("layer %1").arg(l)));
+    rowLabelWidth += 10;
+
+    const double gridWidth = columns > 0 ? columns * tileW + (columns - 1) * gap + (heads > 0 ? meanGap - gap : 0) : 0;
+    const double titleHeight = QFontMetricsF(titleFont).height() + QFontMetricsF(subtitleFont).height() + 10;
+    const double headerHeight = labelMetrics.height() + 4;
+    const double gridTop = margin + titleHeight + headerHeight;
+    double gridLeft = margin + rowLabelWidth;
+    const double gridBottom = gridTop + layers * tileH + std::max(0, layers - 1) * gap;
+
+    // Bottom row: the input with the query marked, the rollout, and the colour bar beside them when it fits.
+    const double bottomTop = gridBottom + 16 + headerHeight;
+    const double barWidthWanted = 300, barHeight = 58;
+    const double contentWidth = std::max(gridLeft + gridWidth, gridLeft + 2 * tileW + gap + 250) + margin;
+    double width = std::max(contentWidth,
+        margin
+            + std::max(QFontMetricsF(titleFont).horizontalAdvance(title),
+                QFontMetricsF(subtitleFont).horizontalAdvance(subtitle))
+            + margin);
+    // A title wider than the tiles: centre the tiles under it.
+    const double shift = (width - contentWidth) / 2;
+    gridLeft += shift;
+    const double barLeft = gridLeft + 2 * tileW + gap + 28;
+    const bool barBeside = width - margin - shift - barLeft >= 220;
+    const QRectF barArea = barBeside
+        ? QRectF(barLeft, bottomTop + (tileH - barHeight) / 2,
+            std::min(barWidthWanted, width - margin - shift - barLeft), barHeight)
+        : QRectF(gridLeft, bottomTop + tileH + 14, std::min(barWidthWanted, width - margin - gridLeft), barHeight);
+    if (!barBeside)
+        width = std::max(width, barArea.right() + margin);
+    const double height = (barBeside ? bottomTop + tileH : barArea.bottom()) + margin;
+
+    QImage image(QSize(int(std::ceil(width * style.scale)), int(std::ceil(height * style.scale))),
+        QImage::Format_ARGB32_Premultiplied);
+    image.setDevicePixelRatio(style.scale);
+    image.fill(ts.background);
+    QPainter painter(&image);
+    painter.setRenderHint(QPainter::Antialiasing);
+    painter.setRenderHint(QPainter::SmoothPixmapTransform);
+
+    painter.setPen(ts.foreground);
+    painter.setFont(titleFont);
+    painter.drawText(QRectF(margin, margin, width - 2 * margin, QFontMetricsF(titleFont).height()),
+        Qt::AlignHCenter | Qt::AlignTop, title);
+    painter.setPen(ts.mutedText);
+    painter.setFont(subtitleFont);
+    painter.drawText(QRectF(margin, margin + QFontMetricsF(titleFont).height() + 2, width - 2 * margin,
+                         QFontMetricsF(subtitleFont).height()),
+        Qt::AlignHCenter | Qt::AlignTop, subtitle);
+
+    if (layers == 0 || columns == 0) {
+        painter.setPen(ts.mutedText);
+        painter.setFont(labelFont);
+        painter.drawText(QRectF(0, gridTop, width, tileH), Qt::AlignCenter, QStringLiteral("No attention maps"));
+        return image;
+    }
+
+    // The image once at tile resolution; every tile blends over it.
+    const QSize tilePixels(int(std::round(tileW * style.scale)), int(std::round(tileH * style.scale)));
+    // Without an image the maps are drawn opaque over black.
+    QImage blank(tilePixels, QImage::Format_RGB32);
+    blank.fill(Qt::black);
+    const QImage base
+        = shown.isNull() ? blank : shown.scaled(tilePixels, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
+    const double opacity = shown.isNull() ? 1.0 : style.opacity;
+    const auto query = queryPatchOf(grid.query, grid.numPrefixTokens, grid.gridWidth);
+
+    double sharedMax = 0;
+    for (const auto& row : grid.maps)
+        for (const auto& map : row)
+            sharedMax = std::max(sharedMax, mapMaximum(map));
+    auto rangeFor = [&](const AttentionMap& map) {
+        return ValueRange { 0.0, style.sharedScale ? sharedMax : mapMaximum(map) };
+    };
+    auto columnLeft
+        = [&](int c) { return gridLeft + c * (tileW + gap) + (c == columns - 1 && heads > 0 ? meanGap - gap : 0); };
+
+    painter.setFont(labelFont);
+    painter.setPen(ts.foreground);
+    for (int c = 0; c < columns; ++c) {
+        const QString header
+            = c == columns - 1 && heads > 0 ? QStringLiteral("mean") : QStringLiteral("head %1").arg(c);
+        painter.drawText(QRectF(columnLeft(c), gridTop - headerHeight, tileW, headerHeight),
+            Qt::AlignHCenter | Qt::AlignBottom, header);
+    }
+    for (int l = 0; l < layers; ++l) {
+        const double top = gridTop + l * (tileH + gap);
+        painter.setFont(labelFont);
+        painter.setPen(ts.foreground);
+        painter.drawText(QRectF(gridLeft - rowLabelWidth, top, rowLabelWidth - 8, tileH),
+            Qt::AlignRight | Qt::AlignVCenter, QStringLiteral("layer %1").arg(l + 1));
+        for (int c = 0; c < int(grid.maps[size_t(l)].size()); ++c) {
+            const AttentionMap& map = grid.maps[size_t(l)][size_t(c)];
+            const QImage tile = renderAttentionOverlay(
+                base, map, grid.gridHeight, grid.gridWidth, opacity, style.colormap, query, rangeFor(map));
+            const QRectF target(columnLeft(c), top, tileW, tileH);
+            drawTile(painter, target, tile, ts.grid.darker(115));
+            if (style.annotateMaxima && !style.sharedScale)
+                drawCornerValue(painter, target, QString::number(mapMaximum(map), 'g', 2), cornerFont);
+        }
+    }
+
+    // Input and rollout.
+    painter.setFont(labelFont);
+    painter.setPen(ts.foreground);
+    const QRectF inputRect(gridLeft, bottomTop, tileW, tileH);
+    const QRectF rolloutRect(gridLeft + tileW + gap, bottomTop, tileW, tileH);
+    painter.drawText(QRectF(inputRect.left() - 20, bottomTop - headerHeight, tileW + 40, headerHeight),
+        Qt::AlignHCenter | Qt::AlignBottom, QStringLiteral("input"));
+    painter.drawText(QRectF(rolloutRect.left() - 20, bottomTop - headerHeight, tileW + 40, headerHeight),
+        Qt::AlignHCenter | Qt::AlignBottom, QStringLiteral("rollout"));
+    if (!shown.isNull()) {
+        drawTile(painter, inputRect, base, ts.grid.darker(115));
+        if (query) {
+            const double cw = tileW / std::max(1, grid.gridWidth), ch = tileH / std::max(1, grid.gridHeight);
+            const QRectF cell(inputRect.left() + query->x() * cw, inputRect.top() + query->y() * ch, cw, ch);
+            painter.setBrush(Qt::NoBrush);
+            painter.setPen(QPen(QColor(0, 0, 0, 200), 3.0));
+            painter.drawRect(cell);
+            painter.setPen(QPen(Qt::white, 1.5));
+            painter.drawRect(cell);
+        }
+    }
+    if (!grid.rollout.patches.empty()) {
+        const QImage tile = renderAttentionOverlay(
+            base, grid.rollout, grid.gridHeight, grid.gridWidth, opacity, style.colormap, query);
+        drawTile(painter, rolloutRect, tile, ts.grid.darker(115));
+        if (style.annotateMaxima)
+            drawCornerValue(painter, rolloutRect, QString::number(mapMaximum(grid.rollout), 'g', 2), cornerFont);
+    }
+
+    const QString caption = style.sharedScale ? QStringLiteral("attention weight (rollout: own scale, max in corner)")
+                                              : QStringLiteral("attention \u00f7 tile maximum (in each tile's corner)");
+    paintColorBar(painter, barArea, style.colormap,
+        style.sharedScale ? ValueRange { 0.0, sharedMax } : ValueRange { 0.0, 1.0 }, Qt::Horizontal, caption, ts);
+    return image;
+}
+
+} // namespace attnscope

@@ -1,0 +1,231 @@
+#include "AttentionOverlay.h"
+
+#include <QFontMetricsF>
+#include <QPainter>
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace attnscope {
+
+namespace {
+
+    // Source index pair and weight of every destination pixel along one axis, for bilinear upsampling with
+    // half-pixel centres (align_corners=False): source coordinate (i + 0.5) * n / size - 0.5, clamped at the borders.
+    struct Tap1d {
+        int i0, i1;
+        double w1;
+    };
+
+    std::vector<Tap1d> bilinearTaps(int size, int n)
+    {
+        std::vector<Tap1d> taps(size_t(std::max(0, size)));
+        for (int i = 0; i < size; ++i) {
+            const double s = std::clamp((i + 0.5) * n / size - 0.5, 0.0, double(n - 1));
+            const int i0 = std::min(int(s), n - 1);
+            const int i1 = std::min(i0 + 1, n - 1);
+            taps[size_t(i)] = { i0, i1, s - i0 };
+        }
+        return taps;
+    }
+
+    int blend(int base, int over, double opacity) { return int(std::lround(base + opacity * (over - base))); }
+
+    // Nice tick values covering [low, high]: steps of 1, 2, 2.5 or 5 times a power of ten, about four of them.
+    std::vector<double> niceTicks(double low, double high)
+    {
+        if (!(high > low))
+            return { low };
+        const double raw = (high - low) / 4.0;
+        const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+        double step = magnitude;
+        for (double m : { 1.0, 2.0, 2.5, 5.0, 10.0 }) {
+            step = m * magnitude;
+            if (step >= raw)
+                break;
+        }
+        std::vector<double> ticks;
+        for (double v = std::ceil(low / step - 1e-9) * step; v <= high + step * 1e-9; v += step)
+            ticks.push_back(std::abs(v) < step * 1e-9 ? 0.0 : v);
+        return ticks;
+    }
+
+} // namespace
+
+QImage toQImage(const Image& image)
+{
+    if (image.empty() || image.width <= 0 || image.height <= 0)
+        return {};
+    QImage out(image.width, image.height, QImage::Format_RGB32);
+    for (int y = 0; y < image.height; ++y) {
+        auto* line = reinterpret_cast<QRgb*>(out.scanLine(y));
+        const uint8_t* src = image.pixels.data() + size_t(y) * size_t(image.width) * size_t(image.channels);
+        for (int x = 0; x < image.width; ++x) {
+            const uint8_t* p = src + size_t(x) * size_t(image.channels);
+            line[x] = image.channels >= 3 ? qRgb(p[0], p[1], p[2]) : qRgb(p[0], p[0], p[0]);
+        }
+    }
+    return out;
+}
+
+std::optional<QPoint> queryPatchOf(int query, int numPrefixTokens, int gridWidth)
+{
+    if (query < numPrefixTokens || gridWidth <= 0)
+        return std::nullopt;
+    const int k = query - numPrefixTokens;
+    return QPoint(k % gridWidth, k / gridWidth);
+}
+
+double mapMaximum(const AttentionMap& map)
+{
+    const float* data = map.patches.data();
+    if (!data || map.patches.numel() == 0)
+        return 0.0;
+    return *std::max_element(data, data + map.patches.numel());
+}
+
+QImage renderAttentionOverlay(const Image& shown, const AttentionMap& map, int gridH, int gridW, double opacity,
+    Colormap colormap, std::optional<QPoint> queryPatch, std::optional<ValueRange> range)
+{
+    return renderAttentionOverlay(toQImage(shown), map, gridH, gridW, opacity, colormap, queryPatch, range);
+}
+
+QImage renderAttentionOverlay(const QImage& shown, const AttentionMap& map, int gridH, int gridW, double opacity,
+    Colormap colormap, std::optional<QPoint> queryPatch, std::optional<ValueRange> range)
+{
+    const Tensor& patches = map.patches;
+    const bool valid = gridH > 0 && gridW > 0 && patches.numel() == int64_t(gridH) * gridW && patches.data();
+    QImage out = shown.isNull() ? QImage(std::max(1, gridW) * 16, std::max(1, gridH) * 16, QImage::Format_RGB32)
+                                : shown.convertToFormat(QImage::Format_RGB32);
+    if (shown.isNull()) {
+        out.fill(Qt::black);
+        opacity = 1.0; // nothing to blend over
+    }
+    if (!valid)
+        return out;
+    opacity = std::clamp(opacity, 0.0, 1.0);
+
+    const ValueRange r = range.value_or(ValueRange { 0.0, mapMaximum(map) });
+    const double span = r.high - r.low;
+    const double scale = span > 0 ? 1.0 / span : 0.0;
+    const float* values = patches.data();
+    const ColormapTable& table = colormapTable(colormap);
+    const std::vector<Tap1d> xs = bilinearTaps(out.width(), gridW);
+    const std::vector<Tap1d> ys = bilinearTaps(out.height(), gridH);
+    for (int y = 0; y < out.height(); ++y) {
+        const Tap1d ty = ys[size_t(y)];
+        const float* row0 = values + size_t(ty.i0) * size_t(gridW);
+        const float* row1 = values + size_t(ty.i1) * size_t(gridW);
+        auto* line = reinterpret_cast<QRgb*>(out.scanLine(y));
+        for (int x = 0; x < out.width(); ++x) {
+            const Tap1d tx = xs[size_t(x)];
+            const double top = row0[tx.i0] + tx.w1 * (row0[tx.i1] - row0[tx.i0]);
+            const double bottom = row1[tx.i0] + tx.w1 * (row1[tx.i1] - row1[tx.i0]);
+            const double v = top + ty.w1 * (bottom - top);
+            const double t = std::clamp((v - r.low) * scale, 0.0, 1.0);
+            const QRgb c = table[size_t(std::lround(t * 255.0))];
+            const QRgb b = line[x];
+            line[x] = qRgb(blend(qRed(b), qRed(c), opacity), blend(qGreen(b), qGreen(c), opacity),
+                blend(qBlue(b), qBlue(c), opacity));
+        }
+    }
+
+    if (queryPatch && queryPatch->x() >= 0 && queryPatch->y() >= 0 && queryPatch->x() < gridW
+        && queryPatch->y() < gridH) {
+        const double cw = double(out.width()) / gridW, ch = double(out.height()) / gridH;
+        const QRectF cell(queryPatch->x() * cw, queryPatch->y() * ch, cw, ch);
+        QPainter painter(&out);
+        painter.setRenderHint(QPainter::Antialiasing);
+        const double width = std::clamp(cw / 8.0, 1.0, 3.0);
+        // White on a dark rim: visible over any colour of any map.
+        painter.setPen(QPen(QColor(0, 0, 0, 200), width + 2.0));
+        painter.drawRect(cell.adjusted(-width / 2, -width / 2, width / 2, width / 2));
+        painter.setPen(QPen(Qt::white, width));
+        painter.drawRect(cell.adjusted(-width / 2, -width / 2, width / 2, width / 2));
+    }
+    return out;
+}
+
+void paintColorBar(QPainter& painter, const QRectF& area, Colormap colormap, ValueRange range,
+    Qt::Orientation orientation, const QString& caption, const PlotStyle& style)
+{
+    painter.save();
+    painter.setRenderHint(QPainter::Antialiasing);
+    const ColormapTable& table = colormapTable(colormap);
+    QImage strip(
+        orientation == Qt::Horizontal ? 256 : 1, orientation == Qt::Horizontal ? 1 : 256, QImage::Format_RGB32);
+    for (int i = 0; i < 256; ++i) {
+        if (orientation == Qt::Horizontal)
+            strip.setPixel(i, 0, table[size_t(i)]);
+        else
+            strip.setPixel(0, 255 - i, table[size_t(i)]); // high values at the top
+    }
+    const QFont tickFont = style.font(style.tickFontPx - 1);
+    const QFont captionFont = style.font(style.tickFontPx);
+    const QFontMetricsF tickMetrics(tickFont);
+    const double thickness = 12.0, tickLength = 4.0;
+    const QPen pen(style.foreground, 1.0);
+    const double span = range.high - range.low;
+    const std::vector<double> ticks = niceTicks(range.low, range.high);
+
+    if (orientation == Qt::Horizontal) {
+        // Leave half a label's width at each end so the end labels fit.
+        const double margin = tickMetrics.horizontalAdvance(QStringLiteral("0.000")) / 2.0;
+        const QRectF bar(area.left() + margin, area.top(), std::max(1.0, area.width() - 2 * margin), thickness);
+        painter.drawImage(bar, strip);
+        painter.setPen(pen);
+        painter.setBrush(Qt::NoBrush);
+        painter.drawRect(bar);
+        painter.setFont(tickFont);
+        for (double v : ticks) {
+            const double x = bar.left() + (span > 0 ? (v - range.low) / span : 0.0) * bar.width();
+            painter.drawLine(QPointF(x, bar.bottom()), QPointF(x, bar.bottom() + tickLength));
+            const QRectF label(x - 40, bar.bottom() + tickLength + 1, 80, tickMetrics.height());
+            painter.drawText(label, Qt::AlignHCenter | Qt::AlignTop, QString::number(v, 'g', 3));
+        }
+        painter.setFont(captionFont);
+        painter.drawText(QRectF(area.left(), bar.bottom() + tickLength + tickMetrics.height() + 2, area.width(),
+                             area.bottom() - bar.bottom()),
+            Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, caption);
+    } else {
+        const double margin = tickMetrics.height() / 2.0;
+        const QRectF bar(area.left(), area.top() + margin, thickness, std::max(1.0, area.height() - 2 * margin));
+        painter.drawImage(bar, strip);
+        painter.setPen(pen);
+        painter.setBrush(Qt::NoBrush);
+        painter.drawRect(bar);
+        painter.setFont(tickFont);
+        double labelWidth = 0;
+        for (double v : ticks) {
+            const double y = bar.bottom() - (span > 0 ? (v - range.low) / span : 0.0) * bar.height();
+            painter.drawLine(QPointF(bar.right(), y), QPointF(bar.right() + tickLength, y));
+            const QString text = QString::number(v, 'g', 3);
+            labelWidth = std::max(labelWidth, tickMetrics.horizontalAdvance(text));
+            painter.drawText(
+                QRectF(bar.right() + tickLength + 2, y - tickMetrics.height() / 2, 80, tickMetrics.height()),
+                Qt::AlignLeft | Qt::AlignVCenter, text);
+        }
+        painter.setFont(captionFont);
+        const double x = bar.right() + tickLength + 6 + labelWidth + QFontMetricsF(captionFont).height() / 2;
+        painter.translate(x, bar.center().y());
+        painter.rotate(-90);
+        painter.drawText(QRectF(-bar.height() / 2, -QFontMetricsF(captionFont).height() / 2, bar.height(),
+                             QFontMetricsF(captionFont).height()),
+            Qt::AlignCenter, caption);
+    }
+    painter.restore();
+}
+
+QImage renderColorBar(Colormap colormap, ValueRange range, QSize size, Qt::Orientation orientation,
+    const QString& caption, const PlotStyle& style, double scale)
+{
+    QImage image(QSize(int(std::ceil(size.width() * scale)), int(std::ceil(size.height() * scale))),
+        QImage::Format_ARGB32_Premultiplied);
+    image.setDevicePixelRatio(scale);
+    image.fill(style.background);
+    QPainter painter(&image);
+    paintColorBar(painter, QRectF(QPointF(0, 0), QSizeF(size)), colormap, range, orientation, caption, style);
+    return image;
+}
+
+} // namespace attnscope

@@ -1,0 +1,370 @@
+#include "PlotElements.h"
+
+#include <algorithm>
+#include <cmath>
+#include <qcustomplot.h>
+
+namespace attnscope {
+
+namespace {
+
+    // Rows that hold text or legends take their minimum height; the axes get the rest.
+    constexpr double fixedRowStretch = 0.001;
+
+    QCPTextElement* addText(
+        QCustomPlot* plot, QCPLayoutGrid* layout, int row, const QString& text, const QFont& font, const QColor& color)
+    {
+        auto* element = new QCPTextElement(plot, text, font);
+        element->setTextColor(color);
+        element->setMargins(QMargins(4, 2, 4, 2));
+        element->setSelectable(false);
+        layout->addElement(row, 0, element);
+        layout->setRowStretchFactor(row, fixedRowStretch);
+        return element;
+    }
+
+    // [stretch | element | stretch] (horizontal) or [element; stretch] (vertical) at (row, column) of `layout`: keeps
+    // a legend at its natural size. The box joins the plot's layout before its children, so they get the plot too.
+    void addBox(QCustomPlot* plot, QCPLayoutGrid* layout, int row, int column, QCPLayoutElement* element,
+        Qt::Orientation orientation)
+    {
+        auto* box = new QCPLayoutGrid;
+        layout->addElement(row, column, box);
+        box->setMargins(QMargins(0, 0, 0, 0));
+        box->setRowSpacing(0);
+        box->setColumnSpacing(0);
+        if (orientation == Qt::Horizontal) {
+            box->addElement(0, 0, new QCPLayoutElement(plot));
+            box->addElement(0, 1, element);
+            box->addElement(0, 2, new QCPLayoutElement(plot));
+        } else {
+            box->addElement(0, 0, element);
+            box->addElement(1, 0, new QCPLayoutElement(plot));
+        }
+    }
+
+    const char* const singleColumnProperty = "attnscopeSingleColumn";
+
+} // namespace
+
+int resetPlot(QCustomPlot* plot, const QString& title, const QString& subtitle, const PlotStyle& style)
+{
+    plot->clearPlottables();
+    plot->clearItems();
+    plot->plotLayout()->clear(); // deletes axis rects and legends (QCustomPlot resets its xAxis/legend pointers)
+    // Margin groups are children of the plot, not of the layout: without this a widget rebuilt for every new
+    // result would collect empty ones.
+    const auto groups = plot->findChildren<QCPMarginGroup*>(QString(), Qt::FindDirectChildrenOnly);
+    qDeleteAll(groups);
+    plot->setAutoAddPlottableToLegend(false);
+    QCPLayoutGrid* layout = plot->plotLayout();
+    layout->setRowSpacing(2);
+    layout->setColumnSpacing(0);
+    layout->setMargins(QMargins(6, 4, 10, 8));
+    applyStyle(plot, style);
+
+    int row = 0;
+    addText(plot, layout, row++, title, style.font(style.titleFontPx, true), style.foreground);
+    if (!subtitle.isEmpty())
+        addText(plot, layout, row++, subtitle, style.font(style.subtitleFontPx), style.mutedText);
+    return row;
+}
+
+QCPAxisRect* addAxisRect(QCustomPlot* plot, QCPLayoutGrid* layout, int row, int column, const PlotStyle& style)
+{
+    auto* rect = new QCPAxisRect(plot);
+    layout->addElement(row, column, rect);
+    rect->setupFullAxesBox(false);
+    applyStyle(rect, style);
+    return rect;
+}
+
+QCPLegend* addLegend(QCustomPlot* plot, QCPAxisRect* rect, int contentRow, const PlotStyle& style)
+{
+    auto* legend = new QCPLegend;
+    QCPLayoutGrid* main = plot->plotLayout();
+    bool inside = false;
+    switch (style.legendPlacement) {
+    case LegendPlacement::Below:
+        main->insertRow(contentRow + 1);
+        addBox(plot, main, contentRow + 1, 0, legend, Qt::Horizontal);
+        main->setRowStretchFactor(contentRow + 1, fixedRowStretch);
+        break;
+    case LegendPlacement::Right: {
+        // The title rows span one column, so the rect and its legend share a nested grid in the content row.
+        QCPLayoutElement* content = main->element(contentRow, 0);
+        main->take(content);
+        auto* row = new QCPLayoutGrid;
+        main->addElement(contentRow, 0, row);
+        row->setColumnSpacing(8);
+        row->addElement(0, 0, content);
+        addBox(plot, row, 0, 1, legend, Qt::Vertical);
+        row->setColumnStretchFactor(1, fixedRowStretch);
+        break;
+    }
+    case LegendPlacement::InsideTopLeft:
+    case LegendPlacement::InsideTopRight:
+    case LegendPlacement::InsideBottomLeft:
+    case LegendPlacement::InsideBottomRight: {
+        inside = true;
+        Qt::Alignment align;
+        switch (style.legendPlacement) {
+        case LegendPlacement::InsideTopLeft:
+            align = Qt::AlignTop | Qt::AlignLeft;
+            break;
+        case LegendPlacement::InsideTopRight:
+            align = Qt::AlignTop | Qt::AlignRight;
+            break;
+        case LegendPlacement::InsideBottomLeft:
+            align = Qt::AlignBottom | Qt::AlignLeft;
+            break;
+        default:
+            align = Qt::AlignBottom | Qt::AlignRight;
+            break;
+        }
+        rect->insetLayout()->addElement(legend, align);
+        break;
+    }
+    }
+    legend->setLayer(QStringLiteral("legend"));
+    legend->setProperty(singleColumnProperty, style.legendPlacement != LegendPlacement::Below);
+    applyStyle(legend, style, inside);
+    legend->setVisible(true);
+    return legend;
+}
+
+QCPLegend* addLegendBelow(QCustomPlot* plot, QCPLayoutGrid* layout, int row, const PlotStyle& style)
+{
+    auto* legend = new QCPLegend;
+    layout->insertRow(row);
+    addBox(plot, layout, row, 0, legend, Qt::Horizontal);
+    layout->setRowStretchFactor(row, fixedRowStretch);
+    legend->setLayer(QStringLiteral("legend"));
+    applyStyle(legend, style, false);
+    legend->setVisible(true);
+    return legend;
+}
+
+QCPLegend* addKeyLegend(QCustomPlot* plot, QCPLegend* primary, const PlotStyle& style)
+{
+    auto* box = qobject_cast<QCPLayoutGrid*>(primary->layout());
+    auto* outer = box ? qobject_cast<QCPLayoutGrid*>(box->layout()) : nullptr;
+    if (!box || !outer)
+        return primary; // an inset legend: keys go in the same column
+    auto* keys = new QCPLegend;
+    const bool vertical = primary->property(singleColumnProperty).toBool();
+    if (vertical) {
+        box->insertRow(1);
+        box->addElement(1, 0, keys);
+    } else {
+        int row = -1, column = -1;
+        for (int i = 0; i < outer->elementCount(); ++i) {
+            if (outer->elementAt(i) == box)
+                outer->indexToRowCol(i, row, column);
+        }
+        outer->insertRow(row + 1);
+        addBox(plot, outer, row + 1, 0, keys, Qt::Horizontal);
+        outer->setRowStretchFactor(row + 1, fixedRowStretch);
+    }
+    keys->setLayer(QStringLiteral("legend"));
+    keys->setProperty(singleColumnProperty, vertical);
+    applyStyle(keys, style, false);
+    keys->setVisible(true);
+    return keys;
+}
+
+void finishLegend(QCPLegend* legend, int maxColumns)
+{
+    const int count = legend->itemCount();
+    const bool column = legend->property(singleColumnProperty).toBool();
+    const int columns = column ? 1 : std::clamp(maxColumns, 1, std::max(1, count));
+    legend->setWrap(columns);
+    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+    // Natural size, so the surrounding box centres it instead of spreading its items over the full width.
+    legend->setSizeConstraintRect(QCPLayoutElement::scrOuterRect);
+    legend->setMaximumSize(legend->minimumOuterSizeHint());
+}
+
+QCPGraph* addLine(QCPAxisRect* rect, const QVector<double>& x, const QVector<double>& y, const QColor& color,
+    Qt::PenStyle penStyle, const QString& name, const PlotStyle& style)
+{
+    QCPGraph* graph = rect->parentPlot()->addGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+    graph->setData(x, y, true);
+    QPen pen(color, style.lineWidth, penStyle);
+    pen.setCapStyle(Qt::FlatCap);
+    pen.setJoinStyle(Qt::RoundJoin);
+    graph->setPen(pen);
+    graph->setName(name);
+    graph->setSelectable(QCP::stNone);
+    return graph;
+}
+
+QCPGraph* addBand(QCPAxisRect* rect, const QVector<double>& x, const QVector<double>& low, const QVector<double>& high,
+    const QColor& color, const PlotStyle& style)
+{
+    QCustomPlot* plot = rect->parentPlot();
+    QCPGraph* lower = plot->addGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+    lower->setData(x, low, true);
+    lower->setPen(Qt::NoPen);
+    lower->setSelectable(QCP::stNone);
+    QCPGraph* upper = plot->addGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+    upper->setData(x, high, true);
+    upper->setPen(Qt::NoPen);
+    QColor fill = color;
+    fill.setAlphaF(float(style.bandAlpha));
+    upper->setBrush(fill);
+    upper->setChannelFillGraph(lower);
+    upper->setSelectable(QCP::stNone);
+    return upper;
+}
+
+QCPGraph* addStyleKey(
+    QCPAxisRect* rect, QCPLegend* legend, const QString& name, Qt::PenStyle penStyle, const PlotStyle& style)
+{
+    QCPGraph* key = addLine(rect, {}, {}, style.neutral, penStyle, name, style);
+    key->addToLegend(legend);
+    return key;
+}
+
+void setLayerAxis(QCPAxis* axis, int firstLayer, int lastLayer, int maxTicks)
+{
+    const int span = std::max(1, lastLayer - firstLayer);
+    int step = 1;
+    for (int candidate : { 1, 2, 3, 4, 5, 10, 20, 25, 50, 100 }) {
+        step = candidate;
+        if (span / candidate + 1 <= std::max(2, maxTicks))
+            break;
+    }
+    auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+    ticker->setTickStep(step);
+    ticker->setScaleStrategy(QCPAxisTickerFixed::ssNone);
+    axis->setTicker(ticker);
+    axis->setSubTicks(false);
+    axis->setNumberFormat(QStringLiteral("f"));
+    axis->setNumberPrecision(0);
+    axis->setRange(firstLayer - 0.4, lastLayer + 0.4);
+}
+
+void addNote(QCPAxisRect* rect, const QString& text, const PlotStyle& style)
+{
+    auto* item = new QCPItemText(rect->parentPlot());
+    item->setClipAxisRect(rect);
+    item->position->setType(QCPItemPosition::ptAxisRectRatio);
+    item->position->setAxisRect(rect);
+    item->position->setCoords(0.5, 0.5);
+    item->setPositionAlignment(Qt::AlignCenter);
+    item->setText(text);
+    item->setFont(style.font(style.labelFontPx));
+    item->setColor(style.mutedText);
+    item->setSelectable(false);
+}
+
+Qt::PenStyle penStyleFor(int index)
+{
+    static const Qt::PenStyle styles[] = { Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine };
+    return styles[size_t(index) % 4];
+}
+
+QString tapDescription(Tap tap)
+{
+    switch (tap) {
+    case Tap::Block:
+        return QStringLiteral("block outputs X\u2097");
+    case Tap::Attn:
+        return QStringLiteral("attention branches U\u2097");
+    case Tap::Residual:
+        return QStringLiteral("residual sums R\u2097");
+    }
+    return {};
+}
+
+QString tapSymbol(Tap tap)
+{
+    switch (tap) {
+    case Tap::Block:
+        return QStringLiteral("X\u2097");
+    case Tap::Attn:
+        return QStringLiteral("U\u2097");
+    case Tap::Residual:
+        return QStringLiteral("R\u2097");
+    }
+    return {};
+}
+
+QString tapName(Tap tap)
+{
+    switch (tap) {
+    case Tap::Block:
+        return QStringLiteral("block");
+    case Tap::Attn:
+        return QStringLiteral("attn");
+    case Tap::Residual:
+        return QStringLiteral("residual");
+    }
+    return {};
+}
+
+QString tokenSetName(TokenSet set)
+{
+    return set == TokenSet::All ? QStringLiteral("all tokens") : QStringLiteral("patch tokens");
+}
+
+QString fromStd(const std::string& s) { return QString::fromStdString(s); }
+
+QString describeModels(const std::vector<AnalysisSummary>& series)
+{
+    QStringList models;
+    for (const auto& s : series) {
+        const QString m = fromStd(s.model.empty() ? s.label : s.model);
+        if (!m.isEmpty() && !models.contains(m))
+            models << m;
+    }
+    return models.join(QStringLiteral(" vs "));
+}
+
+QString describeImages(const std::vector<AnalysisSummary>& series)
+{
+    QStringList counts;
+    for (const auto& s : series) {
+        const QString c = QLocale::c().toString(qlonglong(s.images)).replace(QLatin1Char(','), QChar(0x2009));
+        if (!counts.contains(c))
+            counts << c;
+    }
+    if (counts.isEmpty())
+        return {};
+    const bool one = counts.size() == 1 && counts.front() == QLatin1String("1");
+    return counts.join(QStringLiteral(" / ")) + (one ? QStringLiteral(" image") : QStringLiteral(" images"));
+}
+
+QString describeOptions(const std::vector<AnalysisSummary>& series)
+{
+    QStringList options;
+    for (const auto& s : series) {
+        const QString o = fromStd(s.options);
+        if (!o.isEmpty() && !options.contains(o))
+            options << o;
+    }
+    return options.join(QStringLiteral("; "));
+}
+
+QString perturbationsNotIn(const QStringList& perturbations, const QString& options)
+{
+    QStringList missing;
+    for (const QString& p : perturbations) {
+        if (!options.contains(p))
+            missing << p;
+    }
+    return missing.join(QStringLiteral(", "));
+}
+
+QString joinProvenance(const QStringList& parts)
+{
+    QStringList kept;
+    for (const QString& p : parts) {
+        if (!p.isEmpty())
+            kept << p;
+    }
+    return kept.join(QStringLiteral("  \u00b7  "));
+}
+
+} // namespace attnscope

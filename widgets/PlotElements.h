@@ -1,0 +1,76 @@
+#pragma once
+
+// Pieces the plot builders share: a fresh layout with a title, legends, confidence bands, integer layer ticks,
+// and the wording of provenance (models, image counts, options) that every figure carries.
+
+#include "PlotStyle.h"
+
+#include <QString>
+#include <QVector>
+#include <attnscope/Summary.h>
+#include <vector>
+
+class QCustomPlot;
+class QCPAxis;
+class QCPAxisRect;
+class QCPGraph;
+class QCPLayoutGrid;
+class QCPLegend;
+
+namespace attnscope {
+
+// Removes every plottable, item, axis rect and legend, and leaves an empty main layout with a title row (and a
+// subtitle row when `subtitle` is not empty). Returns the row index where the builder's content goes.
+int resetPlot(QCustomPlot* plot, const QString& title, const QString& subtitle, const PlotStyle& style);
+
+// A styled axis rect placed in `layout` at (row, column).
+QCPAxisRect* addAxisRect(QCustomPlot* plot, QCPLayoutGrid* layout, int row, int column, const PlotStyle& style);
+
+// A legend for `rect`, placed as `style.legendPlacement` says (Below/Right: in the plot's main layout next to the
+// element at `contentRow`; Inside*: in the rect's inset layout). Builders call it only when it will have entries.
+QCPLegend* addLegend(QCustomPlot* plot, QCPAxisRect* rect, int contentRow, const PlotStyle& style);
+// A second legend for line-style keys ("dashed: patch tokens"), on its own row under `primary` (Below), under it
+// in the same column (Right), or `primary` itself (Inside*), so that colour entries and style keys each keep
+// their natural spacing.
+QCPLegend* addKeyLegend(QCustomPlot* plot, QCPLegend* primary, const PlotStyle& style);
+// Call once the items are in: lays them out in up to `maxColumns` columns (one for side and inset legends) and
+// fixes the legend at its natural size.
+void finishLegend(QCPLegend* legend, int maxColumns);
+// A legend in a row of its own at `row` of `layout` (inserted there), centred (panel figures).
+QCPLegend* addLegendBelow(QCustomPlot* plot, QCPLayoutGrid* layout, int row, const PlotStyle& style);
+
+// A line graph of (x, y), in `color` with `penStyle`, named for the legend (not added to any legend).
+QCPGraph* addLine(QCPAxisRect* rect, const QVector<double>& x, const QVector<double>& y, const QColor& color,
+    Qt::PenStyle penStyle, const QString& name, const PlotStyle& style);
+// A translucent band between `low` and `high` (95% interval); returns the upper graph, whose fill draws it.
+QCPGraph* addBand(QCPAxisRect* rect, const QVector<double>& x, const QVector<double>& low, const QVector<double>& high,
+    const QColor& color, const PlotStyle& style);
+// A data-less graph whose only use is a legend entry that explains a line style ("dashed: patch tokens").
+QCPGraph* addStyleKey(
+    QCPAxisRect* rect, QCPLegend* legend, const QString& name, Qt::PenStyle penStyle, const PlotStyle& style);
+
+// Layers on an axis: a tick at every integer, or every 2nd, 3rd, 4th, 5th, 10th... so that there are at most
+// `maxTicks`; the range is padded by 0.4 on both sides.
+void setLayerAxis(QCPAxis* axis, int firstLayer, int lastLayer, int maxTicks = 16);
+// A centred note in an axis rect ("no data for this tap").
+void addNote(QCPAxisRect* rect, const QString& text, const PlotStyle& style);
+
+// Pen styles for the second categorical dimension of a plot (token set, tap, quantity).
+Qt::PenStyle penStyleFor(int index);
+
+QString tapDescription(Tap tap); // "block outputs X_l"
+QString tapSymbol(Tap tap); // "X_l" (Unicode subscript)
+QString tapName(Tap tap); // "block", "attn", "residual" (the CSV spelling)
+QString tokenSetName(TokenSet set); // "all tokens", "patch tokens"
+
+// "ViT-S/16 vs DeiT-S", "1000 images" or "1000 / 500 images", options joined; pieces joined with " · ".
+QString describeModels(const std::vector<AnalysisSummary>& series);
+QString describeImages(const std::vector<AnalysisSummary>& series);
+QString describeOptions(const std::vector<AnalysisSummary>& series);
+QString joinProvenance(const QStringList& parts);
+// `perturbations` joined, less those the options string already names.
+QString perturbationsNotIn(const QStringList& perturbations, const QString& options);
+
+QString fromStd(const std::string& s);
+
+} // namespace attnscope
