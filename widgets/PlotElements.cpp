@@ -291,18 +291,7 @@ QString tapSymbol(Tap tap)
     return {};
 }
 
-QString tapName(Tap tap)
-{
-    switch (tap) {
-    case Tap::Block:
-        return QStringLiteral("block");
-    case Tap::Attn:
-        return QStringLiteral("attn");
-    case Tap::Residual:
-        return QStringLiteral("residual");
-    }
-    return {};
-}
+QString tapName(Tap tap) { return QString::fromLatin1(toString(tap)); }
 
 QString tokenSetName(TokenSet set)
 {

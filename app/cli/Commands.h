@@ -9,7 +9,7 @@ class App;
 }
 
 // Each command registers its options on the parser and runs when chosen. run() returns the exit status:
-// 0 success, 1 failure (after printing one line that says why).
+// 0 success, 1 failure (after printing one line that says why), 130 interrupted.
 struct InfoCommand {
     std::string model;
     std::string description;
@@ -24,13 +24,29 @@ struct InfoCommand {
 struct AnalyzeCommand {
     std::string model;
     std::string description;
+    std::string compare;
     std::vector<std::string> images;
     std::string out = "attnscope-out";
     std::string device = "cpu";
+    std::string analyses = "similarity,attention,centres,snr";
+    std::vector<std::string> noise;
+    int draws = 1;
+    uint64_t seed = 0;
+    std::string formats = "png";
+    std::string shard;
     bool dumpTensors = false;
     int threads = 0;
     std::optional<double> neutreno;
     std::optional<double> boost;
+
+    void addTo(CLI::App& app);
+    int run() const;
+};
+
+struct MergeCommand {
+    std::vector<std::string> dirs;
+    std::string out;
+    std::string formats = "png";
 
     void addTo(CLI::App& app);
     int run() const;

@@ -21,8 +21,10 @@ int main(int argc, char** argv)
 
     InfoCommand info;
     AnalyzeCommand analyze;
+    MergeCommand merge;
     info.addTo(*app.add_subcommand("info", "describe a model: family, naming, layers, heads, preprocessing"));
     analyze.addTo(*app.add_subcommand("analyze", "run a model over images and write the results"));
+    merge.addTo(*app.add_subcommand("merge", "merge the output folders of sharded analyze runs"));
 
     try {
         app.parse(argc, argv);
@@ -38,5 +40,7 @@ int main(int argc, char** argv)
     }
     if (app.got_subcommand("info"))
         return info.run();
+    if (app.got_subcommand("merge"))
+        return merge.run();
     return analyze.run();
 }

@@ -90,6 +90,10 @@ RecordSpec AnalysisRun::recordSpec() const
     spec.blocks = m_options.similarity || m_options.snr;
     spec.attnBranch = m_options.similarity || m_options.snr;
     spec.residual = m_options.similarity || m_options.snr;
+    spec.attention = spec.attention || m_options.alsoRecord.attention;
+    spec.blocks = spec.blocks || m_options.alsoRecord.blocks;
+    spec.attnBranch = spec.attnBranch || m_options.alsoRecord.attnBranch;
+    spec.residual = spec.residual || m_options.alsoRecord.residual;
     return spec;
 }
 
@@ -115,7 +119,8 @@ void AnalysisRun::addTrace(const Trace& trace)
         }
 }
 
-Result<bool> AnalysisRun::addImage(const Model::Prepared& image, int64_t index, const std::function<bool()>& isCancelled)
+Result<bool> AnalysisRun::addImage(const Model::Prepared& image, int64_t index, const std::function<bool()>& isCancelled,
+                                   Trace* cleanTrace)
 {
     RunOptions run;
     run.record = recordSpec();
@@ -150,6 +155,8 @@ Result<bool> AnalysisRun::addImage(const Model::Prepared& image, int64_t index, 
         }
     }
     ++m_images;
+    if (cleanTrace)
+        *cleanTrace = std::move(*clean);
     return true;
 }
 

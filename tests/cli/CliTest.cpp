@@ -1,9 +1,8 @@
 // attnscope-cli as a user runs it: exit codes, messages, and the files it writes.
-#include "TestSupport.h"
+#include "CliSupport.h"
 
 #include <nlohmann/json.hpp>
 
-#include <sys/wait.h>
 
 #include <fstream>
 #include <sstream>
@@ -13,39 +12,6 @@ using namespace attnscope::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct CliResult {
-    int status = -1;
-    std::string out;
-    std::string err;
-};
-
-std::string slurp(const fs::path& p)
-{
-    std::ifstream in(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-class Cli : public ::testing::Test {
-protected:
-    void SetUp() override { m_dir = scratchDir(::testing::UnitTest::GetInstance()->current_test_info()->name()); }
-    void TearDown() override { fs::remove_all(m_dir); }
-
-    CliResult cli(const std::string& args)
-    {
-        const auto out = m_dir / "stdout.txt", err = m_dir / "stderr.txt";
-        const std::string cmd = std::string("cd " ATTNSCOPE_SOURCE_DIR " && " ATTNSCOPE_CLI " ") + args + " >" + out.string()
-            + " 2>" + err.string() + " </dev/null";
-        const int raw = std::system(cmd.c_str());
-        CliResult r;
-        r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-        r.out = slurp(out);
-        r.err = slurp(err);
-        return r;
-    }
-
-    fs::path m_dir;
-};
 
 TEST_F(Cli, VersionAndHelp)
 {

@@ -27,6 +27,7 @@ struct AnalysisOptions {
     bool centreSignal = true;  // SNR: centre the signal (ANALYSES.md section 4)
     std::optional<double> neutrenoLambda;
     std::optional<double> boostT;
+    RecordSpec alsoRecord; // taps the caller wants from the clean forward (e.g. to dump them)
 
     static Result<std::vector<std::string>> parseList(const std::string& commaSeparated); // validates names
 };
@@ -37,7 +38,10 @@ public:
 
     // Analyses image `index` (its position in the whole, unsharded list, which seeds its perturbations, so that
     // shards merge to exactly the unsharded run). Returns Error "cancelled" when isCancelled says so.
-    Result<bool> addImage(const Model::Prepared& image, int64_t index, const std::function<bool()>& isCancelled = {});
+    // `cleanTrace`, when given, receives the clean forward's trace (for predictions and tensor dumps).
+    Result<bool> addImage(const Model::Prepared& image, int64_t index, const std::function<bool()>& isCancelled = {},
+                          Trace* cleanTrace = nullptr);
+    const AnalysisOptions& options() const { return m_options; }
 
     const StatsTable& statistics() const { return m_stats; }
     int64_t images() const { return m_images; }
