@@ -1,13 +1,17 @@
 #!/bin/sh
-# `make run`: the default model on the sample images, headless until the desktop window exists (issue 5):
-# analyses them and says where the results are.
+# `make run`: opens attnscope on the default embedded model and the sample images; with no display, writes the
+# headless report instead and says where it is.
 set -eu
 build=$1
 out=$2
 model=builtin:fmnist-vit
+if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+    exec "$build/app/attnscope" "$model" resources/samples/fashion-mnist resources/samples
+fi
+echo "attnscope: no display; writing the headless report instead"
 "$build/app/attnscope-cli" info "$model"
 "$build/app/attnscope-cli" analyze --model "$model" --images resources/samples/fashion-mnist resources/samples \
-    --out "$out" --dump-tensors
-echo "attnscope: results in $out/ (manifest.json, predictions.csv, tensors/<image>/*.npy)"
+    --out "$out" --neutreno 0.6 --formats png,svg,pdf
+echo "attnscope: report in $out/ (manifest.json, predictions.csv, *.csv, figures/)"
 echo "attnscope: top predictions:"
 awk -F, '$2 == 1 { printf "  %-60s %-12s %s\n", $1, $4, $5 }' "$out/predictions.csv"

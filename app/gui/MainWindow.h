@@ -1,0 +1,79 @@
+#pragma once
+
+#include <AttentionView.h>
+#include <EngineWorker.h>
+
+#include <QMainWindow>
+
+#include <memory>
+
+class QComboBox;
+class QCustomPlot;
+class QLabel;
+class QListWidget;
+class QSlider;
+class QSpinBox;
+class QCheckBox;
+
+// attnscope's window: a model, a strip of images, the attention of a clicked patch over the image, layer and
+// head selectors, and the token-similarity curve of the current image. It composes widgets; the engine runs on
+// the EngineWorker's thread, never on this one.
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    void openModel(const QString& path);
+    void addImages(const QStringList& paths);
+    void selectImage(int row);
+    void setQuery(int token);
+    void setLayer(int layer);
+    void setHead(int head); // -1: mean over heads, -2: rollout
+    bool exportView(const QString& path);
+
+    // For tests and the status bar.
+    std::shared_ptr<const attnscope::Model> model() const { return m_model; }
+    std::shared_ptr<const attnscope::ImageTrace> current() const { return m_current; }
+    attnscope::AttentionView* view() const { return m_view; }
+    int query() const { return m_query; }
+    QString lastError() const { return m_lastError; }
+
+signals:
+    void modelReady();
+    void imageReady();
+    void errorShown(const QString& message);
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void buildActions();
+    void buildDocks();
+    void showError(const QString& message);
+    void refreshMap();
+    void refreshPlot();
+    void refreshModelInfo();
+    void rememberModel(const QString& path);
+
+    attnscope::EngineWorker m_worker;
+    std::shared_ptr<const attnscope::Model> m_model;
+    std::shared_ptr<const attnscope::ImageTrace> m_current;
+    quint64 m_modelJob = 0, m_imageJob = 0;
+    int m_query = 0, m_layer = 1, m_head = -1;
+    QString m_lastError;
+
+    attnscope::AttentionView* m_view = nullptr;
+    QListWidget* m_images = nullptr;
+    QLabel* m_modelInfo = nullptr;
+    QComboBox* m_builtin = nullptr;
+    QSpinBox* m_layerBox = nullptr;
+    QComboBox* m_headBox = nullptr;
+    QSlider* m_opacity = nullptr;
+    QComboBox* m_colormap = nullptr;
+    QCheckBox* m_grid = nullptr;
+    QLabel* m_queryLabel = nullptr;
+    QCustomPlot* m_plot = nullptr;
+};

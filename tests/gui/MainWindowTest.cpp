@@ -1,0 +1,118 @@
+// The desktop window driven as a user would, offscreen: open a model and an image, see the overlay, click a
+// patch, change head, export, survive a broken model file.
+#include "MainWindow.h"
+
+#include <QImage>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+namespace {
+
+const QString kFixture = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/golden/fixtures/tv_grid16");
+const QString kImage = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/chelsea.png");
+
+int differingPixels(const QImage& a, const QImage& b)
+{
+    if (a.size() != b.size())
+        return a.width() * a.height();
+    int n = 0;
+    for (int y = 0; y < a.height(); ++y)
+        for (int x = 0; x < a.width(); ++x)
+            n += a.pixel(x, y) != b.pixel(x, y);
+    return n;
+}
+
+} // namespace
+
+class MainWindowTest : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase()
+    {
+        QCoreApplication::setOrganizationName("attnscope-tests");
+        QCoreApplication::setApplicationName("attnscope-tests");
+    }
+
+    void opensModelAndImageAndFollowsClicks()
+    {
+        MainWindow w;
+        w.resize(1200, 800);
+        w.show();
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        QSignalSpy imageReady(&w, &MainWindow::imageReady);
+        w.openModel(kFixture);
+        QVERIFY(modelReady.wait(20000));
+        QVERIFY(w.model());
+        w.addImages({ kImage });
+        QVERIFY(imageReady.wait(20000));
+        QVERIFY(w.current());
+        const QImage first = w.view()->rendered();
+        QVERIFY(!first.isNull());
+        QCOMPARE(w.query(), 0); // CLS by default
+
+        // Click the patch in the lower-right quarter: it becomes the query and the map changes.
+        const QRect r = w.view()->imageRect();
+        QVERIFY(r.isValid());
+        const QPoint target(r.left() + r.width() * 3 / 4, r.top() + r.height() * 3 / 4);
+        QTest::mouseClick(w.view(), Qt::LeftButton, {}, target);
+        const auto patch = w.view()->patchAt(target);
+        QVERIFY(patch.has_value());
+        QCOMPARE(w.query(), 1 + patch->y() * 16 + patch->x());
+        const QImage clicked = w.view()->rendered();
+        QVERIFY(differingPixels(first, clicked) > 50);
+
+        w.setLayer(1);
+        w.setHead(0);
+        const QImage head0 = w.view()->rendered();
+        w.setHead(3);
+        QVERIFY(differingPixels(head0, w.view()->rendered()) > 50);
+
+        QTemporaryDir dir;
+        const QString exported = dir.filePath("view.png");
+        QVERIFY(w.exportView(exported));
+        QImage back(exported);
+        QVERIFY(!back.isNull());
+        QVERIFY(back.width() > 10);
+    }
+
+    void brokenModelShowsAnErrorAndTheAppCarriesOn()
+    {
+        QTemporaryDir dir;
+        QFile broken(dir.filePath("broken.safetensors"));
+        QVERIFY(broken.open(QIODevice::WriteOnly));
+        broken.write("\x08\x00\x00\x00\x00\x00\x00\x00{not json", 17);
+        broken.close();
+        MainWindow w;
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        QSignalSpy error(&w, &MainWindow::errorShown);
+        w.openModel(kFixture);
+        QVERIFY(modelReady.wait(20000));
+        w.openModel(broken.fileName());
+        QVERIFY(error.wait(20000));
+        QVERIFY(w.lastError().contains("broken.safetensors"));
+        QVERIFY(w.model()); // the previous model stays
+        QSignalSpy imageReady(&w, &MainWindow::imageReady);
+        w.addImages({ kImage });
+        QVERIFY(imageReady.wait(20000));
+        QVERIFY(!w.view()->rendered().isNull());
+    }
+
+    void supersededImageIsDropped()
+    {
+        MainWindow w;
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        w.openModel(kFixture);
+        QVERIFY(modelReady.wait(20000));
+        QSignalSpy imageReady(&w, &MainWindow::imageReady);
+        w.addImages({ kImage, QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/coffee.png") });
+        w.selectImage(1); // supersedes the first image's job
+        QVERIFY(imageReady.wait(20000));
+        QTest::qWait(300);
+        QVERIFY(w.current());
+        QVERIFY(w.current()->path.endsWith("coffee.png"));
+    }
+};
+
+QTEST_MAIN(MainWindowTest)
+#include "MainWindowTest.moc"

@@ -1,0 +1,123 @@
+#include "AttentionView.h"
+
+#include "AttentionOverlay.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+
+namespace attnscope {
+
+AttentionView::AttentionView(QWidget* parent)
+    : QWidget(parent)
+{
+    setMinimumSize(200, 200);
+    setCursor(Qt::CrossCursor);
+    setAccessibleName(tr("Attention view"));
+}
+
+void AttentionView::setImage(const Image& shown, int gridH, int gridW, int numPrefixTokens)
+{
+    m_shown = shown;
+    m_gridH = gridH;
+    m_gridW = gridW;
+    m_prefix = numPrefixTokens;
+    m_map.reset();
+    rerender();
+}
+
+void AttentionView::setMap(const AttentionMap& map)
+{
+    m_map = map;
+    rerender();
+}
+
+void AttentionView::setQuery(int query)
+{
+    m_query = query;
+    rerender();
+}
+
+void AttentionView::setOpacity(double opacity)
+{
+    m_opacity = opacity;
+    rerender();
+}
+
+void AttentionView::setColormap(Colormap colormap)
+{
+    m_colormap = colormap;
+    rerender();
+}
+
+void AttentionView::setShowGrid(bool show)
+{
+    m_showGrid = show;
+    update();
+}
+
+void AttentionView::clear()
+{
+    m_shown = {};
+    m_map.reset();
+    m_rendered = {};
+    update();
+}
+
+void AttentionView::rerender()
+{
+    if (m_shown.empty()) {
+        m_rendered = {};
+    } else if (m_map) {
+        m_rendered = renderAttentionOverlay(m_shown, *m_map, m_gridH, m_gridW, m_opacity, m_colormap,
+                                            queryPatchOf(m_query, m_prefix, m_gridW));
+    } else {
+        m_rendered = toQImage(m_shown);
+    }
+    update();
+}
+
+QRect AttentionView::imageRect() const
+{
+    if (m_rendered.isNull())
+        return {};
+    const QSize s = m_rendered.size().scaled(size(), Qt::KeepAspectRatio);
+    return QRect(QPoint((width() - s.width()) / 2, (height() - s.height()) / 2), s);
+}
+
+std::optional<QPoint> AttentionView::patchAt(const QPoint& pos) const
+{
+    const QRect r = imageRect();
+    if (!r.contains(pos) || m_gridH <= 0 || m_gridW <= 0)
+        return std::nullopt;
+    const int col = std::min(m_gridW - 1, (pos.x() - r.left()) * m_gridW / r.width());
+    const int row = std::min(m_gridH - 1, (pos.y() - r.top()) * m_gridH / r.height());
+    return QPoint(col, row);
+}
+
+void AttentionView::paintEvent(QPaintEvent*)
+{
+    QPainter p(this);
+    p.fillRect(rect(), palette().window());
+    if (m_rendered.isNull()) {
+        p.drawText(rect(), Qt::AlignCenter, tr("Open a model and an image"));
+        return;
+    }
+    const QRect r = imageRect();
+    p.setRenderHint(QPainter::SmoothPixmapTransform, false); // patches stay crisp when enlarged
+    p.drawImage(r, m_rendered);
+    if (m_showGrid && m_gridW > 0 && m_gridH > 0) {
+        p.setPen(QPen(QColor(255, 255, 255, 90), 1));
+        for (int c = 1; c < m_gridW; ++c)
+            p.drawLine(r.left() + c * r.width() / m_gridW, r.top(), r.left() + c * r.width() / m_gridW, r.bottom());
+        for (int row = 1; row < m_gridH; ++row)
+            p.drawLine(r.left(), r.top() + row * r.height() / m_gridH, r.right(), r.top() + row * r.height() / m_gridH);
+    }
+}
+
+void AttentionView::mousePressEvent(QMouseEvent* event)
+{
+    if (const auto patch = patchAt(event->position().toPoint()))
+        emit queryRequested(m_prefix + patch->y() * m_gridW + patch->x());
+}
+
+} // namespace attnscope

@@ -1,0 +1,54 @@
+#pragma once
+
+#include "Colormap.h"
+
+#include <attnscope/Analyses.h>
+#include <attnscope/Image.h>
+
+#include <QImage>
+#include <QWidget>
+
+#include <optional>
+
+namespace attnscope {
+
+// The image the model saw with an attention map blended over it; a click on a patch asks for it as the query.
+class AttentionView : public QWidget {
+    Q_OBJECT
+public:
+    explicit AttentionView(QWidget* parent = nullptr);
+
+    void setImage(const Image& shown, int gridH, int gridW, int numPrefixTokens);
+    void setMap(const AttentionMap& map);
+    void setQuery(int query);
+    void setOpacity(double opacity);
+    void setColormap(Colormap colormap);
+    void setShowGrid(bool show);
+    void clear();
+
+    const QImage& rendered() const { return m_rendered; }
+    // The patch (row, col) under a point in widget coordinates, if any.
+    std::optional<QPoint> patchAt(const QPoint& widgetPos) const;
+    QRect imageRect() const;
+
+signals:
+    void queryRequested(int token);
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+    void mousePressEvent(QMouseEvent* event) override;
+    QSize sizeHint() const override { return { 480, 480 }; }
+
+private:
+    void rerender();
+
+    Image m_shown;
+    std::optional<AttentionMap> m_map;
+    int m_gridH = 0, m_gridW = 0, m_prefix = 0, m_query = 0;
+    double m_opacity = 0.6;
+    Colormap m_colormap = Colormap::Viridis;
+    bool m_showGrid = false;
+    QImage m_rendered;
+};
+
+} // namespace attnscope
