@@ -1,4 +1,5 @@
 // attnscope-train: trains the small ViTs of attnscope's model zoo, and builds the convolution-as-attention model.
+#include <attnscope/Datasets.h>
 #include <attnscope/Model.h>
 #include <attnscope/Npy.h>
 #include <attnscope/Trainer.h>
@@ -7,6 +8,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <cstdio>
 #include <iostream>
 
@@ -70,6 +72,12 @@ int main(int argc, char** argv)
     conv->add_option("--image-size", convSize)->capture_default_str();
     conv->add_option("--alpha", alpha, "sharpness of the quadratic heads")->capture_default_str();
     conv->add_option("--out", convOut, "output model folder")->required();
+    auto* exportImages = app.add_subcommand("export-images", "write Fashion-MNIST images as PNG files (for analyze)");
+    std::string exportSplit = "test", exportOut;
+    int exportCount = 200;
+    exportImages->add_option("--split", exportSplit, "train or test")->capture_default_str();
+    exportImages->add_option("--count", exportCount, "how many, from the first")->capture_default_str();
+    exportImages->add_option("--out", exportOut, "output folder")->required();
     // `conv` does not need the training options' --out
     app.get_option("--out")->required(false);
 
@@ -80,6 +88,21 @@ int main(int argc, char** argv)
         return code == 0 ? 0 : 2;
     }
     attnscope::setNumThreads(threads);
+    if (exportImages->parsed()) {
+        auto data = attnscope::readFashionMnist(o.fashionMnistDir, exportSplit, exportCount);
+        if (!data)
+            return fail(data.message());
+        std::filesystem::create_directories(exportOut);
+        for (size_t i = 0; i < data->images.size(); ++i) {
+            char name[64];
+            std::snprintf(name, sizeof name, "/%s-%05zu-class%d.png", exportSplit.c_str(), i, data->labels[i]);
+            auto w = attnscope::writeImage(exportOut + name, data->images[i]);
+            if (!w)
+                return fail(w.message());
+        }
+        std::cerr << "attnscope-train: " << data->images.size() << " images written to " << exportOut << '\n';
+        return 0;
+    }
     if (conv->parsed()) {
         auto kernel = kernelPath.empty() ? attnscope::Result<attnscope::Tensor>(defaultKernel()) : attnscope::readNpy(kernelPath);
         if (!kernel)
