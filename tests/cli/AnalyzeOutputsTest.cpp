@@ -25,28 +25,7 @@ std::string firstLine(const fs::path& p)
     return line;
 }
 
-std::vector<std::map<std::string, std::string>> csvRows(const fs::path& path)
-{
-    std::ifstream in(path);
-    std::string line;
-    std::getline(in, line);
-    std::vector<std::string> header;
-    std::stringstream hs(line);
-    for (std::string h; std::getline(hs, h, ',');)
-        header.push_back(h);
-    std::vector<std::map<std::string, std::string>> rows;
-    while (std::getline(in, line)) {
-        std::stringstream ls(line);
-        std::map<std::string, std::string> row;
-        size_t i = 0;
-        for (std::string v; std::getline(ls, v, ',') && i < header.size(); ++i)
-            row[header[i]] = v;
-        rows.push_back(row);
-    }
-    return rows;
-}
-
-double num(const std::string& s) { return s == "nan" || s.empty() ? std::nan("") : std::stod(s); }
+double num(const std::string& s) { return csvNumber(s); }
 
 TEST_F(Cli, AnalyzeWritesEveryCsvAndFigure)
 {
@@ -59,7 +38,7 @@ TEST_F(Cli, AnalyzeWritesEveryCsvAndFigure)
     EXPECT_EQ(firstLine(m_dir / "attention_similarity.csv"), "layer,successive_cos,head_redundancy,n");
     EXPECT_EQ(firstLine(m_dir / "snr.csv"), "layer,tap,snr_db_mean,snr_db_sd,n");
     EXPECT_EQ(firstLine(m_dir / "snr_diagnostics.csv"), "layer,alpha,beta,gamma,gain,bound,condition_holds,sensitivity");
-    for (const auto& row : csvRows(m_dir / "snr_diagnostics.csv"))
+    for (const auto& row : readCsv(m_dir / "snr_diagnostics.csv"))
         EXPECT_GE(num(row.at("gain")), num(row.at("bound")) * (1 - 1e-9)) << "layer " << row.at("layer");
     for (const char* figure : { "token_similarity", "snr", "snr_diagnostics", "head_centres", "attention_distance",
                                 "attention_grid", "logit_decomposition" }) {
@@ -150,8 +129,8 @@ TEST_F(Cli, DatasetMeansOf200ImagesMatchTheReference)
                  + (m_dir / "out").string() + " --analyses similarity,centres --formats png");
     ASSERT_EQ(r.status, 0) << r.err;
     const std::string ref = ATTNSCOPE_TEST_SOURCE_DIR "/golden/analyses/cifar200_tv_grid16/";
-    const auto ours = csvRows(m_dir / "out" / "token_similarity.csv");
-    const auto theirs = csvRows(ref + "token_similarity.csv");
+    const auto ours = readCsv(m_dir / "out" / "token_similarity.csv");
+    const auto theirs = readCsv(ref + "token_similarity.csv");
     ASSERT_EQ(ours.size(), theirs.size());
     std::map<std::string, std::map<std::string, std::string>> byKey;
     for (const auto& row : ours)
@@ -162,8 +141,8 @@ TEST_F(Cli, DatasetMeansOf200ImagesMatchTheReference)
         EXPECT_NEAR(num(o.at("sd")), num(t.at("sd")), 1e-4 * std::max(1e-2, num(t.at("sd"))));
         EXPECT_EQ(o.at("n"), t.at("n"));
     }
-    const auto centres = csvRows(m_dir / "out" / "head_centres.csv");
-    const auto refCentres = csvRows(ref + "head_centres.csv");
+    const auto centres = readCsv(m_dir / "out" / "head_centres.csv");
+    const auto refCentres = readCsv(ref + "head_centres.csv");
     ASSERT_EQ(centres.size(), refCentres.size());
     for (size_t i = 0; i < centres.size(); ++i) {
         for (const char* col : { "centre_dy", "centre_dx", "mean_distance_px", "bandwidth", "prefix_mass", "window_mass" })

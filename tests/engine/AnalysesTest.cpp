@@ -24,28 +24,7 @@ namespace {
 std::string caseDir(const std::string& c) { return ATTNSCOPE_TEST_SOURCE_DIR "/golden/analyses/" + c; }
 
 // A CSV as rows of name -> text.
-std::vector<std::map<std::string, std::string>> readCsv(const std::string& path)
-{
-    std::ifstream in(path);
-    std::string line;
-    std::getline(in, line);
-    std::vector<std::string> header;
-    std::stringstream hs(line);
-    for (std::string h; std::getline(hs, h, ',');)
-        header.push_back(h);
-    std::vector<std::map<std::string, std::string>> rows;
-    while (std::getline(in, line)) {
-        std::stringstream ls(line);
-        std::map<std::string, std::string> row;
-        size_t i = 0;
-        for (std::string v; std::getline(ls, v, ',') && i < header.size(); ++i)
-            row[header[i]] = v;
-        rows.push_back(row);
-    }
-    return rows;
-}
-
-double num(const std::string& s) { return s == "nan" || s.empty() ? std::nan("") : std::stod(s); }
+double num(const std::string& s) { return csvNumber(s); }
 
 ::testing::AssertionResult near(double actual, double expected, const std::string& what)
 {

@@ -8,7 +8,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace attnscope::test {
 
@@ -69,5 +73,30 @@ inline Tensor loadNpy(const std::string& path)
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.message());
     return r.ok() ? *r : Tensor();
 }
+
+// A CSV with a header row as rows of column name -> text.
+inline std::vector<std::map<std::string, std::string>> readCsv(const std::filesystem::path& path)
+{
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    std::vector<std::string> header;
+    std::stringstream hs(line);
+    for (std::string h; std::getline(hs, h, ',');)
+        header.push_back(h);
+    std::vector<std::map<std::string, std::string>> rows;
+    while (std::getline(in, line)) {
+        std::stringstream ls(line);
+        std::map<std::string, std::string> row;
+        size_t i = 0;
+        for (std::string v; std::getline(ls, v, ',') && i < header.size(); ++i)
+            row[header[i]] = v;
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+// A CSV cell as a number; "nan" and empty cells are NaN.
+inline double csvNumber(const std::string& s) { return s == "nan" || s.empty() ? std::nan("") : std::stod(s); }
 
 } // namespace attnscope::test
