@@ -6,7 +6,7 @@ BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OUT ?= attnscope-out
 
-.PHONY: all deps configure build test run clean install
+.PHONY: all deps configure build test run clean install screenshots
 
 all: build
 
@@ -32,3 +32,6 @@ install: build
 
 clean:
 	rm -rf build
+
+screenshots: build
+	@./scripts/screenshots.sh $(BUILD_DIR)

@@ -5,6 +5,7 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QTimer>
 
 int main(int argc, char** argv)
 {
@@ -18,6 +19,11 @@ int main(int argc, char** argv)
     parser.addVersionOption();
     parser.addPositionalArgument("model", "model file, folder or builtin:NAME (default builtin:fmnist-vit)");
     parser.addPositionalArgument("images", "images or folders to open");
+    QCommandLineOption screenshot("screenshot", "save a picture of the window to FILE once the first image is shown, then quit", "FILE");
+    QCommandLineOption layer("layer", "layer to show (1-based)", "L");
+    QCommandLineOption head("head", "head to show (-1 mean, -2 rollout)", "H");
+    QCommandLineOption query("query", "query token (0 = CLS)", "TOKEN");
+    parser.addOptions({ screenshot, layer, head, query });
     parser.process(app);
     const QStringList args = parser.positionalArguments();
     MainWindow window;
@@ -25,5 +31,24 @@ int main(int argc, char** argv)
     window.show();
     window.openModel(args.value(0, "builtin:fmnist-vit"));
     window.addImages(args.mid(1));
+    if (parser.isSet(screenshot)) {
+        // `make screenshots`: drive the window to a state, picture it, quit.
+        QObject::connect(&window, &MainWindow::imageReady, &window, [&] {
+            if (parser.isSet(layer))
+                window.setLayer(parser.value(layer).toInt());
+            if (parser.isSet(head))
+                window.setHead(parser.value(head).toInt());
+            if (parser.isSet(query))
+                window.setQuery(parser.value(query).toInt());
+            QTimer::singleShot(400, &window, [&] {
+                window.grab().save(parser.value(screenshot));
+                app.quit();
+            });
+        });
+        QObject::connect(&window, &MainWindow::errorShown, &app, [&](const QString& m) {
+            qCritical("attnscope: %s", qPrintable(m));
+            app.exit(1);
+        });
+    }
     return app.exec();
 }

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Redraws docs/figures from the embedded models on the first 200 Fashion-MNIST test images (manual command).
+set -eu
+build=${1:-build/release}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$build/app/attnscope-train" export-images --split test --count 200 --out "$tmp/images"
+"$build/app/attnscope-cli" analyze --model builtin:fmnist-vit --compare builtin:fmnist-neutreno \
+    --images "$tmp/images" --out "$tmp/zoo" --analyses similarity,attention,centres,snr,decomposition \
+    --noise gaussian:sigma=8 --formats png
+"$build/app/attnscope-cli" analyze --model builtin:conv3x3-as-attention --images resources/samples/fashion-mnist \
+    --out "$tmp/conv" --analyses centres --formats png
+mkdir -p docs/figures
+for f in token_similarity snr snr_diagnostics head_centres attention_distance attention_grid logit_decomposition; do
+    cp "$tmp/zoo/figures/$f.png" docs/figures/
+done
+cp "$tmp/conv/figures/head_centres.png" docs/figures/conv_head_centres.png
+echo "docs/figures redrawn"
