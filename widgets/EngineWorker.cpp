@@ -60,11 +60,12 @@ quint64 EngineWorker::loadModel(const QString& path)
     return id;
 }
 
-quint64 EngineWorker::traceImage(std::shared_ptr<const Model> model, const QString& imagePath)
+quint64 EngineWorker::traceImage(std::shared_ptr<const Model> model, const QString& imagePath,
+                                 std::optional<double> neutrenoLambda, std::optional<double> boostT)
 {
     m_stopping = false;
     const quint64 id = next(m_latestImage);
-    QMetaObject::invokeMethod(m_context, [this, id, model, imagePath] {
+    QMetaObject::invokeMethod(m_context, [this, id, model, imagePath, neutrenoLambda, boostT] {
         const auto superseded = [this, id] { return m_latestImage != id; };
         if (superseded()) {
             --m_pending;
@@ -84,6 +85,8 @@ quint64 EngineWorker::traceImage(std::shared_ptr<const Model> model, const QStri
         RunOptions options;
         options.record = RecordSpec::everything();
         options.isCancelled = superseded;
+        options.neutrenoLambda = neutrenoLambda;
+        options.boostT = boostT;
         auto trace = model->run(prepared->input, options);
         if (superseded())
             return finish([&] { emit cancelled(id); });

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 
 namespace attnscope {
 
@@ -30,7 +31,9 @@ public:
 
     // Returns the job id.
     quint64 loadModel(const QString& path);
-    quint64 traceImage(std::shared_ptr<const Model> model, const QString& imagePath);
+    // Variant values unset: the model's own (ANALYSES.md section 6).
+    quint64 traceImage(std::shared_ptr<const Model> model, const QString& imagePath,
+                       std::optional<double> neutrenoLambda = {}, std::optional<double> boostT = {});
     void cancelAll();
     bool busy() const { return m_pending.load() > 0; }
 

@@ -28,6 +28,10 @@
 #include <QStatusBar>
 #include <QToolBar>
 #include <QDirIterator>
+#include <QDoubleSpinBox>
+#include <QGroupBox>
+#include <QPushButton>
+#include <QScrollArea>
 #include <qcustomplot.h>
 
 using namespace attnscope;
@@ -67,6 +71,9 @@ MainWindow::MainWindow(QWidget* parent)
             m_headBox->addItem(tr("head %1").arg(h), h);
         m_headBox->blockSignals(false);
         m_query = m_model->config().numPrefixTokens() > 0 ? 0 : m_model->config().numPatches() / 2;
+        m_lambda->setValue(m_model->config().neutrenoLambda);
+        m_boost->setValue(m_model->config().boostT);
+        m_variant.reset();
         refreshModelInfo();
         rememberModel(QString::fromStdString(m_model->info().path));
         statusBar()->showMessage(tr("Loaded %1").arg(QString::fromStdString(m_model->info().path)), 5000);
@@ -74,9 +81,16 @@ MainWindow::MainWindow(QWidget* parent)
         selectImage(std::max(0, m_images->currentRow()));
     });
     connect(&m_worker, &EngineWorker::imageTraced, this, [this](quint64 job, std::shared_ptr<const ImageTrace> result) {
+        if (job == m_variantJob) {
+            m_variant = std::move(result);
+            refreshPlot();
+            emit variantReady();
+            return;
+        }
         if (job != m_imageJob)
             return;
         m_current = std::move(result);
+        m_variant.reset();
         const Trace& t = m_current->trace;
         m_view->setImage(m_current->shown, t.gridHeight, t.gridWidth, t.numPrefixTokens);
         m_query = std::min(m_query, t.numPrefixTokens + t.gridHeight * t.gridWidth - 1);
@@ -119,6 +133,8 @@ void MainWindow::buildActions()
         if (!dir.isEmpty())
             addImages({ dir });
     });
+    m_recent = file->addMenu(tr("Recent models"));
+    refreshRecent();
     auto* exportAction = file->addAction(tr("&Export view…"), this, [this] {
         const QString path = QFileDialog::getSaveFileName(this, tr("Export view"), "attention.png", tr("PNG (*.png);;SVG (*.svg);;PDF (*.pdf)"));
         if (!path.isEmpty())
@@ -198,6 +214,39 @@ void MainWindow::buildDocks()
     layout->addRow(tr("Query"), m_queryLabel);
     right->setWidget(form);
     addDockWidget(Qt::RightDockWidgetArea, right);
+
+    auto* variantBox = new QGroupBox(tr("Variant (reruns in the background)"), form);
+    auto* variantForm = new QFormLayout(variantBox);
+    m_lambda = new QDoubleSpinBox(variantBox);
+    m_lambda->setRange(-2, 2);
+    m_lambda->setSingleStep(0.1);
+    m_lambda->setToolTip(tr("NeuTRENO: O = A V + λ (V₁ − V)"));
+    m_boost = new QDoubleSpinBox(variantBox);
+    m_boost->setRange(0, 1);
+    m_boost->setSingleStep(0.1);
+    m_boost->setToolTip(tr("Boost: R = U + t X₀ + (1 − t) X"));
+    auto* apply = new QPushButton(tr("Run variant"), variantBox);
+    connect(apply, &QPushButton::clicked, this, [this] { runVariant(m_lambda->value(), m_boost->value()); });
+    variantForm->addRow(tr("NeuTRENO λ"), m_lambda);
+    variantForm->addRow(tr("Boost t"), m_boost);
+    variantForm->addRow(QString(), apply);
+    layout->addRow(variantBox);
+
+    auto* tilesDock = new QDockWidget(tr("Layers × heads"), this);
+    tilesDock->setObjectName("tilesDock");
+    auto* scroll = new QScrollArea(tilesDock);
+    m_tiles = new AttentionTileGrid(scroll);
+    scroll->setWidget(m_tiles);
+    scroll->setWidgetResizable(false);
+    tilesDock->setWidget(scroll);
+    addDockWidget(Qt::RightDockWidgetArea, tilesDock);
+    connect(m_tiles, &AttentionTileGrid::tileClicked, this, [this](int layer, int head) {
+        m_layer = layer;
+        m_layerBox->blockSignals(true);
+        m_layerBox->setValue(layer);
+        m_layerBox->blockSignals(false);
+        setHead(head);
+    });
 
     auto* bottom = new QDockWidget(tr("Token similarity of this image"), this);
     bottom->setObjectName("similarityDock");
@@ -281,6 +330,9 @@ void MainWindow::refreshMap()
     const AttentionMap map = m_head == -2 ? rolloutMap(t, attentionRollout(t), m_query) : attentionMap(t, layer, m_head, m_query);
     m_view->setQuery(m_query);
     m_view->setMap(map);
+    m_tiles->setTrace(t, m_current->shown, m_query);
+    m_tiles->setSelection(layer, m_head);
+    m_tiles->resize(m_tiles->sizeHint());
     const QString where = m_query < t.numPrefixTokens
         ? (m_query == 0 ? tr("CLS token") : tr("prefix token %1").arg(m_query))
         : tr("patch (%1, %2)").arg((m_query - t.numPrefixTokens) / t.gridWidth).arg((m_query - t.numPrefixTokens) % t.gridWidth);
@@ -296,7 +348,16 @@ void MainWindow::refreshPlot()
     s.images = 1;
     for (const auto& p : tokenSimilarity(m_current->trace))
         s.tokenSimilarity.push_back({ p.layer, p.tap, p.tokens, { p.value, 0, 0, 1 } });
-    buildTokenSimilarityPlot(m_plot, { s }, Tap::Block, PlotStyle {});
+    std::vector<AnalysisSummary> series { s };
+    if (m_variant) {
+        AnalysisSummary v = s;
+        v.label = m_variantLabel.toStdString();
+        v.tokenSimilarity.clear();
+        for (const auto& p : tokenSimilarity(m_variant->trace))
+            v.tokenSimilarity.push_back({ p.layer, p.tap, p.tokens, { p.value, 0, 0, 1 } });
+        series.push_back(v);
+    }
+    buildTokenSimilarityPlot(m_plot, series, Tap::Block, PlotStyle {});
     m_plot->replot();
 }
 
@@ -311,6 +372,26 @@ void MainWindow::refreshModelInfo()
                              .arg(i.parameterCount));
 }
 
+void MainWindow::runVariant(double neutrenoLambda, double boostT)
+{
+    if (!m_model || !m_current)
+        return;
+    m_variantLabel = tr("%1 (NeuTRENO %2, Boost %3)")
+                         .arg(QFileInfo(QString::fromStdString(m_model->info().path)).fileName())
+                         .arg(neutrenoLambda)
+                         .arg(boostT);
+    m_variantJob = m_worker.traceImage(m_model, m_current->path, neutrenoLambda, boostT);
+    statusBar()->showMessage(tr("Running the variant…"));
+}
+
+void MainWindow::refreshRecent()
+{
+    m_recent->clear();
+    for (const auto& path : QSettings().value("recentModels").toStringList())
+        m_recent->addAction(path, this, [this, path] { openModel(path); });
+    m_recent->setEnabled(!m_recent->isEmpty());
+}
+
 void MainWindow::rememberModel(const QString& path)
 {
     QSettings settings;
@@ -318,6 +399,7 @@ void MainWindow::rememberModel(const QString& path)
     recent.removeAll(path);
     recent.prepend(path);
     settings.setValue("recentModels", recent.mid(0, 10));
+    refreshRecent();
 }
 
 bool MainWindow::exportView(const QString& path)

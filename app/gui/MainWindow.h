@@ -1,5 +1,6 @@
 #pragma once
 
+#include <AttentionTileGrid.h>
 #include <AttentionView.h>
 #include <EngineWorker.h>
 
@@ -14,6 +15,8 @@ class QListWidget;
 class QSlider;
 class QSpinBox;
 class QCheckBox;
+class QDoubleSpinBox;
+class QMenu;
 
 // attnscope's window: a model, a strip of images, the attention of a clicked patch over the image, layer and
 // head selectors, and the token-similarity curve of the current image. It composes widgets; the engine runs on
@@ -31,6 +34,10 @@ public:
     void setLayer(int layer);
     void setHead(int head); // -1: mean over heads, -2: rollout
     bool exportView(const QString& path);
+    // Reruns the current image with these variant values and overlays its curve on the model's own.
+    void runVariant(double neutrenoLambda, double boostT);
+    attnscope::AttentionTileGrid* tiles() const { return m_tiles; }
+    std::shared_ptr<const attnscope::ImageTrace> variant() const { return m_variant; }
 
     // For tests and the status bar.
     std::shared_ptr<const attnscope::Model> model() const { return m_model; }
@@ -42,6 +49,7 @@ public:
 signals:
     void modelReady();
     void imageReady();
+    void variantReady();
     void errorShown(const QString& message);
 
 protected:
@@ -57,11 +65,14 @@ private:
     void refreshPlot();
     void refreshModelInfo();
     void rememberModel(const QString& path);
+    void refreshRecent();
 
     attnscope::EngineWorker m_worker;
     std::shared_ptr<const attnscope::Model> m_model;
     std::shared_ptr<const attnscope::ImageTrace> m_current;
-    quint64 m_modelJob = 0, m_imageJob = 0;
+    std::shared_ptr<const attnscope::ImageTrace> m_variant;
+    QString m_variantLabel;
+    quint64 m_modelJob = 0, m_imageJob = 0, m_variantJob = 0;
     int m_query = 0, m_layer = 1, m_head = -1;
     QString m_lastError;
 
@@ -76,4 +87,8 @@ private:
     QCheckBox* m_grid = nullptr;
     QLabel* m_queryLabel = nullptr;
     QCustomPlot* m_plot = nullptr;
+    attnscope::AttentionTileGrid* m_tiles = nullptr;
+    QDoubleSpinBox* m_lambda = nullptr;
+    QDoubleSpinBox* m_boost = nullptr;
+    QMenu* m_recent = nullptr;
 };

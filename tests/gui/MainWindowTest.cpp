@@ -68,6 +68,27 @@ private slots:
         w.setHead(3);
         QVERIFY(differingPixels(head0, w.view()->rendered()) > 50);
 
+        // A tile of the layers x heads grid selects its layer and head.
+        w.tiles()->resize(w.tiles()->sizeHint());
+        QPoint tile;
+        for (int y = 0; y < w.tiles()->height() && tile.isNull(); y += 4)
+            for (int x = 0; x < w.tiles()->width(); x += 4)
+                if (auto t = w.tiles()->tileAt({ x, y }); t && t->first == 2 && t->second == 1) {
+                    tile = { x + 8, y + 8 };
+                    break;
+                }
+        QVERIFY(!tile.isNull());
+        const QImage before = w.view()->rendered();
+        QTest::mouseClick(w.tiles(), Qt::LeftButton, {}, tile);
+        QVERIFY(differingPixels(before, w.view()->rendered()) > 50);
+
+        // A variant reruns in the background and its curve joins the plot.
+        QSignalSpy variantReady(&w, &MainWindow::variantReady);
+        w.runVariant(0.6, 0.3);
+        QVERIFY(variantReady.wait(20000));
+        QVERIFY(w.variant());
+        QVERIFY(w.variant()->trace.neutrenoLambda == 0.6);
+
         QTemporaryDir dir;
         const QString exported = dir.filePath("view.png");
         QVERIFY(w.exportView(exported));

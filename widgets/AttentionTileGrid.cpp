@@ -1,0 +1,101 @@
+#include "AttentionTileGrid.h"
+
+#include "AttentionOverlay.h"
+
+#include <attnscope/Analyses.h>
+
+#include <QMouseEvent>
+#include <QPainter>
+
+namespace attnscope {
+
+namespace {
+constexpr int kLabel = 28; // room for the row and column labels
+constexpr int kGap = 3;
+} // namespace
+
+AttentionTileGrid::AttentionTileGrid(QWidget* parent)
+    : QWidget(parent)
+{
+    setAccessibleName(tr("Layers by heads"));
+}
+
+void AttentionTileGrid::setTrace(const Trace& trace, const Image& shown, int query)
+{
+    m_tiles.clear();
+    const auto patch = queryPatchOf(query, trace.numPrefixTokens, trace.gridWidth);
+    for (int l = 1; l <= trace.depth; ++l) {
+        std::vector<QImage> row;
+        for (int h = 0; h <= trace.numHeads; ++h) {
+            const AttentionMap map = attentionMap(trace, l, h == trace.numHeads ? -1 : h, query);
+            row.push_back(renderAttentionOverlay(shown, map, trace.gridHeight, trace.gridWidth, 0.7, m_colormap, patch));
+        }
+        m_tiles.push_back(std::move(row));
+    }
+    updateGeometry();
+    update();
+}
+
+void AttentionTileGrid::setSelection(int layer, int head)
+{
+    m_layer = layer;
+    m_head = head;
+    update();
+}
+
+void AttentionTileGrid::setColormap(Colormap colormap) { m_colormap = colormap; }
+
+QSize AttentionTileGrid::sizeHint() const
+{
+    const int rows = int(m_tiles.size()), cols = m_tiles.empty() ? 0 : int(m_tiles.front().size());
+    return { kLabel + cols * (m_tile + kGap) + kGap * 2, kLabel + rows * (m_tile + kGap) };
+}
+
+QRect AttentionTileGrid::tileRect(int layerIndex, int column) const
+{
+    const int cols = m_tiles.empty() ? 0 : int(m_tiles.front().size());
+    const int extra = column == cols - 1 ? kGap * 2 : 0; // the mean column stands apart
+    return { kLabel + column * (m_tile + kGap) + extra, kLabel + layerIndex * (m_tile + kGap), m_tile, m_tile };
+}
+
+std::optional<std::pair<int, int>> AttentionTileGrid::tileAt(const QPoint& pos) const
+{
+    for (size_t l = 0; l < m_tiles.size(); ++l)
+        for (size_t c = 0; c < m_tiles[l].size(); ++c)
+            if (tileRect(int(l), int(c)).contains(pos))
+                return std::make_pair(int(l) + 1, c + 1 == m_tiles[l].size() ? -1 : int(c));
+    return std::nullopt;
+}
+
+void AttentionTileGrid::paintEvent(QPaintEvent*)
+{
+    QPainter p(this);
+    p.fillRect(rect(), palette().window());
+    if (m_tiles.empty())
+        return;
+    p.setPen(palette().windowText().color());
+    const int cols = int(m_tiles.front().size());
+    for (int c = 0; c < cols; ++c)
+        p.drawText(QRect(tileRect(0, c).left(), 0, m_tile, kLabel), Qt::AlignCenter, c == cols - 1 ? tr("mean") : tr("h%1").arg(c));
+    for (size_t l = 0; l < m_tiles.size(); ++l) {
+        p.drawText(QRect(0, tileRect(int(l), 0).top(), kLabel - 2, m_tile), Qt::AlignRight | Qt::AlignVCenter, QString::number(l + 1));
+        for (int c = 0; c < cols; ++c) {
+            const QRect r = tileRect(int(l), c);
+            p.drawImage(r, m_tiles[l][size_t(c)]);
+            const int head = c == cols - 1 ? -1 : c;
+            if (int(l) + 1 == m_layer && head == m_head) {
+                p.setPen(QPen(palette().highlight().color(), 3));
+                p.drawRect(r.adjusted(-1, -1, 1, 1));
+                p.setPen(palette().windowText().color());
+            }
+        }
+    }
+}
+
+void AttentionTileGrid::mousePressEvent(QMouseEvent* event)
+{
+    if (const auto tile = tileAt(event->position().toPoint()))
+        emit tileClicked(tile->first, tile->second);
+}
+
+} // namespace attnscope

@@ -1,0 +1,44 @@
+#pragma once
+
+#include "Colormap.h"
+
+#include <attnscope/Model.h>
+
+#include <QImage>
+#include <QWidget>
+
+#include <vector>
+
+namespace attnscope {
+
+// The layers x heads thumbnails of the current query's attention (plus a head-mean column); clicking a tile
+// selects that layer and head.
+class AttentionTileGrid : public QWidget {
+    Q_OBJECT
+public:
+    explicit AttentionTileGrid(QWidget* parent = nullptr);
+
+    void setTrace(const Trace& trace, const Image& shown, int query);
+    void setSelection(int layer, int head);
+    void setColormap(Colormap colormap);
+    QSize sizeHint() const override;
+    // The (layer, head) of the tile under a point; head -1 is the mean column.
+    std::optional<std::pair<int, int>> tileAt(const QPoint& pos) const;
+
+signals:
+    void tileClicked(int layer, int head);
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+    void mousePressEvent(QMouseEvent* event) override;
+
+private:
+    QRect tileRect(int layerIndex, int column) const;
+
+    std::vector<std::vector<QImage>> m_tiles; // [layer - 1][head], the mean last
+    int m_layer = 1, m_head = -1;
+    Colormap m_colormap = Colormap::Viridis;
+    int m_tile = 56;
+};
+
+} // namespace attnscope
