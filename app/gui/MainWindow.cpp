@@ -239,7 +239,7 @@ void MainWindow::buildDocks()
     scroll->setWidget(m_tiles);
     scroll->setWidgetResizable(false);
     tilesDock->setWidget(scroll);
-    addDockWidget(Qt::RightDockWidgetArea, tilesDock);
+    addDockWidget(Qt::BottomDockWidgetArea, tilesDock);
     connect(m_tiles, &AttentionTileGrid::tileClicked, this, [this](int layer, int head) {
         m_layer = layer;
         m_layerBox->blockSignals(true);
@@ -251,9 +251,12 @@ void MainWindow::buildDocks()
     auto* bottom = new QDockWidget(tr("Token similarity of this image"), this);
     bottom->setObjectName("similarityDock");
     m_plot = new QCustomPlot(bottom);
-    m_plot->setMinimumHeight(300);
+    m_plot->setMinimumHeight(260);
     bottom->setWidget(m_plot);
     addDockWidget(Qt::BottomDockWidgetArea, bottom);
+    splitDockWidget(tilesDock, bottom, Qt::Horizontal);
+    resizeDocks({ tilesDock, bottom }, { 420, 700 }, Qt::Horizontal);
+    resizeDocks({ tilesDock }, { 320 }, Qt::Vertical);
 }
 
 void MainWindow::openModel(const QString& path)
