@@ -1,5 +1,6 @@
 #pragma once
 
+#include <attnscope/AnalysisRun.h>
 #include <attnscope/Model.h>
 
 #include <QObject>
@@ -34,12 +35,18 @@ public:
     // Variant values unset: the model's own (ANALYSES.md section 6).
     quint64 traceImage(std::shared_ptr<const Model> model, const QString& imagePath,
                        std::optional<double> neutrenoLambda = {}, std::optional<double> boostT = {});
+    // Streams `paths` through an AnalysisRun; reports progress and a partial summary every `every` images, and
+    // the final summary as setAnalysed(..., true).
+    quint64 analyseSet(std::shared_ptr<const Model> model, const QStringList& paths, AnalysisOptions options, int every = 10);
+    void cancelSet() { m_latestSet = ++m_counter; }
     void cancelAll();
     bool busy() const { return m_pending.load() > 0; }
 
 signals:
     void modelLoaded(quint64 job, std::shared_ptr<const attnscope::Model> model);
     void imageTraced(quint64 job, std::shared_ptr<const attnscope::ImageTrace> result);
+    void setProgress(quint64 job, int done, int total, double imagesPerSecond);
+    void setAnalysed(quint64 job, std::shared_ptr<const attnscope::AnalysisSummary> summary, bool complete);
     void failed(quint64 job, QString message);
     void cancelled(quint64 job);
 
@@ -51,6 +58,7 @@ private:
     std::atomic<quint64> m_counter { 0 };
     std::atomic<quint64> m_latestModel { 0 };
     std::atomic<quint64> m_latestImage { 0 };
+    std::atomic<quint64> m_latestSet { 0 };
     std::atomic<int> m_pending { 0 };
     std::atomic<bool> m_stopping { false };
 };
@@ -59,3 +67,4 @@ private:
 
 Q_DECLARE_METATYPE(std::shared_ptr<const attnscope::Model>)
 Q_DECLARE_METATYPE(std::shared_ptr<const attnscope::ImageTrace>)
+Q_DECLARE_METATYPE(std::shared_ptr<const attnscope::AnalysisSummary>)

@@ -30,6 +30,7 @@
 #include <QDirIterator>
 #include <QDoubleSpinBox>
 #include <QGroupBox>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
 #include <qcustomplot.h>
@@ -98,7 +99,37 @@ MainWindow::MainWindow(QWidget* parent)
         refreshPlot();
         emit imageReady();
     });
-    connect(&m_worker, &EngineWorker::failed, this, [this](quint64, const QString& message) { showError(message); });
+    connect(&m_worker, &EngineWorker::failed, this, [this](quint64 job, const QString& message) {
+        if (job == m_setJob)
+            m_setButton->setText(tr("Analyse image set"));
+        showError(message);
+    });
+    connect(&m_worker, &EngineWorker::setProgress, this, [this](quint64 job, int done, int total, double rate) {
+        if (job != m_setJob)
+            return;
+        m_setProgress->setRange(0, total);
+        m_setProgress->setValue(done);
+        const double left = rate > 0 ? (total - done) / rate : 0;
+        m_setProgress->setFormat(tr("%v/%m images · %1 img/s · %2 s left").arg(rate, 0, 'f', 1).arg(left, 0, 'f', 0));
+    });
+    connect(&m_worker, &EngineWorker::setAnalysed, this, [this](quint64 job, std::shared_ptr<const AnalysisSummary> s, bool complete) {
+        if (job != m_setJob)
+            return;
+        m_setSummary = std::move(s);
+        buildTokenSimilarityPlot(m_setPlot, { *m_setSummary }, Tap::Block, PlotStyle {});
+        m_setPlot->replot();
+        if (complete) {
+            m_setButton->setText(tr("Analyse image set"));
+            emit setFinished(true);
+        }
+    });
+    connect(&m_worker, &EngineWorker::cancelled, this, [this](quint64 job) {
+        if (job == m_setJob) {
+            m_setButton->setText(tr("Analyse image set"));
+            m_setProgress->setFormat(tr("cancelled at %v/%m"));
+            emit setFinished(false);
+        }
+    });
 
     QSettings settings;
     restoreGeometry(settings.value("window/geometry").toByteArray());
@@ -257,6 +288,28 @@ void MainWindow::buildDocks()
     splitDockWidget(tilesDock, bottom, Qt::Horizontal);
     resizeDocks({ tilesDock, bottom }, { 420, 700 }, Qt::Horizontal);
     resizeDocks({ tilesDock }, { 320 }, Qt::Vertical);
+
+    auto* setDock = new QDockWidget(tr("Image set"), this);
+    setDock->setObjectName("setDock");
+    auto* setWidget = new QWidget(setDock);
+    auto* setLayout = new QVBoxLayout(setWidget);
+    auto* setRow = new QHBoxLayout;
+    m_setButton = new QPushButton(tr("Analyse image set"), setWidget);
+    connect(m_setButton, &QPushButton::clicked, this, [this] {
+        m_setButton->text() == tr("Cancel") ? cancelImageSet() : analyseImageSet();
+    });
+    m_setProgress = new QProgressBar(setWidget);
+    m_setProgress->setTextVisible(true);
+    setRow->addWidget(m_setButton);
+    setRow->addWidget(m_setProgress, 1);
+    m_setPlot = new QCustomPlot(setWidget);
+    m_setPlot->setMinimumHeight(260);
+    setLayout->addLayout(setRow);
+    setLayout->addWidget(m_setPlot, 1);
+    setDock->setWidget(setWidget);
+    addDockWidget(Qt::BottomDockWidgetArea, setDock);
+    tabifyDockWidget(bottom, setDock);
+    bottom->raise();
 }
 
 void MainWindow::openModel(const QString& path)
@@ -386,6 +439,21 @@ void MainWindow::runVariant(double neutrenoLambda, double boostT)
     m_variantJob = m_worker.traceImage(m_model, m_current->path, neutrenoLambda, boostT);
     statusBar()->showMessage(tr("Running the variant…"));
 }
+
+void MainWindow::analyseImageSet()
+{
+    if (!m_model || m_images->count() == 0)
+        return;
+    QStringList paths;
+    for (int i = 0; i < m_images->count(); ++i)
+        paths << m_images->item(i)->data(Qt::UserRole).toString();
+    AnalysisOptions options;
+    options.perturbations = { *Perturbation::parse("gaussian:sigma=8") };
+    m_setJob = m_worker.analyseSet(m_model, paths, options, std::max(1, int(paths.size()) / 20));
+    m_setButton->setText(tr("Cancel"));
+}
+
+void MainWindow::cancelImageSet() { m_worker.cancelSet(); }
 
 void MainWindow::refreshRecent()
 {

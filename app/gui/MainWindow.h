@@ -17,6 +17,8 @@ class QSpinBox;
 class QCheckBox;
 class QDoubleSpinBox;
 class QMenu;
+class QProgressBar;
+class QPushButton;
 
 // attnscope's window: a model, a strip of images, the attention of a clicked patch over the image, layer and
 // head selectors, and the token-similarity curve of the current image. It composes widgets; the engine runs on
@@ -36,6 +38,10 @@ public:
     bool exportView(const QString& path);
     // Reruns the current image with these variant values and overlays its curve on the model's own.
     void runVariant(double neutrenoLambda, double boostT);
+    // Token similarity, head centres and SNR over every image in the strip, on the worker; cancellable.
+    void analyseImageSet();
+    void cancelImageSet();
+    std::shared_ptr<const attnscope::AnalysisSummary> setSummary() const { return m_setSummary; }
     attnscope::AttentionTileGrid* tiles() const { return m_tiles; }
     std::shared_ptr<const attnscope::ImageTrace> variant() const { return m_variant; }
 
@@ -50,6 +56,7 @@ signals:
     void modelReady();
     void imageReady();
     void variantReady();
+    void setFinished(bool complete);
     void errorShown(const QString& message);
 
 protected:
@@ -72,7 +79,8 @@ private:
     std::shared_ptr<const attnscope::ImageTrace> m_current;
     std::shared_ptr<const attnscope::ImageTrace> m_variant;
     QString m_variantLabel;
-    quint64 m_modelJob = 0, m_imageJob = 0, m_variantJob = 0;
+    quint64 m_modelJob = 0, m_imageJob = 0, m_variantJob = 0, m_setJob = 0;
+    std::shared_ptr<const attnscope::AnalysisSummary> m_setSummary;
     int m_query = 0, m_layer = 1, m_head = -1;
     QString m_lastError;
 
@@ -91,4 +99,7 @@ private:
     QDoubleSpinBox* m_lambda = nullptr;
     QDoubleSpinBox* m_boost = nullptr;
     QMenu* m_recent = nullptr;
+    QCustomPlot* m_setPlot = nullptr;
+    QProgressBar* m_setProgress = nullptr;
+    QPushButton* m_setButton = nullptr;
 };

@@ -119,6 +119,37 @@ private slots:
         QVERIFY(!w.view()->rendered().isNull());
     }
 
+    void imageSetRunsAndCancels()
+    {
+        MainWindow w;
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        w.openModel(kFixture);
+        QVERIFY(modelReady.wait(20000));
+        QStringList many;
+        for (int i = 0; i < 30; ++i)
+            many << QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples");
+        w.addImages(many); // 30 x 14 images
+        QSignalSpy finished(&w, &MainWindow::setFinished);
+        w.analyseImageSet();
+        QTest::qWait(1500);
+        w.cancelImageSet();
+        QVERIFY(finished.wait(20000));
+        QCOMPARE(finished.last().at(0).toBool(), false); // cancelled half way
+
+        MainWindow small;
+        QSignalSpy smallReady(&small, &MainWindow::modelReady);
+        small.openModel(kFixture);
+        QVERIFY(smallReady.wait(20000));
+        small.addImages({ QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples") });
+        QSignalSpy done(&small, &MainWindow::setFinished);
+        small.analyseImageSet();
+        QVERIFY(done.wait(60000));
+        QCOMPARE(done.last().at(0).toBool(), true);
+        QVERIFY(small.setSummary());
+        QCOMPARE(small.setSummary()->images, int64_t(14));
+        QVERIFY(!small.setSummary()->tokenSimilarity.empty());
+    }
+
     void supersededImageIsDropped()
     {
         MainWindow w;
