@@ -6,7 +6,7 @@ BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OUT ?= attnscope-out
 
-.PHONY: all deps configure build test run clean install screenshots
+.PHONY: all deps configure build test run clean install screenshots bench
 
 all: build
 
@@ -35,3 +35,8 @@ clean:
 
 screenshots: build
 	@./scripts/screenshots.sh $(BUILD_DIR)
+
+bench: deps
+	cmake --preset release -DATTNSCOPE_BUILD_BENCHMARKS=ON
+	cmake --build --preset release -j $(JOBS) --target engine_bench
+	OMP_NUM_THREADS=1 $(BUILD_DIR)/tests/benchmarks/engine_bench --benchmark_counters_tabular=true
