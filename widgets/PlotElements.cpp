@@ -65,8 +65,25 @@ int resetPlot(QCustomPlot* plot, const QString& title, const QString& subtitle, 
 
     int row = 0;
     addText(plot, layout, row++, title, style.font(style.titleFontPx, true), style.foreground);
-    if (!subtitle.isEmpty())
-        addText(plot, layout, row++, subtitle, style.font(style.subtitleFontPx), style.mutedText);
+    if (!subtitle.isEmpty()) {
+        // Long provenance lines break at the " · " separator nearest the middle instead of running off the edge.
+        QString text = subtitle;
+        const QString separator = QStringLiteral(" · ");
+        while (true) {
+            const int lineStart = text.lastIndexOf('\n') + 1;
+            if (text.size() - lineStart <= 95)
+                break;
+            const int middle = lineStart + (text.size() - lineStart) / 2;
+            int best = -1;
+            for (int i = text.indexOf(separator, lineStart); i >= 0; i = text.indexOf(separator, i + 1))
+                if (best < 0 || std::abs(i - middle) < std::abs(best - middle))
+                    best = i;
+            if (best < 0)
+                break;
+            text.replace(best, separator.size(), QStringLiteral("\n"));
+        }
+        addText(plot, layout, row++, text, style.font(style.subtitleFontPx), style.mutedText);
+    }
     return row;
 }
 
