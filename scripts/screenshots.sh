@@ -3,6 +3,9 @@
 set -eu
 build=${1:-build/release}
 mkdir -p docs/screenshots
+# A fresh settings folder: the pictures show the default layout, not a saved one.
+XDG_CONFIG_HOME=$(mktemp -d)
+export XDG_CONFIG_HOME
 run() {
     out=$1
     shift
