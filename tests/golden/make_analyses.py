@@ -62,20 +62,8 @@ NAN = float("nan")
 # I/O
 # --------------------------------------------------------------------------
 
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        assert e["dtype"] == "F32"
-        b, en = e["data_offsets"]
-        arr = np.frombuffer(data[8 + n + b: 8 + n + en], dtype="<f4").reshape(e["shape"])
-        out[name] = torch.from_numpy(arr.copy()).double()
-    return out
+# The fixtures' weights, read as make_variants.py reads them (one reader for both reference scripts).
+from make_variants import read_safetensors  # noqa: E402
 
 
 def fmt(v):
@@ -177,7 +165,10 @@ class Model:
         """The plain forward must reproduce torchvision's float32 outputs (relative 1e-5)."""
         errs = [rel_err(out["logits"], np.load(os.path.join(self.dir, "logits.npy")))]
         for l in range(1, self.L + 1):
-            errs.append(rel_err(out["A"][l - 1], np.load(os.path.join(self.dir, f"attn_L{l}.npy"))))
+            # tv_grid16 keeps no attention files (1 MB each); its logits and block outputs still pin the forward.
+            attn = os.path.join(self.dir, f"attn_L{l}.npy")
+            if os.path.exists(attn):
+                errs.append(rel_err(out["A"][l - 1], np.load(attn)))
         for l in range(self.L + 1):
             errs.append(rel_err(out["X"][l], np.load(os.path.join(self.dir, f"block_L{l}.npy"))))
         worst = max(errs)
