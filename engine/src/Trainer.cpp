@@ -163,9 +163,23 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         auto train = fmnist ? readFashionMnist(o.fashionMnistDir, "train", o.limitTrain) : readImageFolder(o.data, o.limitTrain);
         if (!train)
             return train.error();
-        Result<LabelledImages> test = fmnist ? readFashionMnist(o.fashionMnistDir, "test", o.limitTest) : Result<LabelledImages>(*train);
+        Result<LabelledImages> test = fmnist ? readFashionMnist(o.fashionMnistDir, "test", o.limitTest) : Result<LabelledImages>(LabelledImages {});
         if (!test)
             return test.error();
+        if (!fmnist) {
+            // An image folder has no test split: every tenth image is held out, so the card's accuracy is not
+            // measured on training images.
+            LabelledImages kept;
+            kept.classNames = test->classNames = train->classNames;
+            for (size_t i = 0; i < train->images.size(); ++i) {
+                LabelledImages& to = i % 10 == 9 ? *test : kept;
+                to.images.push_back(std::move(train->images[i]));
+                to.labels.push_back(train->labels[i]);
+            }
+            *train = std::move(kept);
+            if (train->images.empty() || test->images.empty())
+                return Error { o.data + ": too few images to hold out a test tenth" };
+        }
         const int channels = train->images.front().channels;
         const int classes = int(train->classNames.size());
 
@@ -286,7 +300,8 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         r.testAccuracy = double(correct) / std::max(1, r.testCount);
         r.parameters = (*model)->info().parameterCount;
         r.wallSeconds = seconds(start);
-        const std::string dataName = fmnist ? "Fashion-MNIST (" + o.fashionMnistDir + ")" : "image folder " + o.data;
+        const std::string dataName = fmnist ? "Fashion-MNIST (" + o.fashionMnistDir + ")"
+                                            : "image folder " + o.data + " (every tenth image held out for the test)";
         writeFileAtomically(o.out + "/MODEL_CARD.md", modelCard(o, c, r, dataName, int(n), epochLines));
         return r;
     } catch (const LoadError& e) {
