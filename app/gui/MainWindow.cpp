@@ -1,11 +1,14 @@
 #include "MainWindow.h"
 
+#include "ImageSetFigures.h"
+
 #include <Colormap.h>
 #include <FigureExport.h>
 #include <PlotStyle.h>
 #include <TokenSimilarityPlot.h>
 
 #include <attnscope/Analyses.h>
+#include <attnscope/AnalysisRun.h>
 
 #include <QAction>
 #include <QApplication>
@@ -116,8 +119,7 @@ MainWindow::MainWindow(QWidget* parent)
         if (job != m_setJob)
             return;
         m_setSummary = std::move(s);
-        buildTokenSimilarityPlot(m_setPlot, { *m_setSummary }, Tap::Block, PlotStyle {});
-        m_setPlot->replot();
+        showSetFigure(m_setFigure->currentIndex());
         if (complete) {
             m_setButton->setText(tr("Analyse image set"));
             emit setFinished(true);
@@ -300,8 +302,19 @@ void MainWindow::buildDocks()
     });
     m_setProgress = new QProgressBar(setWidget);
     m_setProgress->setTextVisible(true);
+    m_setFigure = new QComboBox(setWidget);
+    m_setFigure->addItems({ tr("Token similarity"), tr("SNR"), tr("SNR diagnostics"), tr("Head centres"), tr("Attention distance") });
+    connect(m_setFigure, &QComboBox::currentIndexChanged, this, &MainWindow::showSetFigure);
+    auto* exportSet = new QPushButton(tr("Export…"), setWidget);
+    connect(exportSet, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Export image-set results into"));
+        if (!dir.isEmpty())
+            exportImageSet(dir);
+    });
     setRow->addWidget(m_setButton);
     setRow->addWidget(m_setProgress, 1);
+    setRow->addWidget(m_setFigure);
+    setRow->addWidget(exportSet);
     m_setPlot = new QCustomPlot(setWidget);
     m_setPlot->setMinimumHeight(260);
     setLayout->addLayout(setRow);
@@ -454,6 +467,34 @@ void MainWindow::analyseImageSet()
 }
 
 void MainWindow::cancelImageSet() { m_worker.cancelSet(); }
+
+void MainWindow::showSetFigure(int index)
+{
+    if (!m_setSummary)
+        return;
+    buildSetFigure(m_setPlot, *m_setSummary, index);
+    m_setPlot->replot();
+}
+
+bool MainWindow::exportImageSet(const QString& dir)
+{
+    if (!m_setSummary) {
+        showError(tr("Analyse the image set first"));
+        return false;
+    }
+    auto csvs = writeSummaryCsvs(dir.toStdString(), *m_setSummary);
+    if (!csvs) {
+        showError(QString::fromStdString(csvs.message()));
+        return false;
+    }
+    QString error;
+    if (!exportImageSetFigures(dir, *m_setSummary, m_model ? m_model->config().depth : 4, &error)) {
+        showError(error);
+        return false;
+    }
+    statusBar()->showMessage(tr("Image-set results written to %1").arg(dir), 5000);
+    return true;
+}
 
 void MainWindow::refreshRecent()
 {

@@ -41,6 +41,9 @@ public:
     // Token similarity, head centres and SNR over every image in the strip, on the worker; cancellable.
     void analyseImageSet();
     void cancelImageSet();
+    // Writes the image set's CSVs (as the CLI names them) and every figure in PNG, SVG and PDF into `dir`.
+    bool exportImageSet(const QString& dir);
+    void showSetFigure(int index); // 0 token similarity, 1 SNR, 2 SNR diagnostics, 3 head centres, 4 distance
     std::shared_ptr<const attnscope::AnalysisSummary> setSummary() const { return m_setSummary; }
     attnscope::AttentionTileGrid* tiles() const { return m_tiles; }
     std::shared_ptr<const attnscope::ImageTrace> variant() const { return m_variant; }
@@ -102,4 +105,5 @@ private:
     QCustomPlot* m_setPlot = nullptr;
     QProgressBar* m_setProgress = nullptr;
     QPushButton* m_setButton = nullptr;
+    QComboBox* m_setFigure = nullptr;
 };

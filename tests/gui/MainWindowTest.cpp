@@ -148,6 +148,15 @@ private slots:
         QVERIFY(small.setSummary());
         QCOMPARE(small.setSummary()->images, int64_t(14));
         QVERIFY(!small.setSummary()->tokenSimilarity.empty());
+        // "Export" writes the CLI's CSVs and every image-set figure, through the same code as the CLI.
+        QTemporaryDir out;
+        QVERIFY(small.exportImageSet(out.path()));
+        for (const char* f : { "token_similarity.csv", "head_centres.csv", "snr.csv", "snr_diagnostics.csv", "token_similarity.png",
+                               "snr_diagnostics.pdf", "head_centres.svg", "attention_distance.png" })
+            QVERIFY2(QFileInfo(QDir(out.path()).filePath(f)).size() > 100, f);
+        QVERIFY(!QImage(QDir(out.path()).filePath("head_centres.png")).isNull());
+        for (int i = 0; i < 5; ++i)
+            small.showSetFigure(i);
     }
 
     void supersededImageIsDropped()
