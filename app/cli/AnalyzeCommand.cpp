@@ -18,6 +18,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <numeric>
 
 namespace fs = std::filesystem;
@@ -258,11 +259,18 @@ int AnalyzeCommand::run() const
         auto image = attnscope::decodeImage(path);
         if (!image)
             return fail(image.message());
+        // A variant run shares its model (and so its preprocessing) with the first run: prepare once per model.
+        std::map<const attnscope::Model*, attnscope::Model::Prepared> preparedBy;
         for (size_t r = 0; r < runs.size(); ++r) {
             auto& run = runs[r];
-            auto prepared = run.model->prepare(*image);
-            if (!prepared)
-                return fail(path + ": " + prepared.message());
+            auto cached = preparedBy.find(run.model.get());
+            if (cached == preparedBy.end()) {
+                auto p = run.model->prepare(*image);
+                if (!p)
+                    return fail(path + ": " + p.message());
+                cached = preparedBy.emplace(run.model.get(), std::move(*p)).first;
+            }
+            const attnscope::Model::Prepared* prepared = &cached->second;
             attnscope::Trace trace;
             auto added = run.analysis->addImage(*prepared, int64_t(i), cancelled, r == 0 ? &trace : nullptr);
             if (!added) {

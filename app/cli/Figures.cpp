@@ -36,15 +36,6 @@ void ensureApplication()
     static QApplication app(argc, argv);
 }
 
-std::string num(double v)
-{
-    if (!std::isfinite(v))
-        return "nan";
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.10g", v);
-    return buf;
-}
-
 std::string quoted(const std::string& s)
 {
     std::string q = "\"";
@@ -136,7 +127,7 @@ std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>
             for (const auto& r : s.tokenSimilarity)
                 if (r.tap == Tap::Block)
                     csv += quoted(s.label) + "," + std::to_string(r.layer) + "," + toString(r.tap) + "," + toString(r.tokens) + ","
-                        + num(r.value.mean) + "," + num(r.value.sd) + "," + num(r.value.ci95) + "," + std::to_string(r.value.n) + "\n";
+                        + csvNumber(r.value.mean) + "," + csvNumber(r.value.sd) + "," + csvNumber(r.value.ci95) + "," + std::to_string(r.value.n) + "\n";
         plotFigure("token_similarity", lineFigureSize(), [&](QCustomPlot* p) { buildTokenSimilarityPlot(p, summaries, Tap::Block, style); }, csv);
     }
     if (!first.snr.empty()) {
@@ -145,11 +136,11 @@ std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>
         for (const auto& s : summaries) {
             for (const auto& r : s.snr)
                 csv += quoted(s.label) + "," + quoted(r.perturbation) + "," + std::to_string(r.layer) + "," + toString(r.tap) + ","
-                    + num(r.snrDb.mean) + "," + num(r.snrDb.sd) + "," + num(r.snrDb.ci95) + "," + std::to_string(r.snrDb.n) + "\n";
+                    + csvNumber(r.snrDb.mean) + "," + csvNumber(r.snrDb.sd) + "," + csvNumber(r.snrDb.ci95) + "," + std::to_string(r.snrDb.n) + "\n";
             for (const auto& r : s.snrDiagnostics)
-                diag += quoted(s.label) + "," + quoted(r.perturbation) + "," + std::to_string(r.layer) + "," + num(r.alpha.mean) + ","
-                    + num(r.beta.mean) + "," + num(r.gamma.mean) + "," + num(r.gain.mean) + "," + num(r.bound.mean) + ","
-                    + num(r.conditionShare) + "," + num(r.sensitivity.mean) + "\n";
+                diag += quoted(s.label) + "," + quoted(r.perturbation) + "," + std::to_string(r.layer) + "," + csvNumber(r.alpha.mean) + ","
+                    + csvNumber(r.beta.mean) + "," + csvNumber(r.gamma.mean) + "," + csvNumber(r.gain.mean) + "," + csvNumber(r.bound.mean) + ","
+                    + csvNumber(r.conditionShare) + "," + csvNumber(r.sensitivity.mean) + "\n";
         }
         plotFigure("snr", lineFigureSize(), [&](QCustomPlot* p) { buildSnrPlot(p, summaries, style); }, csv);
         plotFigure("snr_diagnostics", snrDiagnosticsFigureSize(), [&](QCustomPlot* p) { buildSnrDiagnosticsPlot(p, summaries, style); }, diag);
@@ -162,13 +153,13 @@ std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>
             layers = std::max(layers, r.layer);
             std::string map;
             for (double v : r.offsetMap)
-                map += (map.empty() ? "" : " ") + num(v);
-            csv += quoted(first.label) + "," + std::to_string(r.layer) + "," + std::to_string(r.head) + "," + num(r.centreDy.mean) + ","
-                + num(r.centreDx.mean) + "," + num(r.meanDistancePx.mean) + "," + num(r.contour50) + "," + map + "\n";
+                map += (map.empty() ? "" : " ") + csvNumber(v);
+            csv += quoted(first.label) + "," + std::to_string(r.layer) + "," + std::to_string(r.head) + "," + csvNumber(r.centreDy.mean) + ","
+                + csvNumber(r.centreDx.mean) + "," + csvNumber(r.meanDistancePx.mean) + "," + csvNumber(r.contour50) + "," + map + "\n";
         }
         for (const auto& s : summaries)
             for (const auto& r : s.headCentres)
-                dist += quoted(s.label) + "," + std::to_string(r.layer) + "," + std::to_string(r.head) + "," + num(r.meanDistancePx.mean)
+                dist += quoted(s.label) + "," + std::to_string(r.layer) + "," + std::to_string(r.head) + "," + csvNumber(r.meanDistancePx.mean)
                     + "," + std::to_string(r.meanDistancePx.n) + "\n";
         plotFigure("head_centres", headCentresFigureSize(layers), [&](QCustomPlot* p) { buildHeadCentresPlot(p, first, style); }, csv);
         plotFigure("attention_distance", lineFigureSize(), [&](QCustomPlot* p) { buildAttentionDistancePlot(p, summaries, style); }, dist);
@@ -184,7 +175,7 @@ std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>
                                 { &decomposition->pt, "PT" }, { &decomposition->pp, "PP" } })
             for (int64_t q = 0; q < n; ++q)
                 for (int64_t k = 0; k < n; ++k)
-                    csv += std::string(name) + "," + std::to_string(q) + "," + std::to_string(k) + "," + num(t->data()[q * n + k]) + "\n";
+                    csv += std::string(name) + "," + std::to_string(q) + "," + std::to_string(k) + "," + csvNumber(t->data()[q * n + k]) + "\n";
         plotFigure("logit_decomposition", logitDecompositionFigureSize(),
                    [&](QCustomPlot* p) { buildLogitDecompositionFigure(p, *decomposition, 0, info, style); }, csv);
     }
@@ -204,11 +195,11 @@ std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>
                 for (int r = 0; r < grid->gridHeight; ++r)
                     for (int c = 0; c < grid->gridWidth; ++c)
                         csv += std::to_string(l + 1) + "," + head + "," + std::to_string(r) + "," + std::to_string(c) + ","
-                            + num(m.data()[r * grid->gridWidth + c]) + "\n";
+                            + csvNumber(m.data()[r * grid->gridWidth + c]) + "\n";
             }
         for (int r = 0; r < grid->gridHeight; ++r)
             for (int c = 0; c < grid->gridWidth; ++c)
-                csv += "rollout,mean," + std::to_string(r) + "," + std::to_string(c) + "," + num(grid->rollout.patches.data()[r * grid->gridWidth + c]) + "\n";
+                csv += "rollout,mean," + std::to_string(r) + "," + std::to_string(c) + "," + csvNumber(grid->rollout.patches.data()[r * grid->gridWidth + c]) + "\n";
         if (auto w = writeTextFile((dir / "attention_grid.csv").string(), csv); !w)
             return w.message();
     }

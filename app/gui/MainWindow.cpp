@@ -95,6 +95,7 @@ MainWindow::MainWindow(QWidget* parent)
             return;
         m_current = std::move(result);
         m_variant.reset();
+        m_tilesTrace = nullptr; // a new trace may reuse the old one's address
         const Trace& t = m_current->trace;
         m_view->setImage(m_current->shown, t.gridHeight, t.gridWidth, t.numPrefixTokens);
         m_query = std::min(m_query, t.numPrefixTokens + t.gridHeight * t.gridWidth - 1);
@@ -399,9 +400,13 @@ void MainWindow::refreshMap()
     const AttentionMap map = m_head == -2 ? rolloutMap(t, attentionRollout(t), m_query) : attentionMap(t, layer, m_head, m_query);
     m_view->setQuery(m_query);
     m_view->setMap(map);
-    m_tiles->setTrace(t, m_current->shown, m_query);
+    if (m_tilesTrace != &t || m_tilesQuery != m_query) {
+        m_tiles->setTrace(t, m_current->shown, m_query);
+        m_tiles->resize(m_tiles->sizeHint());
+        m_tilesTrace = &t;
+        m_tilesQuery = m_query;
+    }
     m_tiles->setSelection(layer, m_head);
-    m_tiles->resize(m_tiles->sizeHint());
     const QString where = m_query < t.numPrefixTokens
         ? (m_query == 0 ? tr("CLS token") : tr("prefix token %1").arg(m_query))
         : tr("patch (%1, %2)").arg((m_query - t.numPrefixTokens) / t.gridWidth).arg((m_query - t.numPrefixTokens) % t.gridWidth);

@@ -85,6 +85,9 @@ private:
     quint64 m_modelJob = 0, m_imageJob = 0, m_variantJob = 0, m_setJob = 0;
     std::shared_ptr<const attnscope::AnalysisSummary> m_setSummary;
     int m_query = 0, m_layer = 1, m_head = -1;
+    // What the tile grid was last rendered for: layer and head changes only move its selection.
+    const attnscope::Trace* m_tilesTrace = nullptr;
+    int m_tilesQuery = -1;
     QString m_lastError;
 
     attnscope::AttentionView* m_view = nullptr;

@@ -54,15 +54,6 @@ Estimate estimate(const StatsTable& stats, const std::string& key)
 
 Tap tapFromName(const std::string& s) { return s == "attn" ? Tap::Attn : s == "residual" ? Tap::Residual : Tap::Block; }
 
-std::string number(double v)
-{
-    if (!std::isfinite(v))
-        return "nan";
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.10g", v);
-    return buf;
-}
-
 } // namespace
 
 Result<std::vector<std::string>> AnalysisOptions::parseList(const std::string& list)
@@ -273,17 +264,17 @@ Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const 
     if (!s.tokenSimilarity.empty()) {
         std::string csv = "layer,tap,tokens,mean,sd,ci95,n\n";
         for (const auto& r : s.tokenSimilarity)
-            csv += std::to_string(r.layer) + "," + toString(r.tap) + "," + toString(r.tokens) + "," + number(r.value.mean) + ","
-                + number(r.value.sd) + "," + number(r.value.ci95) + "," + std::to_string(r.value.n) + "\n";
+            csv += std::to_string(r.layer) + "," + toString(r.tap) + "," + toString(r.tokens) + "," + csvNumber(r.value.mean) + ","
+                + csvNumber(r.value.sd) + "," + csvNumber(r.value.ci95) + "," + std::to_string(r.value.n) + "\n";
         if (!write("token_similarity.csv", csv))
             return fail("token_similarity.csv");
     }
     if (!s.headCentres.empty()) {
         std::string csv = "layer,head,centre_dy,centre_dx,peak_dy,peak_dx,mean_distance_px,bandwidth,prefix_mass,window_mass,n\n";
         for (const auto& r : s.headCentres)
-            csv += std::to_string(r.layer) + "," + std::to_string(r.head) + "," + number(r.centreDy.mean) + "," + number(r.centreDx.mean)
-                + "," + number(r.peakDy.mean) + "," + number(r.peakDx.mean) + "," + number(r.meanDistancePx.mean) + ","
-                + number(r.bandwidth.mean) + "," + number(r.prefixMass.mean) + "," + number(r.windowMass.mean) + ","
+            csv += std::to_string(r.layer) + "," + std::to_string(r.head) + "," + csvNumber(r.centreDy.mean) + "," + csvNumber(r.centreDx.mean)
+                + "," + csvNumber(r.peakDy.mean) + "," + csvNumber(r.peakDx.mean) + "," + csvNumber(r.meanDistancePx.mean) + ","
+                + csvNumber(r.bandwidth.mean) + "," + csvNumber(r.prefixMass.mean) + "," + csvNumber(r.windowMass.mean) + ","
                 + std::to_string(r.centreDy.n) + "\n";
         if (!write("head_centres.csv", csv))
             return fail("head_centres.csv");
@@ -291,7 +282,7 @@ Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const 
     if (!s.attentionSimilarity.empty()) {
         std::string csv = "layer,successive_cos,head_redundancy,n\n";
         for (const auto& r : s.attentionSimilarity)
-            csv += std::to_string(r.layer) + "," + number(r.successiveCos.mean) + "," + number(r.headRedundancy.mean) + ","
+            csv += std::to_string(r.layer) + "," + csvNumber(r.successiveCos.mean) + "," + csvNumber(r.headRedundancy.mean) + ","
                 + std::to_string(std::max(r.successiveCos.n, r.headRedundancy.n)) + "\n";
         if (!write("attention_similarity.csv", csv))
             return fail("attention_similarity.csv");
@@ -305,16 +296,16 @@ Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const 
         std::string csv = "layer,tap,snr_db_mean,snr_db_sd,n\n";
         for (const auto& r : s.snr)
             if (r.perturbation == spec)
-                csv += std::to_string(r.layer) + "," + toString(r.tap) + "," + number(r.snrDb.mean) + "," + number(r.snrDb.sd) + ","
+                csv += std::to_string(r.layer) + "," + toString(r.tap) + "," + csvNumber(r.snrDb.mean) + "," + csvNumber(r.snrDb.sd) + ","
                     + std::to_string(r.snrDb.n) + "\n";
         if (!write("snr" + suffix + ".csv", csv))
             return fail("snr" + suffix + ".csv");
         std::string diag = "layer,alpha,beta,gamma,gain,bound,condition_holds,sensitivity\n";
         for (const auto& r : s.snrDiagnostics)
             if (r.perturbation == spec)
-                diag += std::to_string(r.layer) + "," + number(r.alpha.mean) + "," + number(r.beta.mean) + "," + number(r.gamma.mean) + ","
-                    + number(r.gain.mean) + "," + number(r.bound.mean) + "," + number(r.conditionShare) + ","
-                    + number(r.sensitivity.mean) + "\n";
+                diag += std::to_string(r.layer) + "," + csvNumber(r.alpha.mean) + "," + csvNumber(r.beta.mean) + "," + csvNumber(r.gamma.mean) + ","
+                    + csvNumber(r.gain.mean) + "," + csvNumber(r.bound.mean) + "," + csvNumber(r.conditionShare) + ","
+                    + csvNumber(r.sensitivity.mean) + "\n";
         if (!write("snr_diagnostics" + suffix + ".csv", diag))
             return fail("snr_diagnostics" + suffix + ".csv");
     }

@@ -97,7 +97,7 @@ void fitChannels(PreprocessConfig& p, int channels, const std::string& path)
             throw LoadError(path + ": preprocessing std must be positive");
 }
 
-PreprocessConfig defaultPreprocess(int height, int width, int channels)
+PreprocessConfig defaultPreprocess(int height, int width)
 {
     // DESIGN.md: absent any config, resize the shortest edge to image_size / 0.875, bicubic, centre crop,
     // ImageNet mean/std (timm's defaults).
@@ -109,8 +109,7 @@ PreprocessConfig defaultPreprocess(int height, int width, int channels)
     p.centerCrop = true;
     p.interpolation = Interpolation::Bicubic;
     p.source = "default (no preprocessing config)";
-    fitChannels(p, channels, "");
-    return p;
+    return p; // resolveConfig fits mean/std to the channel count for every source
 }
 
 // timm's model-registry facts that tensors cannot tell: heads per size name (NAMING.md 4.4, 9).
@@ -555,7 +554,7 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
     // --- preprocessing
     if (src.preprocessor && !preprocess)
         preprocess = preprocessFromHuggingFace(*src.preprocessor, src.preprocessorPath);
-    out.preprocess = preprocess ? *preprocess : defaultPreprocess(c.imageHeight, c.imageWidth, c.channels);
+    out.preprocess = preprocess ? *preprocess : defaultPreprocess(c.imageHeight, c.imageWidth);
     fitChannels(out.preprocess, c.channels, src.preprocessorPath.empty() ? weightsPath : src.preprocessorPath);
     return out;
 }

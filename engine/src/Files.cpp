@@ -4,6 +4,7 @@
 #include "LoadError.h"
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -127,6 +128,15 @@ Result<std::string> sha256File(const std::string& path)
         h.update(reinterpret_cast<const uint8_t*>(buf.data()), size_t(in.gcount()));
     }
     return h.hex();
+}
+
+std::string csvNumber(double v)
+{
+    if (!std::isfinite(v))
+        return "nan";
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.10g", v);
+    return buf;
 }
 
 Result<bool> writeTextFile(const std::string& path, const std::string& contents)

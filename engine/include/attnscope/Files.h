@@ -10,6 +10,9 @@ namespace attnscope {
 // Lowercase hex SHA-256 of a file's contents (for the manifest's provenance).
 Result<std::string> sha256File(const std::string& path);
 
+// A number as the CSVs write it: 10 significant digits, "nan" for undefined values, '.' as decimal point.
+std::string csvNumber(double value);
+
 // Writes a text file under a temporary name and renames it onto `path`.
 Result<bool> writeTextFile(const std::string& path, const std::string& contents);
 
