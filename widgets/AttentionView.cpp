@@ -1,6 +1,7 @@
 #include "AttentionView.h"
 
 #include "AttentionOverlay.h"
+#include "PlotStyle.h"
 
 #include <QMouseEvent>
 #include <QPainter>
@@ -55,6 +56,12 @@ void AttentionView::setShowGrid(bool show)
     update();
 }
 
+void AttentionView::setCaption(const QString& caption)
+{
+    m_caption = caption;
+    update();
+}
+
 void AttentionView::clear()
 {
     m_shown = {};
@@ -76,12 +83,48 @@ void AttentionView::rerender()
     update();
 }
 
+namespace {
+
+constexpr int kBarWidth = 64;    // the colour bar and its tick labels, right of the image
+constexpr int kCaptionHeight = 22;
+
+} // namespace
+
 QRect AttentionView::imageRect() const
 {
     if (m_rendered.isNull())
         return {};
-    const QSize s = m_rendered.size().scaled(size(), Qt::KeepAspectRatio);
-    return QRect(QPoint((width() - s.width()) / 2, (height() - s.height()) / 2), s);
+    const int top = m_caption.isEmpty() ? 0 : kCaptionHeight;
+    const int bar = m_map ? kBarWidth : 0;
+    const QSize space(std::max(1, width() - bar), std::max(1, height() - top));
+    const QSize s = m_rendered.size().scaled(space, Qt::KeepAspectRatio);
+    return QRect(QPoint((space.width() - s.width()) / 2, top + (space.height() - s.height()) / 2), s);
+}
+
+QRect AttentionView::barRect(const QRect& image) const
+{
+    return QRect(image.right() + 12, image.top() + image.height() / 8, 14, image.height() * 3 / 4);
+}
+
+QImage AttentionView::composed(double scale) const
+{
+    if (m_rendered.isNull())
+        return {};
+    const int side = 480;
+    const QSize s = m_rendered.size().scaled(side, side, Qt::KeepAspectRatio);
+    const int top = m_caption.isEmpty() ? 8 : kCaptionHeight + 8;
+    const QSize logical(8 + s.width() + (m_map ? kBarWidth + 8 : 8), top + s.height() + 8);
+    QImage out(logical * scale, QImage::Format_ARGB32);
+    out.setDevicePixelRatio(scale);
+    out.fill(Qt::white);
+    QPainter p(&out);
+    const QRect image(QPoint(8, top), s);
+    if (!m_caption.isEmpty())
+        p.drawText(QRect(0, 4, logical.width(), kCaptionHeight), Qt::AlignCenter, m_caption);
+    p.drawImage(image, m_rendered);
+    if (m_map)
+        paintColorBar(p, barRect(image), m_colormap, { 0.0, mapMaximum(*m_map) }, Qt::Vertical, tr("attention"), PlotStyle {});
+    return out;
 }
 
 std::optional<QPoint> AttentionView::patchAt(const QPoint& pos) const
@@ -103,8 +146,14 @@ void AttentionView::paintEvent(QPaintEvent*)
         return;
     }
     const QRect r = imageRect();
+    if (!m_caption.isEmpty())
+        p.drawText(QRect(0, 0, width(), kCaptionHeight), Qt::AlignCenter, m_caption);
     p.setRenderHint(QPainter::SmoothPixmapTransform, false); // patches stay crisp when enlarged
     p.drawImage(r, m_rendered);
+    if (m_map) {
+        p.setRenderHint(QPainter::Antialiasing, true);
+        paintColorBar(p, barRect(r), m_colormap, { 0.0, mapMaximum(*m_map) }, Qt::Vertical, tr("attention"), PlotStyle {});
+    }
     if (m_showGrid && m_gridW > 0 && m_gridH > 0) {
         p.setPen(QPen(QColor(255, 255, 255, 90), 1));
         for (int c = 1; c < m_gridW; ++c)

@@ -24,9 +24,12 @@ public:
     void setOpacity(double opacity);
     void setColormap(Colormap colormap);
     void setShowGrid(bool show);
+    void setCaption(const QString& caption); // drawn above the image (the model, in compare mode)
     void clear();
 
     const QImage& rendered() const { return m_rendered; }
+    // The overlay with its caption and colour bar, as exported ("Export view").
+    QImage composed(double scale = 2.0) const;
     // The patch (row, col) under a point in widget coordinates, if any.
     std::optional<QPoint> patchAt(const QPoint& widgetPos) const;
     QRect imageRect() const;
@@ -41,6 +44,7 @@ protected:
 
 private:
     void rerender();
+    QRect barRect(const QRect& image) const;
 
     Image m_shown;
     std::optional<AttentionMap> m_map;
@@ -48,6 +52,7 @@ private:
     double m_opacity = 0.6;
     Colormap m_colormap = Colormap::Viridis;
     bool m_showGrid = false;
+    QString m_caption;
     QImage m_rendered;
 };
 

@@ -5,11 +5,44 @@
 
 namespace attnscope {
 
+namespace {
+
+QString fromStd(const std::string& s) { return QString::fromStdString(s); }
+
+std::shared_ptr<AnalysisSummary> summaryOf(const AnalysisRun& run, const Model& model)
+{
+    auto s = std::make_shared<AnalysisSummary>(summarise(run.statistics(), run.images(), run.options().radius));
+    s->model = model.info().path;
+    s->label = s->model;
+    s->patchSize = model.config().patchSize;
+    return s;
+}
+
+} // namespace
+
+struct EngineWorker::SetRun {
+    quint64 id = 0;
+    int channel = 0;
+    std::shared_ptr<const Model> model;
+    QStringList paths;
+    AnalysisRun run;
+    int every = 10;
+    int next = 0;
+    QElapsedTimer timer;
+
+    SetRun(std::shared_ptr<const Model> m, AnalysisOptions options)
+        : model(m)
+        , run(std::move(m), std::move(options))
+    {
+    }
+};
+
 EngineWorker::EngineWorker(QObject* parent)
     : QObject(parent)
 {
     qRegisterMetaType<std::shared_ptr<const attnscope::Model>>();
     qRegisterMetaType<std::shared_ptr<const attnscope::ImageTrace>>();
+    qRegisterMetaType<std::shared_ptr<const attnscope::ImageAnalysis>>();
     qRegisterMetaType<std::shared_ptr<const attnscope::AnalysisSummary>>();
     m_thread.setObjectName(QStringLiteral("attnscope-engine"));
     m_context = new QObject;
@@ -25,125 +58,213 @@ EngineWorker::~EngineWorker()
     m_thread.wait();
 }
 
-quint64 EngineWorker::next(std::atomic<quint64>& latestOfKind)
+quint64 EngineWorker::next(Kind kind, int channel)
 {
     const quint64 id = ++m_counter;
-    latestOfKind = id;
+    {
+        std::lock_guard lock(m_mutex);
+        m_latest[{ kind, channel }] = id;
+    }
     ++m_pending;
     return id;
 }
 
+bool EngineWorker::isLatest(Kind kind, int channel, quint64 id) const
+{
+    std::lock_guard lock(m_mutex);
+    auto it = m_latest.find({ kind, channel });
+    return it != m_latest.end() && it->second == id;
+}
+
+void EngineWorker::cancel(Kind kind, int channel)
+{
+    std::lock_guard lock(m_mutex);
+    m_latest[{ kind, channel }] = ++m_counter;
+}
+
 void EngineWorker::cancelAll()
 {
-    m_stopping = true;
-    m_latestModel = ++m_counter;
-    m_latestImage = ++m_counter;
-    m_latestSet = ++m_counter;
+    std::lock_guard lock(m_mutex);
+    for (auto& [key, id] : m_latest)
+        id = ++m_counter;
 }
 
-quint64 EngineWorker::analyseSet(std::shared_ptr<const Model> model, const QStringList& paths, AnalysisOptions options, int every)
+void EngineWorker::post(std::function<void()> work)
 {
-    m_stopping = false;
-    const quint64 id = next(m_latestSet);
-    QMetaObject::invokeMethod(m_context, [this, id, model, paths, options, every] {
-        const auto superseded = [this, id] { return m_latestSet != id; };
-        AnalysisRun run(model, options);
-        QElapsedTimer timer;
-        timer.start();
-        const auto summary = [&] {
-            auto s = std::make_shared<AnalysisSummary>(summarise(run.statistics(), run.images(), options.radius));
-            s->model = model->info().path;
-            s->label = s->model;
-            s->patchSize = model->config().patchSize;
-            return std::shared_ptr<const AnalysisSummary>(std::move(s));
-        };
-        for (int i = 0; i < paths.size(); ++i) {
-            if (superseded()) {
-                --m_pending;
-                emit cancelled(id);
-                return;
-            }
-            auto image = decodeImage(paths[i].toStdString());
-            Result<Model::Prepared> prepared = image ? model->prepare(*image) : Result<Model::Prepared>(image.error());
-            Result<bool> added = prepared ? run.addImage(*prepared, i, superseded) : Result<bool>(prepared.error());
-            if (!added) {
-                --m_pending;
-                if (superseded())
-                    emit cancelled(id);
-                else
-                    emit failed(id, paths[i] + QStringLiteral(": ") + QString::fromStdString(added.message()));
-                return;
-            }
-            const double seconds = timer.elapsed() / 1000.0;
-            emit setProgress(id, i + 1, int(paths.size()), seconds > 0 ? (i + 1) / seconds : 0.0);
-            if ((i + 1) % every == 0 && i + 1 < paths.size())
-                emit setAnalysed(id, summary(), false);
-        }
-        --m_pending;
-        emit setAnalysed(id, summary(), true);
-    });
-    return id;
+    QMetaObject::invokeMethod(m_context, std::move(work), Qt::QueuedConnection);
 }
 
-quint64 EngineWorker::loadModel(const QString& path)
+void EngineWorker::finish() { --m_pending; }
+
+quint64 EngineWorker::loadModel(const QString& path, int channel)
 {
-    m_stopping = false;
-    const quint64 id = next(m_latestModel);
-    QMetaObject::invokeMethod(m_context, [this, id, path] {
-        if (m_latestModel != id) {
-            --m_pending;
+    const quint64 id = next(ModelJob, channel);
+    post([this, id, path, channel] {
+        const auto superseded = [&] { return !isLatest(ModelJob, channel, id); };
+        if (superseded()) {
+            finish();
             emit cancelled(id);
             return;
         }
         auto model = Model::load(path.toStdString());
-        --m_pending;
-        if (m_latestModel != id)
+        finish();
+        if (superseded())
             emit cancelled(id);
         else if (!model)
-            emit failed(id, QString::fromStdString(model.message()));
+            emit failed(id, fromStd(model.message()));
         else
             emit modelLoaded(id, *model);
     });
     return id;
 }
 
-quint64 EngineWorker::traceImage(std::shared_ptr<const Model> model, const QString& imagePath,
-                                 std::optional<double> neutrenoLambda, std::optional<double> boostT)
+quint64 EngineWorker::traceImage(std::shared_ptr<const Model> model, const QString& imagePath, std::optional<double> neutrenoLambda,
+                                 std::optional<double> boostT, int channel)
 {
-    m_stopping = false;
-    const quint64 id = next(m_latestImage);
-    QMetaObject::invokeMethod(m_context, [this, id, model, imagePath, neutrenoLambda, boostT] {
-        const auto superseded = [this, id] { return m_latestImage != id; };
+    const quint64 id = next(ImageJob, channel);
+    post([this, id, channel, model, imagePath, neutrenoLambda, boostT] {
+        const auto superseded = [this, id, channel] { return !isLatest(ImageJob, channel, id); };
+        const auto fail = [&](const QString& message) {
+            finish();
+            emit failed(id, message);
+        };
         if (superseded()) {
-            --m_pending;
+            finish();
             emit cancelled(id);
             return;
         }
-        auto finish = [&](auto&& emitter) {
-            --m_pending;
-            emitter();
-        };
         auto image = decodeImage(imagePath.toStdString());
         if (!image)
-            return finish([&] { emit failed(id, QString::fromStdString(image.message())); });
+            return fail(fromStd(image.message()));
         auto prepared = model->prepare(*image);
         if (!prepared)
-            return finish([&] { emit failed(id, imagePath + QStringLiteral(": ") + QString::fromStdString(prepared.message())); });
+            return fail(imagePath + QStringLiteral(": ") + fromStd(prepared.message()));
         RunOptions options;
         options.record = RecordSpec::everything();
         options.isCancelled = superseded;
         options.neutrenoLambda = neutrenoLambda;
         options.boostT = boostT;
         auto trace = model->run(prepared->input, options);
-        if (superseded())
-            return finish([&] { emit cancelled(id); });
+        if (superseded()) {
+            finish();
+            emit cancelled(id);
+            return;
+        }
         if (!trace)
-            return finish([&] { emit failed(id, imagePath + QStringLiteral(": ") + QString::fromStdString(trace.message())); });
+            return fail(imagePath + QStringLiteral(": ") + fromStd(trace.message()));
         auto result = std::make_shared<ImageTrace>();
         result->path = imagePath;
         result->shown = std::move(prepared->shown);
         result->trace = std::move(*trace);
-        finish([&] { emit imageTraced(id, std::shared_ptr<const ImageTrace>(std::move(result))); });
+        finish();
+        emit imageTraced(id, std::shared_ptr<const ImageTrace>(std::move(result)));
+    });
+    return id;
+}
+
+quint64 EngineWorker::analyseImage(std::shared_ptr<const Model> model, const QString& imagePath, AnalysisOptions options, int channel)
+{
+    const quint64 id = next(AnalysisJob, channel);
+    post([this, id, channel, model, imagePath, options] {
+        const auto superseded = [this, id, channel] { return !isLatest(AnalysisJob, channel, id); };
+        const auto fail = [&](const QString& message) {
+            finish();
+            superseded() ? emit cancelled(id) : emit failed(id, message);
+        };
+        if (superseded())
+            return fail({});
+        auto image = decodeImage(imagePath.toStdString());
+        if (!image)
+            return fail(fromStd(image.message()));
+        auto prepared = model->prepare(*image);
+        if (!prepared)
+            return fail(imagePath + QStringLiteral(": ") + fromStd(prepared.message()));
+        AnalysisRun run(model, options);
+        if (auto added = run.addImage(*prepared, 0, superseded); !added)
+            return fail(imagePath + QStringLiteral(": ") + fromStd(added.message()));
+        auto result = std::make_shared<ImageAnalysis>();
+        result->path = imagePath;
+        result->summary = *summaryOf(run, *model);
+        if (options.decomposition) {
+            auto d = decomposeLogits(*model, prepared->input);
+            if (d)
+                result->decomposition = std::make_shared<const LogitDecomposition>(std::move(*d));
+            else
+                result->decompositionNote = fromStd(d.message());
+        }
+        if (superseded())
+            return fail({});
+        finish();
+        emit imageAnalysed(id, std::shared_ptr<const ImageAnalysis>(std::move(result)));
+    });
+    return id;
+}
+
+quint64 EngineWorker::analyseSet(std::shared_ptr<const Model> model, const QStringList& paths, AnalysisOptions options, int every,
+                                 int channel)
+{
+    auto run = std::make_shared<SetRun>(std::move(model), std::move(options));
+    run->id = next(SetJob, channel);
+    run->channel = channel;
+    run->paths = paths;
+    run->every = std::max(1, every);
+    post([this, run] {
+        run->timer.start();
+        stepSet(run);
+    });
+    return run->id;
+}
+
+void EngineWorker::stepSet(std::shared_ptr<SetRun> run)
+{
+    const quint64 id = run->id;
+    const auto superseded = [this, run] { return !isLatest(SetJob, run->channel, run->id); };
+    if (superseded()) {
+        finish();
+        emit cancelled(id);
+        return;
+    }
+    const int total = int(run->paths.size());
+    if (run->next < total) {
+        const QString& path = run->paths[run->next];
+        auto image = decodeImage(path.toStdString());
+        Result<Model::Prepared> prepared = image ? run->model->prepare(*image) : Result<Model::Prepared>(image.error());
+        Result<bool> added = prepared ? run->run.addImage(*prepared, run->next, superseded) : Result<bool>(prepared.error());
+        if (!added) {
+            finish();
+            if (superseded())
+                emit cancelled(id);
+            else
+                emit failed(id, path + QStringLiteral(": ") + fromStd(added.message()));
+            return;
+        }
+        const int done = ++run->next;
+        const double seconds = run->timer.elapsed() / 1000.0;
+        emit setProgress(id, done, total, seconds > 0 ? done / seconds : 0.0);
+        if (done < total) {
+            if (done % run->every == 0)
+                emit setAnalysed(id, summaryOf(run->run, *run->model), false);
+            post([this, run] { stepSet(run); }); // behind anything asked meanwhile
+            return;
+        }
+    }
+    finish();
+    emit setAnalysed(id, summaryOf(run->run, *run->model), true);
+}
+
+quint64 EngineWorker::runTask(Task task, int channel)
+{
+    const quint64 id = next(TaskJob, channel);
+    post([this, id, channel, task = std::move(task)] {
+        const auto superseded = [this, id, channel] { return !isLatest(TaskJob, channel, id); };
+        const QString error = superseded() ? QString() : task(superseded, [this, id](int done, int total) { emit taskProgress(id, done, total); });
+        finish();
+        if (superseded())
+            emit cancelled(id);
+        else if (!error.isEmpty())
+            emit failed(id, error);
+        else
+            emit taskFinished(id);
     });
     return id;
 }

@@ -5,10 +5,14 @@
 
 #include <QObject>
 #include <QString>
+#include <QStringList>
 #include <QThread>
 
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 namespace attnscope {
@@ -20,51 +24,79 @@ struct ImageTrace {
     Trace trace;
 };
 
-// Runs engine work off the GUI thread (STYLE.md: one worker, jobs one at a time). A new request of a kind
-// supersedes the pending one of that kind: the superseded job is cancelled (the engine polls between blocks)
-// and reports `cancelled`. Every job ends in exactly one of finished / failed / cancelled, delivered as queued
-// signals carrying immutable results.
+// One image's analyses (the plot docks of the current image): a one-image summary (token similarity, head
+// centres, attention distance, SNR against the chosen perturbation) and the logit decomposition of layer 1 when
+// the model has one.
+struct ImageAnalysis {
+    QString path;
+    AnalysisSummary summary;
+    std::shared_ptr<const LogitDecomposition> decomposition;
+    QString decompositionNote; // why there is none
+};
+
+// Runs engine work off the GUI thread (STYLE.md: one worker, jobs one at a time, in order). Jobs are of a kind
+// (model, image trace, image analysis, image set, task) on a channel the caller picks (the window uses one per
+// model and variant); a new request supersedes the pending or running job of its kind and channel: that job is
+// cancelled (the engine polls between blocks) and reports `cancelled`. An image-set run goes one image per step
+// and queues its next step behind whatever was asked meanwhile, so clicks stay interactive during a long run.
+// Every job ends in exactly one of its result signal / failed / cancelled, delivered as queued signals carrying
+// immutable results.
 class EngineWorker : public QObject {
     Q_OBJECT
 public:
+    enum Kind { ModelJob, ImageJob, AnalysisJob, SetJob, TaskJob, KindCount };
+    using Progress = std::function<void(int done, int total)>;
+    using Task = std::function<QString(const std::function<bool()>& isCancelled, const Progress& progress)>;
+
     explicit EngineWorker(QObject* parent = nullptr);
     ~EngineWorker() override;
 
-    // Returns the job id.
-    quint64 loadModel(const QString& path);
+    // Each returns the job id.
+    quint64 loadModel(const QString& path, int channel = 0);
     // Variant values unset: the model's own (ANALYSES.md section 6).
-    quint64 traceImage(std::shared_ptr<const Model> model, const QString& imagePath,
-                       std::optional<double> neutrenoLambda = {}, std::optional<double> boostT = {});
+    quint64 traceImage(std::shared_ptr<const Model> model, const QString& imagePath, std::optional<double> neutrenoLambda = {},
+                       std::optional<double> boostT = {}, int channel = 0);
+    quint64 analyseImage(std::shared_ptr<const Model> model, const QString& imagePath, AnalysisOptions options, int channel = 0);
     // Streams `paths` through an AnalysisRun; reports progress and a partial summary every `every` images, and
     // the final summary as setAnalysed(..., true).
-    quint64 analyseSet(std::shared_ptr<const Model> model, const QStringList& paths, AnalysisOptions options, int every = 10);
-    void cancelSet() { m_latestSet = ++m_counter; }
+    quint64 analyseSet(std::shared_ptr<const Model> model, const QStringList& paths, AnalysisOptions options, int every = 10,
+                       int channel = 0);
+    // Anything else that must not run on the GUI thread (export all); returns an error message or "".
+    quint64 runTask(Task task, int channel = 0);
+    void cancel(Kind kind, int channel = 0);
     void cancelAll();
     bool busy() const { return m_pending.load() > 0; }
 
 signals:
     void modelLoaded(quint64 job, std::shared_ptr<const attnscope::Model> model);
     void imageTraced(quint64 job, std::shared_ptr<const attnscope::ImageTrace> result);
+    void imageAnalysed(quint64 job, std::shared_ptr<const attnscope::ImageAnalysis> result);
     void setProgress(quint64 job, int done, int total, double imagesPerSecond);
     void setAnalysed(quint64 job, std::shared_ptr<const attnscope::AnalysisSummary> summary, bool complete);
+    void taskProgress(quint64 job, int done, int total);
+    void taskFinished(quint64 job);
     void failed(quint64 job, QString message);
     void cancelled(quint64 job);
 
 private:
-    quint64 next(std::atomic<quint64>& latestOfKind);
+    struct SetRun;
+    quint64 next(Kind kind, int channel);
+    bool isLatest(Kind kind, int channel, quint64 id) const;
+    void post(std::function<void()> work);
+    void stepSet(std::shared_ptr<SetRun> run);
+    void finish(); // one job fewer pending
 
     QThread m_thread;
     QObject* m_context = nullptr; // lives in m_thread; jobs run there, in order
     std::atomic<quint64> m_counter { 0 };
-    std::atomic<quint64> m_latestModel { 0 };
-    std::atomic<quint64> m_latestImage { 0 };
-    std::atomic<quint64> m_latestSet { 0 };
+    mutable std::mutex m_mutex;
+    std::map<std::pair<int, int>, quint64> m_latest; // (kind, channel) -> newest job id
     std::atomic<int> m_pending { 0 };
-    std::atomic<bool> m_stopping { false };
 };
 
 } // namespace attnscope
 
 Q_DECLARE_METATYPE(std::shared_ptr<const attnscope::Model>)
 Q_DECLARE_METATYPE(std::shared_ptr<const attnscope::ImageTrace>)
+Q_DECLARE_METATYPE(std::shared_ptr<const attnscope::ImageAnalysis>)
 Q_DECLARE_METATYPE(std::shared_ptr<const attnscope::AnalysisSummary>)

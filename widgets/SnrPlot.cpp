@@ -135,7 +135,7 @@ void buildSnrPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& series,
             low = std::min(low, *std::min_element(c.low.begin(), c.low.end()));
             high = std::max(high, *std::max_element(c.high.begin(), c.high.end()));
             addBand(rect, c.layer, c.low, c.high, color, style);
-            addLine(rect, c.layer, c.mean, color, penStyleFor(t), {}, style);
+            addLine(rect, c.layer, c.mean, color, penStyleFor(t), keyName(series, keys, keys[k]) + QStringLiteral(" · ") + tapSymbol(taps[t]), style);
         }
     }
     if (firstLayer > lastLayer) {
@@ -297,7 +297,8 @@ for (size_t p = 0; p < spec.size(); ++p) {
             low = std::min(low, *std::min_element(c.low.begin(), c.low.end()));
             high = std::max(high, *std::max_element(c.high.begin(), c.high.end()));
             addBand(rect, c.layer, c.low, c.high, style.color(int(k)), style);
-            addLine(rect, c.layer, c.mean, style.color(int(k)), penStyleFor(int(q)), {}, style);
+            addLine(rect, c.layer, c.mean, style.color(int(k)), penStyleFor(int(q)),
+                keyName(series, keys, keys[k]) + QStringLiteral(" · ") + panel.quantities[q].name, style);
         }
     }
     if (!std::isfinite(low)) {

@@ -65,7 +65,8 @@ void buildTokenSimilarityPlot(
             lowest = std::min(lowest, *std::min_element(c.low.begin(), c.low.end()));
             highest = std::max(highest, *std::max_element(c.high.begin(), c.high.end()));
             addBand(rect, c.layer, c.low, c.high, color, style);
-            QCPGraph* line = addLine(rect, c.layer, c.mean, color, penStyleFor(k), fromStd(series[i].label), style);
+            QCPGraph* line = addLine(rect, c.layer, c.mean, color, penStyleFor(k),
+                fromStd(series[i].label) + QStringLiteral(" · ") + tokenSetName(sets[k]), style);
             // Markers make the layers readable where curves of two models cross.
             line->setScatterStyle(QCPScatterStyle(k == 0 ? QCPScatterStyle::ssDisc : QCPScatterStyle::ssCircle, color,
                 k == 0 ? color : style.background, style.markerSize - 1));

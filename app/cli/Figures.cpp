@@ -2,15 +2,9 @@
 
 #include <attnscope/Files.h>
 
-#include <AttentionDistancePlot.h>
 #include <AttentionGridFigure.h>
+#include <FigureCatalog.h>
 #include <FigureExport.h>
-#include <FigureSizes.h>
-#include <HeadCentresPlot.h>
-#include <LogitDecompositionPlot.h>
-#include <PlotStyle.h>
-#include <SnrPlot.h>
-#include <TokenSimilarityPlot.h>
 
 #include <QApplication>
 #include <qcustomplot.h>
@@ -34,14 +28,6 @@ void ensureApplication()
     static char name[] = "attnscope-cli";
     static char* argv[] = { name, nullptr };
     static QApplication app(argc, argv);
-}
-
-std::string quoted(const std::string& s)
-{
-    std::string q = "\"";
-    for (char c : s)
-        q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
 }
 
 } // namespace
@@ -96,90 +82,33 @@ std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>
     fs::create_directories(dir, ec);
     if (ec)
         return dir.string() + ": cannot create (" + ec.message() + ")";
-    std::vector<AnalysisSummary> summaries;
+    FigureData data;
     for (const auto& r : runs)
-        summaries.push_back(summaryOf(r));
-    const AnalysisSummary& first = summaries.front();
-    const PlotStyle style;
-    std::string error;
-    const auto plotFigure = [&](const std::string& name, QSize size, const std::function<void(QCustomPlot*)>& build,
-                                const std::string& csv) {
-        if (!error.empty())
-            return;
+        data.series.push_back(summaryOf(r));
+    if (decomposition) {
+        data.decomposition = decomposition;
+        data.decompositionInfo.model = QString::fromStdString(data.series.front().model);
+        data.decompositionInfo.image = grid ? QString::fromStdString(grid->image) : QString();
+        data.decompositionInfo.numPrefixTokens = grid ? grid->numPrefixTokens : 1;
+    }
+    for (Figure figure : allFigures()) {
+        if (!figureHasData(figure, data))
+            continue;
+        const QSize size = figureSize(figure, data);
         auto plot = std::make_unique<QCustomPlot>();
         plot->resize(size);
-        build(plot.get());
+        buildFigure(plot.get(), figure, data);
+        const std::string name = figureFileName(figure);
         for (const auto& f : formats) {
             QString message;
             const QString path = QString::fromStdString((dir / (name + "." + f)).string());
-            if (!exportPlot(plot.get(), path, size.width(), size.height(), &message)) {
-                error = path.toStdString() + ": " + message.toStdString();
-                return;
-            }
+            if (!exportPlot(plot.get(), path, size.width(), size.height(), &message))
+                return path.toStdString() + ": " + message.toStdString();
         }
-        if (auto w = writeTextFile((dir / (name + ".csv")).string(), csv); !w)
-            error = w.message();
-    };
-
-    if (!first.tokenSimilarity.empty()) {
-        std::string csv = "label,layer,tap,tokens,mean,sd,ci95,n\n";
-        for (const auto& s : summaries)
-            for (const auto& r : s.tokenSimilarity)
-                if (r.tap == Tap::Block)
-                    csv += quoted(s.label) + "," + std::to_string(r.layer) + "," + toString(r.tap) + "," + toString(r.tokens) + ","
-                        + csvNumber(r.value.mean) + "," + csvNumber(r.value.sd) + "," + csvNumber(r.value.ci95) + "," + std::to_string(r.value.n) + "\n";
-        plotFigure("token_similarity", lineFigureSize(), [&](QCustomPlot* p) { buildTokenSimilarityPlot(p, summaries, Tap::Block, style); }, csv);
+        if (auto w = writeTextFile((dir / (name + ".csv")).string(), figureCsv(figure, data)); !w)
+            return w.message();
     }
-    if (!first.snr.empty()) {
-        std::string csv = "label,perturbation,layer,tap,snr_db_mean,snr_db_sd,ci95,n\n";
-        std::string diag = "label,perturbation,layer,alpha,beta,gamma,gain,bound,condition_share,sensitivity\n";
-        for (const auto& s : summaries) {
-            for (const auto& r : s.snr)
-                csv += quoted(s.label) + "," + quoted(r.perturbation) + "," + std::to_string(r.layer) + "," + toString(r.tap) + ","
-                    + csvNumber(r.snrDb.mean) + "," + csvNumber(r.snrDb.sd) + "," + csvNumber(r.snrDb.ci95) + "," + std::to_string(r.snrDb.n) + "\n";
-            for (const auto& r : s.snrDiagnostics)
-                diag += quoted(s.label) + "," + quoted(r.perturbation) + "," + std::to_string(r.layer) + "," + csvNumber(r.alpha.mean) + ","
-                    + csvNumber(r.beta.mean) + "," + csvNumber(r.gamma.mean) + "," + csvNumber(r.gain.mean) + "," + csvNumber(r.bound.mean) + ","
-                    + csvNumber(r.conditionShare) + "," + csvNumber(r.sensitivity.mean) + "\n";
-        }
-        plotFigure("snr", lineFigureSize(), [&](QCustomPlot* p) { buildSnrPlot(p, summaries, style); }, csv);
-        plotFigure("snr_diagnostics", snrDiagnosticsFigureSize(), [&](QCustomPlot* p) { buildSnrDiagnosticsPlot(p, summaries, style); }, diag);
-    }
-    if (!first.headCentres.empty()) {
-        std::string csv = "label,layer,head,centre_dy,centre_dx,mean_distance_px,contour50,offset_map\n";
-        std::string dist = "label,layer,head,mean_distance_px,n\n";
-        int layers = 0;
-        for (const auto& r : first.headCentres) {
-            layers = std::max(layers, r.layer);
-            std::string map;
-            for (double v : r.offsetMap)
-                map += (map.empty() ? "" : " ") + csvNumber(v);
-            csv += quoted(first.label) + "," + std::to_string(r.layer) + "," + std::to_string(r.head) + "," + csvNumber(r.centreDy.mean) + ","
-                + csvNumber(r.centreDx.mean) + "," + csvNumber(r.meanDistancePx.mean) + "," + csvNumber(r.contour50) + "," + map + "\n";
-        }
-        for (const auto& s : summaries)
-            for (const auto& r : s.headCentres)
-                dist += quoted(s.label) + "," + std::to_string(r.layer) + "," + std::to_string(r.head) + "," + csvNumber(r.meanDistancePx.mean)
-                    + "," + std::to_string(r.meanDistancePx.n) + "\n";
-        plotFigure("head_centres", headCentresFigureSize(layers), [&](QCustomPlot* p) { buildHeadCentresPlot(p, first, style); }, csv);
-        plotFigure("attention_distance", lineFigureSize(), [&](QCustomPlot* p) { buildAttentionDistancePlot(p, summaries, style); }, dist);
-    }
-    if (decomposition && error.empty()) {
-        LogitDecompositionInfo info;
-        info.model = QString::fromStdString(first.model);
-        info.image = grid ? QString::fromStdString(grid->image) : QString();
-        info.numPrefixTokens = grid ? grid->numPrefixTokens : 1;
-        std::string csv = "term,query,key,value\n";
-        const int64_t n = decomposition->tt.size(1);
-        for (auto [t, name] : { std::pair<const Tensor*, const char*> { &decomposition->tt, "TT" }, { &decomposition->tp, "TP" },
-                                { &decomposition->pt, "PT" }, { &decomposition->pp, "PP" } })
-            for (int64_t q = 0; q < n; ++q)
-                for (int64_t k = 0; k < n; ++k)
-                    csv += std::string(name) + "," + std::to_string(q) + "," + std::to_string(k) + "," + csvNumber(t->data()[q * n + k]) + "\n";
-        plotFigure("logit_decomposition", logitDecompositionFigureSize(),
-                   [&](QCustomPlot* p) { buildLogitDecompositionFigure(p, *decomposition, 0, info, style); }, csv);
-    }
-    if (grid && error.empty()) {
+    if (grid) {
         const QImage image = renderAttentionGrid(*grid);
         for (const auto& f : formats) {
             QString message;
@@ -203,5 +132,5 @@ std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>
         if (auto w = writeTextFile((dir / "attention_grid.csv").string(), csv); !w)
             return w.message();
     }
-    return error;
+    return {};
 }

@@ -1,42 +1,29 @@
 #include "MainWindow.h"
 
-#include "ImageSetFigures.h"
-
-#include <Colormap.h>
 #include <FigureExport.h>
-#include <PlotStyle.h>
-#include <TokenSimilarityPlot.h>
 
 #include <attnscope/Analyses.h>
 #include <attnscope/AnalysisRun.h>
 
 #include <QAction>
 #include <QApplication>
-#include <QCheckBox>
 #include <QCloseEvent>
 #include <QComboBox>
-#include <QDockWidget>
+#include <QDir>
+#include <QDirIterator>
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFormLayout>
 #include <QLabel>
-#include <QListWidget>
+#include <QListView>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
-#include <QSettings>
-#include <QSlider>
-#include <QSpinBox>
-#include <QStatusBar>
-#include <QToolBar>
-#include <QDirIterator>
-#include <QDoubleSpinBox>
-#include <QGroupBox>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QScrollArea>
-#include <qcustomplot.h>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
 
 using namespace attnscope;
 
@@ -44,8 +31,37 @@ namespace {
 
 bool isImageFile(const QString& path)
 {
-    static const QStringList suffixes { "png", "jpg", "jpeg", "bmp", "tif", "tiff", "webp", "pgm", "ppm" };
+    static const QStringList suffixes { "png", "jpg", "jpeg", "bmp", "tif", "tiff", "webp", "pgm", "ppm", "gif" };
     return suffixes.contains(QFileInfo(path).suffix().toLower());
+}
+
+bool isModelFile(const QString& path)
+{
+    static const QStringList suffixes { "safetensors", "pt", "pth", "bin", "json" };
+    return suffixes.contains(QFileInfo(path).suffix().toLower())
+        || (QFileInfo(path).isDir() && (QFileInfo::exists(path + "/config.json") || QFileInfo::exists(path + "/model.safetensors")));
+}
+
+// The same place in another model's token grid: prefix tokens map to prefix tokens (or the centre patch when
+// there are none), patches by their centre's relative position.
+int mapQuery(int query, const Trace& from, const Trace& to)
+{
+    if (query < from.numPrefixTokens || from.gridWidth <= 0) {
+        if (to.numPrefixTokens > 0)
+            return std::min(query, to.numPrefixTokens - 1);
+        return (to.gridHeight / 2) * to.gridWidth + to.gridWidth / 2;
+    }
+    const int p = query - from.numPrefixTokens;
+    const int row = (2 * (p / from.gridWidth) + 1) * to.gridHeight / (2 * from.gridHeight);
+    const int col = (2 * (p % from.gridWidth) + 1) * to.gridWidth / (2 * from.gridWidth);
+    return to.numPrefixTokens + std::min(row, to.gridHeight - 1) * to.gridWidth + std::min(col, to.gridWidth - 1);
+}
+
+QString describeQuery(int query, const Trace& t)
+{
+    if (query < t.numPrefixTokens)
+        return query == 0 ? QObject::tr("CLS token") : QObject::tr("prefix token %1").arg(query);
+    return QObject::tr("patch (%1, %2)").arg((query - t.numPrefixTokens) / t.gridWidth).arg((query - t.numPrefixTokens) % t.gridWidth);
 }
 
 } // namespace
@@ -55,83 +71,24 @@ MainWindow::MainWindow(QWidget* parent)
 {
     setWindowTitle(tr("attnscope"));
     setAcceptDrops(true);
-    m_view = new AttentionView(this);
-    setCentralWidget(m_view);
+    m_images = new ImageListModel(this);
+    m_centre = new QSplitter(Qt::Horizontal, this);
+    for (int i = 0; i < 2; ++i) {
+        m_slots[i] = new ModelSlot(&m_worker, i, this);
+        m_views[i] = new AttentionView(m_centre);
+        m_centre->addWidget(m_views[i]);
+        connectSlot(i);
+    }
+    m_views[1]->hide();
+    setCentralWidget(m_centre);
     buildActions();
     buildDocks();
-    connect(m_view, &AttentionView::queryRequested, this, &MainWindow::setQuery);
-
-    connect(&m_worker, &EngineWorker::modelLoaded, this, [this](quint64 job, std::shared_ptr<const Model> model) {
-        if (job != m_modelJob)
-            return; // superseded
-        m_model = std::move(model);
-        m_layerBox->setRange(1, m_model->config().depth);
-        m_layerBox->setValue(m_model->config().depth);
-        m_headBox->blockSignals(true);
-        m_headBox->clear();
-        m_headBox->addItem(tr("mean of heads"), -1);
-        m_headBox->addItem(tr("rollout"), -2);
-        for (int h = 0; h < m_model->config().numHeads; ++h)
-            m_headBox->addItem(tr("head %1").arg(h), h);
-        m_headBox->blockSignals(false);
-        m_query = m_model->config().numPrefixTokens() > 0 ? 0 : m_model->config().numPatches() / 2;
-        m_lambda->setValue(m_model->config().neutrenoLambda);
-        m_boost->setValue(m_model->config().boostT);
-        m_variant.reset();
-        refreshModelInfo();
-        rememberModel(QString::fromStdString(m_model->info().path));
-        statusBar()->showMessage(tr("Loaded %1").arg(QString::fromStdString(m_model->info().path)), 5000);
-        emit modelReady();
-        selectImage(std::max(0, m_images->currentRow()));
-    });
-    connect(&m_worker, &EngineWorker::imageTraced, this, [this](quint64 job, std::shared_ptr<const ImageTrace> result) {
-        if (job == m_variantJob) {
-            m_variant = std::move(result);
-            refreshPlot();
-            emit variantReady();
-            return;
-        }
-        if (job != m_imageJob)
-            return;
-        m_current = std::move(result);
-        m_variant.reset();
-        m_tilesTrace = nullptr; // a new trace may reuse the old one's address
-        const Trace& t = m_current->trace;
-        m_view->setImage(m_current->shown, t.gridHeight, t.gridWidth, t.numPrefixTokens);
-        m_query = std::min(m_query, t.numPrefixTokens + t.gridHeight * t.gridWidth - 1);
-        refreshMap();
-        refreshPlot();
-        emit imageReady();
-    });
-    connect(&m_worker, &EngineWorker::failed, this, [this](quint64 job, const QString& message) {
-        if (job == m_setJob)
-            m_setButton->setText(tr("Analyse image set"));
-        showError(message);
-    });
-    connect(&m_worker, &EngineWorker::setProgress, this, [this](quint64 job, int done, int total, double rate) {
-        if (job != m_setJob)
-            return;
-        m_setProgress->setRange(0, total);
-        m_setProgress->setValue(done);
-        const double left = rate > 0 ? (total - done) / rate : 0;
-        m_setProgress->setFormat(tr("%v/%m images · %1 img/s · %2 s left").arg(rate, 0, 'f', 1).arg(left, 0, 'f', 0));
-    });
-    connect(&m_worker, &EngineWorker::setAnalysed, this, [this](quint64 job, std::shared_ptr<const AnalysisSummary> s, bool complete) {
-        if (job != m_setJob)
-            return;
-        m_setSummary = std::move(s);
-        showSetFigure(m_setFigure->currentIndex());
-        if (complete) {
-            m_setButton->setText(tr("Analyse image set"));
-            emit setFinished(true);
-        }
-    });
-    connect(&m_worker, &EngineWorker::cancelled, this, [this](quint64 job) {
-        if (job == m_setJob) {
-            m_setButton->setText(tr("Analyse image set"));
-            m_setProgress->setFormat(tr("cancelled at %v/%m"));
-            emit setFinished(false);
-        }
+    connect(m_views[0], &AttentionView::queryRequested, this, &MainWindow::setQuery);
+    connect(m_views[1], &AttentionView::queryRequested, this, [this](int token) {
+        const auto& a = m_slots[0]->trace();
+        const auto& b = m_slots[1]->trace();
+        if (a && b)
+            setQuery(mapQuery(token, b->trace, a->trace));
     });
 
     QSettings settings;
@@ -139,197 +96,105 @@ MainWindow::MainWindow(QWidget* parent)
     restoreState(settings.value("window/state").toByteArray());
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() { m_worker.cancelAll(); }
 
-void MainWindow::buildActions()
+void MainWindow::connectSlot(int index)
 {
-    auto* file = menuBar()->addMenu(tr("&File"));
-    auto* toolbar = addToolBar(tr("Main"));
-    toolbar->setObjectName("mainToolbar");
-    auto* openModel = file->addAction(tr("Open &model file…"), this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), {}, tr("Models (*.safetensors *.pt *.pth *.json);;All files (*)"));
-        if (!path.isEmpty())
-            this->openModel(path);
+    ModelSlot* slot = m_slots[index];
+    connect(slot, &ModelSlot::failed, this, &MainWindow::showError);
+    connect(slot, &ModelSlot::modelLoaded, this, [this, index, slot] {
+        const auto& model = slot->model();
+        const QString path = QString::fromStdString(model->info().path);
+        rememberModel(path);
+        statusBar()->showMessage(tr("Loaded %1").arg(path), 5000);
+        if (index == 0) {
+            const auto& c = model->config();
+            m_controls->setModel(c.depth, c.numHeads, c.neutrenoLambda, c.boostT);
+            m_layer = c.depth;
+            m_head = -1;
+            m_query = c.numPrefixTokens() > 0 ? 0 : (c.gridHeight() / 2) * c.gridWidth() + c.gridWidth() / 2;
+            m_views[0]->clear();
+            refreshModelInfo();
+            applyPerturbation();
+            emit modelReady();
+        } else {
+            m_views[1]->clear();
+            m_views[1]->show();
+            m_views[0]->setCaption(m_slots[0]->name());
+            m_views[1]->setCaption(slot->name());
+            m_slots[1]->setAnalysisOptions(m_slots[0]->analysisOptions());
+            emit compareReady();
+        }
+        refreshImagePlots();
+        refreshSetPlots();
+        if (!currentPath().isEmpty())
+            slot->showImage(currentPath());
     });
-    openModel->setShortcut(QKeySequence::Open);
-    file->addAction(tr("Open model &folder…"), this, [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open model folder"));
-        if (!dir.isEmpty())
-            this->openModel(dir);
+    connect(slot, &ModelSlot::traceReady, this, [this, index, slot] {
+        const Trace& t = slot->trace()->trace;
+        m_views[index]->setImage(slot->trace()->shown, t.gridHeight, t.gridWidth, t.numPrefixTokens);
+        if (index == 0) {
+            m_tilesTrace = nullptr; // a new trace may reuse the old one's address
+            m_query = std::min(m_query, t.numPrefixTokens + t.gridHeight * t.gridWidth - 1);
+        }
+        refreshMaps();
+        if (index == 0)
+            emit imageReady();
     });
-    auto* openImages = file->addAction(tr("Open &images…"), this, [this] {
-        const QStringList paths = QFileDialog::getOpenFileNames(this, tr("Open images"), {}, tr("Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.webp)"));
-        addImages(paths);
+    connect(slot, &ModelSlot::variantTraceReady, this, [this, slot] {
+        if (!slot->variantTrace())
+            return;
+        statusBar()->showMessage(tr("Variant ready: %1").arg(slot->variantLabel()), 5000);
+        emit variantReady();
     });
-    openImages->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
-    file->addAction(tr("Open image folder…"), this, [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open image folder"));
-        if (!dir.isEmpty())
-            addImages({ dir });
+    connect(slot, &ModelSlot::analysisReady, this, [this] {
+        refreshImagePlots();
+        emit analysisReady();
     });
-    m_recent = file->addMenu(tr("Recent models"));
-    refreshRecent();
-    auto* exportAction = file->addAction(tr("&Export view…"), this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export view"), "attention.png", tr("PNG (*.png);;SVG (*.svg);;PDF (*.pdf)"));
-        if (!path.isEmpty())
-            exportView(path);
+    connect(slot, &ModelSlot::setProgress, this, [this, index](int done, int total, double rate) {
+        if (index != 0)
+            return;
+        m_setProgress->setRange(0, total);
+        m_setProgress->setValue(done);
+        const double left = rate > 0 ? (total - done) / rate : 0;
+        m_setProgress->setFormat(tr("%v/%m images · %1 img/s · %2 s left").arg(rate, 0, 'f', 1).arg(left, 0, 'f', 0));
     });
-    exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
-    file->addSeparator();
-    auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
-    quit->setShortcut(QKeySequence::Quit);
-    auto* viewMenu = menuBar()->addMenu(tr("&View"));
-    auto* full = viewMenu->addAction(tr("&Full screen"), this, [this] { isFullScreen() ? showNormal() : showFullScreen(); });
-    full->setShortcut(QKeySequence::FullScreen);
-
-    toolbar->addAction(openModel);
-    toolbar->addAction(openImages);
-    m_builtin = new QComboBox(this);
-    m_builtin->addItem(tr("Embedded models…"));
-    for (const auto& name : builtinModelNames())
-        m_builtin->addItem(QString::fromStdString(name));
-    connect(m_builtin, &QComboBox::activated, this, [this](int index) {
-        if (index > 0)
-            this->openModel("builtin:" + m_builtin->itemText(index));
-        m_builtin->setCurrentIndex(0);
+    connect(slot, &ModelSlot::setUpdated, this, [this](bool) {
+        refreshSetPlots();
+        if (!m_slots[0]->setRunning() && !m_slots[1]->setRunning() && m_setButton->text() == tr("Cancel")) {
+            m_setButton->setText(tr("Analyse image set"));
+            emit setFinished(true);
+        }
     });
-    toolbar->addWidget(m_builtin);
-    toolbar->addAction(exportAction);
-}
-
-void MainWindow::buildDocks()
-{
-    auto* left = new QDockWidget(tr("Model and images"), this);
-    left->setObjectName("modelDock");
-    auto* leftWidget = new QWidget(left);
-    auto* leftLayout = new QVBoxLayout(leftWidget);
-    m_modelInfo = new QLabel(tr("No model. Open one (Ctrl+O) or pick an embedded one."), leftWidget);
-    m_modelInfo->setWordWrap(true);
-    m_modelInfo->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_images = new QListWidget(leftWidget);
-    m_images->setViewMode(QListView::IconMode);
-    m_images->setIconSize({ 64, 64 });
-    m_images->setResizeMode(QListView::Adjust);
-    m_images->setAccessibleName(tr("Images"));
-    connect(m_images, &QListWidget::currentRowChanged, this, &MainWindow::selectImage);
-    leftLayout->addWidget(m_modelInfo);
-    leftLayout->addWidget(m_images, 1);
-    left->setWidget(leftWidget);
-    addDockWidget(Qt::LeftDockWidgetArea, left);
-
-    auto* right = new QDockWidget(tr("Attention"), this);
-    right->setObjectName("attentionDock");
-    auto* form = new QWidget(right);
-    auto* layout = new QFormLayout(form);
-    m_layerBox = new QSpinBox(form);
-    m_layerBox->setRange(1, 1);
-    connect(m_layerBox, &QSpinBox::valueChanged, this, &MainWindow::setLayer);
-    m_headBox = new QComboBox(form);
-    connect(m_headBox, &QComboBox::currentIndexChanged, this, [this](int i) { setHead(i < 0 ? -1 : m_headBox->itemData(i).toInt()); });
-    m_opacity = new QSlider(Qt::Horizontal, form);
-    m_opacity->setRange(0, 100);
-    m_opacity->setValue(60);
-    connect(m_opacity, &QSlider::valueChanged, this, [this](int v) { m_view->setOpacity(v / 100.0); });
-    m_colormap = new QComboBox(form);
-    for (auto c : allColormaps())
-        m_colormap->addItem(colormapName(c));
-    connect(m_colormap, &QComboBox::currentTextChanged, this, [this](const QString& name) {
-        if (auto c = colormapFromName(name))
-            m_view->setColormap(*c);
+    connect(slot, &ModelSlot::setCancelled, this, [this] {
+        if (m_slots[0]->setRunning() || m_slots[1]->setRunning())
+            return;
+        m_setButton->setText(tr("Analyse image set"));
+        m_setProgress->setFormat(tr("cancelled at %v/%m"));
+        emit setFinished(false);
     });
-    m_grid = new QCheckBox(tr("patch grid"), form);
-    connect(m_grid, &QCheckBox::toggled, m_view, &AttentionView::setShowGrid);
-    m_queryLabel = new QLabel(form);
-    layout->addRow(tr("Layer"), m_layerBox);
-    layout->addRow(tr("Head"), m_headBox);
-    layout->addRow(tr("Opacity"), m_opacity);
-    layout->addRow(tr("Colour map"), m_colormap);
-    layout->addRow(QString(), m_grid);
-    layout->addRow(tr("Query"), m_queryLabel);
-    right->setWidget(form);
-    addDockWidget(Qt::RightDockWidgetArea, right);
-
-    auto* variantBox = new QGroupBox(tr("Variant (reruns in the background)"), form);
-    auto* variantForm = new QFormLayout(variantBox);
-    m_lambda = new QDoubleSpinBox(variantBox);
-    m_lambda->setRange(-2, 2);
-    m_lambda->setSingleStep(0.1);
-    m_lambda->setToolTip(tr("NeuTRENO: O = A V + λ (V₁ − V)"));
-    m_boost = new QDoubleSpinBox(variantBox);
-    m_boost->setRange(0, 1);
-    m_boost->setSingleStep(0.1);
-    m_boost->setToolTip(tr("Boost: R = U + t X₀ + (1 − t) X"));
-    auto* apply = new QPushButton(tr("Run variant"), variantBox);
-    connect(apply, &QPushButton::clicked, this, [this] { runVariant(m_lambda->value(), m_boost->value()); });
-    variantForm->addRow(tr("NeuTRENO λ"), m_lambda);
-    variantForm->addRow(tr("Boost t"), m_boost);
-    variantForm->addRow(QString(), apply);
-    layout->addRow(variantBox);
-
-    auto* tilesDock = new QDockWidget(tr("Layers × heads"), this);
-    tilesDock->setObjectName("tilesDock");
-    auto* scroll = new QScrollArea(tilesDock);
-    m_tiles = new AttentionTileGrid(scroll);
-    scroll->setWidget(m_tiles);
-    scroll->setWidgetResizable(false);
-    tilesDock->setWidget(scroll);
-    addDockWidget(Qt::BottomDockWidgetArea, tilesDock);
-    connect(m_tiles, &AttentionTileGrid::tileClicked, this, [this](int layer, int head) {
-        m_layer = layer;
-        m_layerBox->blockSignals(true);
-        m_layerBox->setValue(layer);
-        m_layerBox->blockSignals(false);
-        setHead(head);
-    });
-
-    auto* bottom = new QDockWidget(tr("Token similarity of this image"), this);
-    bottom->setObjectName("similarityDock");
-    m_plot = new QCustomPlot(bottom);
-    m_plot->setMinimumHeight(260);
-    bottom->setWidget(m_plot);
-    addDockWidget(Qt::BottomDockWidgetArea, bottom);
-    splitDockWidget(tilesDock, bottom, Qt::Horizontal);
-    resizeDocks({ tilesDock, bottom }, { 420, 700 }, Qt::Horizontal);
-    resizeDocks({ tilesDock }, { 320 }, Qt::Vertical);
-
-    auto* setDock = new QDockWidget(tr("Image set"), this);
-    setDock->setObjectName("setDock");
-    auto* setWidget = new QWidget(setDock);
-    auto* setLayout = new QVBoxLayout(setWidget);
-    auto* setRow = new QHBoxLayout;
-    m_setButton = new QPushButton(tr("Analyse image set"), setWidget);
-    connect(m_setButton, &QPushButton::clicked, this, [this] {
-        m_setButton->text() == tr("Cancel") ? cancelImageSet() : analyseImageSet();
-    });
-    m_setProgress = new QProgressBar(setWidget);
-    m_setProgress->setTextVisible(true);
-    m_setFigure = new QComboBox(setWidget);
-    m_setFigure->addItems({ tr("Token similarity"), tr("SNR"), tr("SNR diagnostics"), tr("Head centres"), tr("Attention distance") });
-    connect(m_setFigure, &QComboBox::currentIndexChanged, this, &MainWindow::showSetFigure);
-    auto* exportSet = new QPushButton(tr("Export…"), setWidget);
-    connect(exportSet, &QPushButton::clicked, this, [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Export image-set results into"));
-        if (!dir.isEmpty())
-            exportImageSet(dir);
-    });
-    setRow->addWidget(m_setButton);
-    setRow->addWidget(m_setProgress, 1);
-    setRow->addWidget(m_setFigure);
-    setRow->addWidget(exportSet);
-    m_setPlot = new QCustomPlot(setWidget);
-    m_setPlot->setMinimumHeight(260);
-    setLayout->addLayout(setRow);
-    setLayout->addWidget(m_setPlot, 1);
-    setDock->setWidget(setWidget);
-    addDockWidget(Qt::BottomDockWidgetArea, setDock);
-    tabifyDockWidget(bottom, setDock);
-    bottom->raise();
 }
 
 void MainWindow::openModel(const QString& path)
 {
     statusBar()->showMessage(tr("Loading %1…").arg(path));
-    m_modelJob = m_worker.loadModel(path);
+    m_slots[0]->load(path);
+}
+
+void MainWindow::openCompareModel(const QString& path)
+{
+    statusBar()->showMessage(tr("Loading %1 to compare…").arg(path));
+    m_slots[1]->load(path);
+}
+
+void MainWindow::closeCompare()
+{
+    m_slots[1]->unload();
+    m_views[1]->clear();
+    m_views[1]->hide();
+    m_views[0]->setCaption({});
+    refreshImagePlots();
+    refreshSetPlots();
 }
 
 void MainWindow::addImages(const QStringList& paths)
@@ -345,99 +210,127 @@ void MainWindow::addImages(const QStringList& paths)
             found.sort();
             files << found;
         } else if (QFileInfo(p).isFile()) {
-            files << p;
+            files << QFileInfo(p).absoluteFilePath();
+        } else if (!p.isEmpty()) {
+            showError(tr("%1: no such file or folder").arg(p));
         }
     }
-    const bool wasEmpty = m_images->count() == 0;
-    for (const auto& f : files) {
-        auto* item = new QListWidgetItem(QIcon(f), QFileInfo(f).fileName(), m_images);
-        item->setData(Qt::UserRole, f);
-        item->setToolTip(f);
-    }
-    if (wasEmpty && m_images->count() > 0)
-        m_images->setCurrentRow(0);
+    const bool wasEmpty = m_images->rowCount() == 0;
+    m_images->addPaths(files);
+    if (wasEmpty && m_images->rowCount() > 0)
+        selectImage(0);
+}
+
+QString MainWindow::currentPath() const
+{
+    const QModelIndex index = m_imageList->currentIndex();
+    return index.isValid() ? m_images->path(index.row()) : QString();
 }
 
 void MainWindow::selectImage(int row)
 {
-    if (!m_model || row < 0 || row >= m_images->count())
+    if (row < 0 || row >= m_images->rowCount())
         return;
-    if (m_images->currentRow() != row)
-        m_images->setCurrentRow(row);
-    m_imageJob = m_worker.traceImage(m_model, m_images->item(row)->data(Qt::UserRole).toString());
-    statusBar()->showMessage(tr("Running %1…").arg(m_images->item(row)->text()));
+    if (m_imageList->currentIndex().row() != row) {
+        m_imageList->setCurrentIndex(m_images->index(row)); // comes back here through currentChanged
+        return;
+    }
+    const QString path = m_images->path(row);
+    for (ModelSlot* slot : m_slots)
+        slot->showImage(path);
+    if (m_slots[0]->model())
+        statusBar()->showMessage(tr("Running %1…").arg(QFileInfo(path).fileName()));
 }
 
 void MainWindow::setQuery(int token)
 {
     m_query = token;
-    refreshMap(); // a kept Trace: no forward pass
+    refreshMaps(); // kept Traces: no forward pass
 }
 
 void MainWindow::setLayer(int layer)
 {
     m_layer = layer;
-    if (m_layerBox->value() != layer)
-        m_layerBox->setValue(layer);
-    refreshMap();
+    m_controls->setLayer(layer);
+    refreshMaps();
 }
 
 void MainWindow::setHead(int head)
 {
     m_head = head;
-    const int index = m_headBox->findData(head);
-    if (index >= 0 && m_headBox->currentIndex() != index)
-        m_headBox->setCurrentIndex(index);
-    refreshMap();
+    m_controls->setHead(head);
+    m_imagePanel->setDecompositionHead(std::max(0, head));
+    refreshMaps();
 }
 
-void MainWindow::refreshMap()
+int MainWindow::compareQuery() const
 {
-    if (!m_current)
+    const auto& a = m_slots[0]->trace();
+    const auto& b = m_slots[1]->trace();
+    return a && b ? mapQuery(m_query, a->trace, b->trace) : -1;
+}
+
+void MainWindow::refreshMaps()
+{
+    const auto& primary = m_slots[0]->trace();
+    if (!primary)
         return;
-    const Trace& t = m_current->trace;
-    const int layer = std::clamp(m_layer, 1, t.depth);
-    const AttentionMap map = m_head == -2 ? rolloutMap(t, attentionRollout(t), m_query) : attentionMap(t, layer, m_head, m_query);
-    m_view->setQuery(m_query);
-    m_view->setMap(map);
+    for (int i = 0; i < 2; ++i) {
+        const auto& current = m_slots[i]->trace();
+        if (!current || (i == 1 && !m_slots[1]->model()))
+            continue;
+        const Trace& t = current->trace;
+        const int query = i == 0 ? m_query : mapQuery(m_query, primary->trace, t);
+        const int layer = std::clamp(m_layer, 1, t.depth);
+        const int head = m_head >= t.numHeads ? -1 : m_head;
+        const AttentionMap map = head == -2 ? rolloutMap(t, attentionRollout(t), query) : attentionMap(t, layer, head, query);
+        m_views[i]->setQuery(query);
+        m_views[i]->setMap(map);
+        if (i == 0)
+            m_controls->setQueryText(tr("%1 · prefix mass %2").arg(describeQuery(query, t)).arg(map.prefixMass, 0, 'f', 3));
+    }
+    const Trace& t = primary->trace;
     if (m_tilesTrace != &t || m_tilesQuery != m_query) {
-        m_tiles->setTrace(t, m_current->shown, m_query);
+        m_tiles->setTrace(t, primary->shown, m_query);
         m_tiles->resize(m_tiles->sizeHint());
         m_tilesTrace = &t;
         m_tilesQuery = m_query;
     }
-    m_tiles->setSelection(layer, m_head);
-    const QString where = m_query < t.numPrefixTokens
-        ? (m_query == 0 ? tr("CLS token") : tr("prefix token %1").arg(m_query))
-        : tr("patch (%1, %2)").arg((m_query - t.numPrefixTokens) / t.gridWidth).arg((m_query - t.numPrefixTokens) % t.gridWidth);
-    m_queryLabel->setText(tr("%1 · prefix mass %2").arg(where).arg(map.prefixMass, 0, 'f', 3));
-    statusBar()->showMessage(tr("%1 · layer %2 · %3").arg(QFileInfo(m_current->path).fileName()).arg(layer).arg(m_headBox->currentText()));
+    m_tiles->setSelection(std::clamp(m_layer, 1, t.depth), m_head);
+    statusBar()->showMessage(tr("%1 · layer %2 · %3").arg(QFileInfo(primary->path).fileName()).arg(m_layer).arg(m_controls->headText()));
 }
 
-void MainWindow::refreshPlot()
+void MainWindow::refreshImagePlots()
 {
-    AnalysisSummary s;
-    s.model = m_model ? QFileInfo(QString::fromStdString(m_model->info().path)).fileName().toStdString() : "";
-    s.label = s.model;
-    s.images = 1;
-    for (const auto& p : tokenSimilarity(m_current->trace))
-        s.tokenSimilarity.push_back({ p.layer, p.tap, p.tokens, { p.value, 0, 0, 1 } });
-    std::vector<AnalysisSummary> series { s };
-    if (m_variant) {
-        AnalysisSummary v = s;
-        v.label = m_variantLabel.toStdString();
-        v.tokenSimilarity.clear();
-        for (const auto& p : tokenSimilarity(m_variant->trace))
-            v.tokenSimilarity.push_back({ p.layer, p.tap, p.tokens, { p.value, 0, 0, 1 } });
-        series.push_back(v);
-    }
-    buildTokenSimilarityPlot(m_plot, series, Tap::Block, PlotStyle {});
-    m_plot->replot();
+    std::vector<AnalysisSummary> series = m_slots[0]->imageSeries();
+    if (m_slots[1]->model())
+        for (auto& s : m_slots[1]->imageSeries())
+            series.push_back(std::move(s));
+    const auto& analysis = m_slots[0]->analysis();
+    LogitDecompositionInfo info;
+    info.model = m_slots[0]->name();
+    if (analysis)
+        info.image = QFileInfo(analysis->path).fileName();
+    if (const auto& t = m_slots[0]->trace())
+        info.numPrefixTokens = t->trace.numPrefixTokens;
+    m_imagePanel->setData(std::move(series), analysis ? analysis->decomposition : nullptr, info);
+    m_imagePanel->setStatus(analysis ? QFileInfo(analysis->path).fileName() : QString());
+}
+
+void MainWindow::refreshSetPlots()
+{
+    std::vector<AnalysisSummary> series = m_slots[0]->setSeries();
+    if (m_slots[1]->model())
+        for (auto& s : m_slots[1]->setSeries())
+            series.push_back(std::move(s));
+    const int64_t images = series.empty() ? 0 : series.front().images;
+    m_setPanel->setData(std::move(series));
+    m_setPanel->setStatus(images > 0 ? tr("%n image(s)", nullptr, int(images)) : QString());
 }
 
 void MainWindow::refreshModelInfo()
 {
-    const auto& i = m_model->info();
+    const auto& i = m_slots[0]->model()->info();
     const auto& c = i.config;
     m_modelInfo->setText(tr("<b>%1</b><br>%2, %3 naming<br>%4 layers · %5 heads · width %6<br>patch %7 · input %8×%9 · %10 parameters")
                              .arg(QString::fromStdString(i.path).toHtmlEscaped(), QString::fromStdString(i.family),
@@ -448,54 +341,77 @@ void MainWindow::refreshModelInfo()
 
 void MainWindow::runVariant(double neutrenoLambda, double boostT)
 {
-    if (!m_model || !m_current)
-        return;
-    m_variantLabel = tr("%1 (NeuTRENO %2, Boost %3)")
-                         .arg(QFileInfo(QString::fromStdString(m_model->info().path)).fileName())
-                         .arg(neutrenoLambda)
-                         .arg(boostT);
-    m_variantJob = m_worker.traceImage(m_model, m_current->path, neutrenoLambda, boostT);
-    statusBar()->showMessage(tr("Running the variant…"));
+    m_controls->setVariantValues(neutrenoLambda, boostT);
+    const auto variant = m_controls->variant();
+    for (ModelSlot* slot : m_slots)
+        slot->setVariant(variant);
+    if (variant)
+        statusBar()->showMessage(tr("Running the variant…"));
+    refreshImagePlots();
+}
+
+void MainWindow::setPerturbation(const Perturbation& perturbation)
+{
+    m_controls->setPerturbation(perturbation);
+    applyPerturbation();
+}
+
+void MainWindow::applyPerturbation()
+{
+    AnalysisOptions options = m_slots[0]->analysisOptions();
+    options.perturbations = { m_controls->perturbation() };
+    for (ModelSlot* slot : m_slots)
+        slot->setAnalysisOptions(options);
 }
 
 void MainWindow::analyseImageSet()
 {
-    if (!m_model || m_images->count() == 0)
+    if (!m_slots[0]->model() || m_images->rowCount() == 0)
         return;
-    QStringList paths;
-    for (int i = 0; i < m_images->count(); ++i)
-        paths << m_images->item(i)->data(Qt::UserRole).toString();
-    AnalysisOptions options;
-    options.perturbations = { *Perturbation::parse("gaussian:sigma=8") };
-    m_setJob = m_worker.analyseSet(m_model, paths, options, std::max(1, int(paths.size()) / 20));
+    for (ModelSlot* slot : m_slots)
+        slot->analyseSet(m_images->paths());
     m_setButton->setText(tr("Cancel"));
+    m_setProgress->setRange(0, m_images->rowCount());
+    m_setProgress->setValue(0);
+    refreshSetPlots();
 }
 
-void MainWindow::cancelImageSet() { m_worker.cancelSet(); }
+void MainWindow::cancelImageSet()
+{
+    for (ModelSlot* slot : m_slots)
+        slot->cancelSet();
+}
 
 void MainWindow::showSetFigure(int index)
 {
-    if (!m_setSummary)
-        return;
-    buildSetFigure(m_setPlot, *m_setSummary, index);
-    m_setPlot->replot();
+    m_setPanel->setFigure(allFigures().at(size_t(std::clamp(index, 0, 4))));
 }
 
 bool MainWindow::exportImageSet(const QString& dir)
 {
-    if (!m_setSummary) {
+    if (!m_slots[0]->setSummary()) {
         showError(tr("Analyse the image set first"));
         return false;
     }
-    auto csvs = writeSummaryCsvs(dir.toStdString(), *m_setSummary);
-    if (!csvs) {
+    const AnalysisSummary own = m_slots[0]->setSeries().front();
+    if (auto csvs = writeSummaryCsvs(dir.toStdString(), own); !csvs) {
         showError(QString::fromStdString(csvs.message()));
         return false;
     }
-    QString error;
-    if (!exportImageSetFigures(dir, *m_setSummary, m_model ? m_model->config().depth : 4, &error)) {
-        showError(error);
-        return false;
+    FigurePanel panel(allFigures());
+    const FigureData& data = m_setPanel->data();
+    panel.setData(data.series);
+    for (Figure f : allFigures()) {
+        if (!figureHasData(f, data))
+            continue;
+        panel.setFigure(f);
+        QString error;
+        const QString base = QDir(dir).filePath(QString::fromStdString(figureFileName(f)));
+        for (const char* ext : { ".png", ".svg", ".pdf" })
+            if (!panel.exportFigure(base + ext, &error)) {
+                showError(error);
+                return false;
+            }
     }
     statusBar()->showMessage(tr("Image-set results written to %1").arg(dir), 5000);
     return true;
@@ -522,10 +438,12 @@ void MainWindow::rememberModel(const QString& path)
 bool MainWindow::exportView(const QString& path)
 {
     QString error;
-    if (m_view->rendered().isNull() || !exportImage(m_view->rendered(), path, &error)) {
+    const QImage image = m_slots[1]->model() && !m_views[1]->rendered().isNull() ? composedViews() : m_views[0]->composed();
+    if (image.isNull() || !exportImage(image, path, &error)) {
         showError(path + ": " + (error.isEmpty() ? tr("nothing to export") : error));
         return false;
     }
+    statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
     return true;
 }
 
@@ -552,8 +470,9 @@ void MainWindow::dropEvent(QDropEvent* event)
     QStringList images;
     for (const auto& url : event->mimeData()->urls()) {
         const QString path = url.toLocalFile();
-        const QString suffix = QFileInfo(path).suffix().toLower();
-        if (suffix == "safetensors" || suffix == "pt" || suffix == "pth" || suffix == "json")
+        if (path.isEmpty())
+            continue;
+        if (isModelFile(path))
             openModel(path);
         else
             images << path;

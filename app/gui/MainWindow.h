@@ -1,28 +1,30 @@
 #pragma once
 
+#include "AttentionControls.h"
+#include "ModelSlot.h"
+
 #include <AttentionTileGrid.h>
 #include <AttentionView.h>
 #include <EngineWorker.h>
+#include <FigurePanel.h>
+#include <ImageListModel.h>
 
 #include <QMainWindow>
 
 #include <memory>
 
 class QComboBox;
-class QCustomPlot;
 class QLabel;
-class QListWidget;
-class QSlider;
-class QSpinBox;
-class QCheckBox;
-class QDoubleSpinBox;
+class QListView;
 class QMenu;
 class QProgressBar;
 class QPushButton;
+class QSplitter;
 
-// attnscope's window: a model, a strip of images, the attention of a clicked patch over the image, layer and
-// head selectors, and the token-similarity curve of the current image. It composes widgets; the engine runs on
-// the EngineWorker's thread, never on this one.
+// attnscope's window: a model (and optionally a second one to compare with), a strip of images, the attention of
+// a clicked patch over the image, layer and head selectors, the layers x heads tiles, and plot docks for the
+// current image and for the image set. It composes widgets; the engine runs on the EngineWorker's thread, never
+// on this one.
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
@@ -30,36 +32,52 @@ public:
     ~MainWindow() override;
 
     void openModel(const QString& path);
+    void openCompareModel(const QString& path); // compare mode: a second model side by side
+    void closeCompare();
     void addImages(const QStringList& paths);
     void selectImage(int row);
     void setQuery(int token);
     void setLayer(int layer);
     void setHead(int head); // -1: mean over heads, -2: rollout
     bool exportView(const QString& path);
-    // Reruns the current image with these variant values and overlays its curve on the model's own.
+    // Runs the current image (and the image set, when analysed) with these variant values as well, and overlays
+    // its curves on the model's own. Values equal to the model's own remove the variant.
     void runVariant(double neutrenoLambda, double boostT);
+    void setPerturbation(const attnscope::Perturbation& perturbation);
     // Token similarity, head centres and SNR over every image in the strip, on the worker; cancellable.
     void analyseImageSet();
     void cancelImageSet();
     // Writes the image set's CSVs (as the CLI names them) and every figure in PNG, SVG and PDF into `dir`.
     bool exportImageSet(const QString& dir);
     void showSetFigure(int index); // 0 token similarity, 1 SNR, 2 SNR diagnostics, 3 head centres, 4 distance
-    std::shared_ptr<const attnscope::AnalysisSummary> setSummary() const { return m_setSummary; }
-    attnscope::AttentionTileGrid* tiles() const { return m_tiles; }
-    std::shared_ptr<const attnscope::ImageTrace> variant() const { return m_variant; }
 
     // For tests and the status bar.
-    std::shared_ptr<const attnscope::Model> model() const { return m_model; }
-    std::shared_ptr<const attnscope::ImageTrace> current() const { return m_current; }
-    attnscope::AttentionView* view() const { return m_view; }
+    std::shared_ptr<const attnscope::Model> model() const { return m_slots[0]->model(); }
+    std::shared_ptr<const attnscope::ImageTrace> current() const { return m_slots[0]->trace(); }
+    std::shared_ptr<const attnscope::ImageTrace> variant() const { return m_slots[0]->variantTrace(); }
+    std::shared_ptr<const attnscope::AnalysisSummary> setSummary() const { return m_slots[0]->setSummary(); }
+    ModelSlot* slot(int index) const { return m_slots[index]; }
+    attnscope::AttentionView* view() const { return m_views[0]; }
+    attnscope::AttentionView* compareView() const { return m_views[1]; }
+    attnscope::AttentionTileGrid* tiles() const { return m_tiles; }
+    attnscope::FigurePanel* imagePanel() const { return m_imagePanel; }
+    attnscope::FigurePanel* setPanel() const { return m_setPanel; }
+    attnscope::ImageListModel* images() const { return m_images; }
     int query() const { return m_query; }
+    int compareQuery() const;
+    int layer() const { return m_layer; }
+    int head() const { return m_head; }
     QString lastError() const { return m_lastError; }
+    bool busy() const { return m_worker.busy(); } // engine work queued or running
 
 signals:
     void modelReady();
+    void compareReady();
     void imageReady();
     void variantReady();
+    void analysisReady();
     void setFinished(bool complete);
+    void exportFinished(bool ok);
     void errorShown(const QString& message);
 
 protected:
@@ -70,43 +88,40 @@ protected:
 private:
     void buildActions();
     void buildDocks();
+    void connectSlot(int index);
     void showError(const QString& message);
-    void refreshMap();
-    void refreshPlot();
+    void refreshMaps();
+    void refreshImagePlots();
+    void refreshSetPlots();
     void refreshModelInfo();
     void rememberModel(const QString& path);
     void refreshRecent();
+    void applyPerturbation();
+    QString currentPath() const;
+    QImage composedViews() const; // both views side by side (compare mode)
 
     attnscope::EngineWorker m_worker;
-    std::shared_ptr<const attnscope::Model> m_model;
-    std::shared_ptr<const attnscope::ImageTrace> m_current;
-    std::shared_ptr<const attnscope::ImageTrace> m_variant;
-    QString m_variantLabel;
-    quint64 m_modelJob = 0, m_imageJob = 0, m_variantJob = 0, m_setJob = 0;
-    std::shared_ptr<const attnscope::AnalysisSummary> m_setSummary;
+    ModelSlot* m_slots[2] = { nullptr, nullptr };
+    attnscope::AttentionView* m_views[2] = { nullptr, nullptr };
+    QSplitter* m_centre = nullptr;
     int m_query = 0, m_layer = 1, m_head = -1;
     // What the tile grid was last rendered for: layer and head changes only move its selection.
     const attnscope::Trace* m_tilesTrace = nullptr;
     int m_tilesQuery = -1;
     QString m_lastError;
+    quint64 m_exportJob = 0;
 
-    attnscope::AttentionView* m_view = nullptr;
-    QListWidget* m_images = nullptr;
+    attnscope::ImageListModel* m_images = nullptr;
+    QListView* m_imageList = nullptr;
     QLabel* m_modelInfo = nullptr;
     QComboBox* m_builtin = nullptr;
-    QSpinBox* m_layerBox = nullptr;
-    QComboBox* m_headBox = nullptr;
-    QSlider* m_opacity = nullptr;
-    QComboBox* m_colormap = nullptr;
-    QCheckBox* m_grid = nullptr;
-    QLabel* m_queryLabel = nullptr;
-    QCustomPlot* m_plot = nullptr;
+    QComboBox* m_compareBuiltin = nullptr;
+    AttentionControls* m_controls = nullptr;
     attnscope::AttentionTileGrid* m_tiles = nullptr;
-    QDoubleSpinBox* m_lambda = nullptr;
-    QDoubleSpinBox* m_boost = nullptr;
+    attnscope::FigurePanel* m_imagePanel = nullptr;
+    attnscope::FigurePanel* m_setPanel = nullptr;
     QMenu* m_recent = nullptr;
-    QCustomPlot* m_setPlot = nullptr;
+    QMenu* m_viewMenu = nullptr;
     QProgressBar* m_setProgress = nullptr;
     QPushButton* m_setButton = nullptr;
-    QComboBox* m_setFigure = nullptr;
 };

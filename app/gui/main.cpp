@@ -13,37 +13,62 @@ int main(int argc, char** argv)
     QApplication::setApplicationName("attnscope");
     QApplication::setOrganizationName("attnscope");
     QApplication::setApplicationVersion(attnscope::version());
+    QApplication::setWindowIcon(QIcon::fromTheme("attnscope"));
     QCommandLineParser parser;
     parser.setApplicationDescription("A microscope for attention in vision transformers");
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument("model", "model file, folder or builtin:NAME (default builtin:fmnist-vit)");
     parser.addPositionalArgument("images", "images or folders to open");
-    QCommandLineOption screenshot("screenshot", "save a picture of the window to FILE once the first image is shown, then quit", "FILE");
+    QCommandLineOption compare("compare", "a second model, side by side", "MODEL");
+    QCommandLineOption screenshot("screenshot", "save a picture of the window to FILE once the first image is analysed, then quit", "FILE");
     QCommandLineOption layer("layer", "layer to show (1-based)", "L");
     QCommandLineOption head("head", "head to show (-1 mean, -2 rollout)", "H");
     QCommandLineOption query("query", "query token (0 = CLS)", "TOKEN");
-    parser.addOptions({ screenshot, layer, head, query });
+    QCommandLineOption variant("variant", "also run with NeuTRENO lambda and Boost t", "LAMBDA,T");
+    QCommandLineOption figure("figure", "figure of the image dock: 0 token similarity ... 5 logit decomposition", "N");
+    QCommandLineOption set("analyse-set", "analyse the image set (before the screenshot)");
+    parser.addOptions({ compare, screenshot, layer, head, query, variant, figure, set });
     parser.process(app);
     const QStringList args = parser.positionalArguments();
     MainWindow window;
     window.resize(1280, 860);
     window.show();
     window.openModel(args.value(0, "builtin:fmnist-vit"));
+    if (parser.isSet(compare))
+        window.openCompareModel(parser.value(compare));
     window.addImages(args.mid(1));
     if (parser.isSet(screenshot)) {
-        // `make screenshots`: drive the window to a state, picture it, quit.
+        // `make screenshots`: drive the window to a state, wait for the engine to finish, picture it, quit.
         QObject::connect(&window, &MainWindow::imageReady, &window, [&] {
-            if (parser.isSet(layer))
-                window.setLayer(parser.value(layer).toInt());
-            if (parser.isSet(head))
-                window.setHead(parser.value(head).toInt());
-            if (parser.isSet(query))
-                window.setQuery(parser.value(query).toInt());
-            QTimer::singleShot(400, &window, [&] {
-                window.grab().save(parser.value(screenshot));
-                app.quit();
+            static bool once = false;
+            if (std::exchange(once, true))
+                return;
+            if (parser.isSet(variant)) {
+                const QStringList v = parser.value(variant).split(',');
+                window.runVariant(v.value(0).toDouble(), v.value(1).toDouble());
+            }
+            if (parser.isSet(set))
+                window.analyseImageSet();
+            auto* poll = new QTimer(&window);
+            QObject::connect(poll, &QTimer::timeout, &window, [&, poll] {
+                if (window.busy())
+                    return;
+                poll->stop();
+                if (parser.isSet(layer))
+                    window.setLayer(parser.value(layer).toInt());
+                if (parser.isSet(head))
+                    window.setHead(parser.value(head).toInt());
+                if (parser.isSet(query))
+                    window.setQuery(parser.value(query).toInt());
+                if (parser.isSet(figure))
+                    window.imagePanel()->setFigure(attnscope::allFigures().at(size_t(parser.value(figure).toInt())));
+                QTimer::singleShot(300, &window, [&] {
+                    window.grab().save(parser.value(screenshot));
+                    app.quit();
+                });
             });
+            poll->start(100);
         });
         QObject::connect(&window, &MainWindow::errorShown, &app, [&](const QString& m) {
             qCritical("attnscope: %s", qPrintable(m));

@@ -1,5 +1,6 @@
 // The desktop window driven as a user would, offscreen: open a model and an image, see the overlay, click a
 // patch, change head, export, survive a broken model file.
+#include "GuiTestSupport.h"
 #include "MainWindow.h"
 
 #include <QImage>
@@ -7,33 +8,11 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-namespace {
-
-const QString kFixture = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/golden/fixtures/tv_grid16");
-const QString kImage = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/chelsea.png");
-
-int differingPixels(const QImage& a, const QImage& b)
-{
-    if (a.size() != b.size())
-        return a.width() * a.height();
-    int n = 0;
-    for (int y = 0; y < a.height(); ++y)
-        for (int x = 0; x < a.width(); ++x)
-            n += a.pixel(x, y) != b.pixel(x, y);
-    return n;
-}
-
-} // namespace
+using namespace guitest;
 
 class MainWindowTest : public QObject {
     Q_OBJECT
 private slots:
-    void initTestCase()
-    {
-        QCoreApplication::setOrganizationName("attnscope-tests");
-        QCoreApplication::setApplicationName("attnscope-tests");
-    }
-
     void opensModelAndImageAndFollowsClicks()
     {
         MainWindow w;
@@ -125,16 +104,16 @@ private slots:
         QSignalSpy modelReady(&w, &MainWindow::modelReady);
         w.openModel(kFixture);
         QVERIFY(modelReady.wait(20000));
-        QStringList many;
-        for (int i = 0; i < 30; ++i)
-            many << QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples");
-        w.addImages(many); // 30 x 14 images
+        QTemporaryDir copies;
+        w.addImages(copiesOfSample(copies.path(), 400));
         QSignalSpy finished(&w, &MainWindow::setFinished);
         w.analyseImageSet();
         QTest::qWait(1500);
         w.cancelImageSet();
         QVERIFY(finished.wait(20000));
         QCOMPARE(finished.last().at(0).toBool(), false); // cancelled half way
+        QVERIFY(w.setSummary()); // partial results stay
+        QVERIFY(w.setSummary()->images > 0 && w.setSummary()->images < 400);
 
         MainWindow small;
         QSignalSpy smallReady(&small, &MainWindow::modelReady);
@@ -175,5 +154,5 @@ private slots:
     }
 };
 
-QTEST_MAIN(MainWindowTest)
+static const int registered = registerTest<MainWindowTest>();
 #include "MainWindowTest.moc"

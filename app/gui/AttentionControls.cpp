@@ -1,0 +1,200 @@
+#include "AttentionControls.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QLabel>
+#include <QPushButton>
+#include <QSlider>
+#include <QSpinBox>
+#include <QTimer>
+
+using namespace attnscope;
+
+namespace {
+
+struct NoiseKind {
+    Perturbation::Kind kind;
+    const char* title;
+    const char* strengthName; // as Perturbation::parse spells it
+    double low, high, step, initial;
+    int decimals;
+};
+
+const NoiseKind kNoiseKinds[] = {
+    { Perturbation::Kind::Gaussian, QT_TRANSLATE_NOOP("AttentionControls", "Gaussian noise, σ (of 255)"), "sigma", 0.5, 128, 1, 8, 1 },
+    { Perturbation::Kind::SaltPepper, QT_TRANSLATE_NOOP("AttentionControls", "Salt and pepper, fraction"), "fraction", 0.001, 0.5, 0.01, 0.05, 3 },
+    { Perturbation::Kind::Blur, QT_TRANSLATE_NOOP("AttentionControls", "Gaussian blur, σ (px)"), "sigma", 0.1, 10, 0.25, 1.5, 2 },
+    { Perturbation::Kind::Jpeg, QT_TRANSLATE_NOOP("AttentionControls", "JPEG, quality"), "quality", 1, 100, 5, 30, 0 },
+    { Perturbation::Kind::Fgsm, QT_TRANSLATE_NOOP("AttentionControls", "FGSM, ε (of 255)"), "eps", 0.25, 32, 0.5, 2, 2 },
+    { Perturbation::Kind::Pgd, QT_TRANSLATE_NOOP("AttentionControls", "PGD (20 steps), ε (of 255)"), "eps", 0.25, 32, 0.5, 2, 2 },
+};
+
+const NoiseKind& noiseKind(int index) { return kNoiseKinds[std::clamp(index, 0, int(std::size(kNoiseKinds)) - 1)]; }
+
+} // namespace
+
+AttentionControls::AttentionControls(QWidget* parent)
+    : QWidget(parent)
+{
+    auto* layout = new QFormLayout(this);
+    m_layer = new QSpinBox(this);
+    m_layer->setRange(1, 1);
+    m_layer->setAccessibleName(tr("Layer"));
+    connect(m_layer, &QSpinBox::valueChanged, this, &AttentionControls::layerChanged);
+    m_head = new QComboBox(this);
+    m_head->setAccessibleName(tr("Head"));
+    connect(m_head, &QComboBox::currentIndexChanged, this, [this](int i) { emit headChanged(i < 0 ? -1 : m_head->itemData(i).toInt()); });
+    m_opacity = new QSlider(Qt::Horizontal, this);
+    m_opacity->setRange(0, 100);
+    m_opacity->setValue(60);
+    connect(m_opacity, &QSlider::valueChanged, this, [this](int v) { emit opacityChanged(v / 100.0); });
+    m_colormap = new QComboBox(this);
+    for (auto c : allColormaps())
+        m_colormap->addItem(colormapName(c));
+    connect(m_colormap, &QComboBox::currentTextChanged, this, [this](const QString& name) {
+        if (auto c = colormapFromName(name))
+            emit colormapChanged(*c);
+    });
+    m_grid = new QCheckBox(tr("patch grid"), this);
+    connect(m_grid, &QCheckBox::toggled, this, &AttentionControls::gridToggled);
+    m_query = new QLabel(this);
+    m_query->setWordWrap(true);
+    layout->addRow(tr("Layer"), m_layer);
+    layout->addRow(tr("Head"), m_head);
+    layout->addRow(tr("Opacity"), m_opacity);
+    layout->addRow(tr("Colour map"), m_colormap);
+    layout->addRow(QString(), m_grid);
+    layout->addRow(tr("Query"), m_query);
+
+    m_variantPause = new QTimer(this);
+    m_variantPause->setSingleShot(true);
+    m_variantPause->setInterval(350);
+    connect(m_variantPause, &QTimer::timeout, this, &AttentionControls::variantChanged);
+    m_noisePause = new QTimer(this);
+    m_noisePause->setSingleShot(true);
+    m_noisePause->setInterval(350);
+    connect(m_noisePause, &QTimer::timeout, this, &AttentionControls::perturbationChanged);
+
+    auto* variantBox = new QGroupBox(tr("Variant (reruns in the background)"), this);
+    auto* variantForm = new QFormLayout(variantBox);
+    m_lambda = new QDoubleSpinBox(variantBox);
+    m_lambda->setRange(-2, 2);
+    m_lambda->setSingleStep(0.1);
+    m_lambda->setToolTip(tr("NeuTRENO: O = A V + λ (V₁ − V)"));
+    m_boost = new QDoubleSpinBox(variantBox);
+    m_boost->setRange(0, 1);
+    m_boost->setSingleStep(0.1);
+    m_boost->setToolTip(tr("Boost: R = U + t X₀ + (1 − t) X"));
+    for (auto* box : { m_lambda, m_boost })
+        connect(box, &QDoubleSpinBox::valueChanged, m_variantPause, qOverload<>(&QTimer::start));
+    auto* reset = new QPushButton(tr("As trained"), variantBox);
+    reset->setToolTip(tr("Back to the model's own values: no variant"));
+    connect(reset, &QPushButton::clicked, this, [this] { setVariantValues(m_trainedLambda, m_trainedBoost); });
+    m_noiseKind = new QComboBox(variantBox);
+    for (const auto& k : kNoiseKinds)
+        m_noiseKind->addItem(tr(k.title));
+    m_noiseKind->setToolTip(tr("The perturbation of the SNR curves (ANALYSES.md section 4)"));
+    m_noiseStrength = new QDoubleSpinBox(variantBox);
+    connect(m_noiseKind, &QComboBox::currentIndexChanged, this, [this](int index) {
+        const NoiseKind& k = noiseKind(index);
+        m_noiseStrength->blockSignals(true);
+        m_noiseStrength->setDecimals(k.decimals);
+        m_noiseStrength->setRange(k.low, k.high);
+        m_noiseStrength->setSingleStep(k.step);
+        m_noiseStrength->setValue(k.initial);
+        m_noiseStrength->blockSignals(false);
+        m_noisePause->start();
+    });
+    connect(m_noiseStrength, &QDoubleSpinBox::valueChanged, m_noisePause, qOverload<>(&QTimer::start));
+    m_noiseKind->setCurrentIndex(-1);
+    m_noiseKind->setCurrentIndex(0);
+    m_noisePause->stop(); // the initial value is not an edit
+    variantForm->addRow(tr("NeuTRENO λ"), m_lambda);
+    variantForm->addRow(tr("Boost t"), m_boost);
+    variantForm->addRow(QString(), reset);
+    variantForm->addRow(tr("SNR noise"), m_noiseKind);
+    variantForm->addRow(tr("Strength"), m_noiseStrength);
+    layout->addRow(variantBox);
+}
+
+void AttentionControls::setModel(int depth, int heads, double trainedLambda, double trainedBoost)
+{
+    m_layer->blockSignals(true);
+    m_layer->setRange(1, depth);
+    m_layer->setValue(depth);
+    m_layer->blockSignals(false);
+    m_head->blockSignals(true);
+    m_head->clear();
+    m_head->addItem(tr("mean of heads"), -1);
+    m_head->addItem(tr("rollout"), -2);
+    for (int h = 0; h < heads; ++h)
+        m_head->addItem(tr("head %1").arg(h), h);
+    m_head->blockSignals(false);
+    m_trainedLambda = trainedLambda;
+    m_trainedBoost = trainedBoost;
+    for (auto [box, value] : { std::pair { m_lambda, trainedLambda }, { m_boost, trainedBoost } }) {
+        box->blockSignals(true);
+        box->setValue(value);
+        box->blockSignals(false);
+    }
+    m_variantPause->stop();
+}
+
+void AttentionControls::setLayer(int layer)
+{
+    m_layer->blockSignals(true);
+    m_layer->setValue(layer);
+    m_layer->blockSignals(false);
+}
+
+void AttentionControls::setHead(int head)
+{
+    const int index = m_head->findData(head);
+    if (index < 0 || index == m_head->currentIndex())
+        return;
+    m_head->blockSignals(true);
+    m_head->setCurrentIndex(index);
+    m_head->blockSignals(false);
+}
+
+void AttentionControls::setQueryText(const QString& text) { m_query->setText(text); }
+
+void AttentionControls::setVariantValues(double lambda, double boost)
+{
+    m_lambda->setValue(lambda);
+    m_boost->setValue(boost);
+}
+
+void AttentionControls::setPerturbation(const Perturbation& perturbation)
+{
+    for (int i = 0; i < int(std::size(kNoiseKinds)); ++i)
+        if (kNoiseKinds[i].kind == perturbation.kind) {
+            m_noiseKind->setCurrentIndex(i);
+            m_noiseStrength->setValue(perturbation.strength);
+        }
+}
+
+int AttentionControls::layer() const { return m_layer->value(); }
+
+int AttentionControls::head() const { return m_head->currentIndex() < 0 ? -1 : m_head->currentData().toInt(); }
+
+QString AttentionControls::headText() const { return m_head->currentText(); }
+
+std::optional<ModelSlot::Variant> AttentionControls::variant() const
+{
+    if (m_lambda->value() == m_trainedLambda && m_boost->value() == m_trainedBoost)
+        return std::nullopt;
+    return ModelSlot::Variant { m_lambda->value(), m_boost->value() };
+}
+
+Perturbation AttentionControls::perturbation() const
+{
+    const NoiseKind& k = noiseKind(m_noiseKind->currentIndex());
+    Perturbation p;
+    p.kind = k.kind;
+    p.strength = m_noiseStrength->value();
+    return p;
+}

@@ -1,0 +1,65 @@
+#pragma once
+
+#include "ModelSlot.h"
+
+#include <Colormap.h>
+#include <attnscope/Perturbation.h>
+
+#include <QWidget>
+
+#include <optional>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QSlider;
+class QSpinBox;
+class QTimer;
+
+// The right-hand dock: which attention is shown (layer, head, mean or rollout), how (opacity, colour map, patch
+// grid), the query, and the variant to run beside the model (NeuTRENO λ, Boost t) with the perturbation of the SNR.
+// Variant and perturbation edits are reported after a short pause, so that spinning a value reruns once.
+class AttentionControls : public QWidget {
+    Q_OBJECT
+public:
+    explicit AttentionControls(QWidget* parent = nullptr);
+
+    // A new model: its depth and heads, and its own variant values (what "no variant" means).
+    void setModel(int depth, int heads, double trainedLambda, double trainedBoost);
+    void setLayer(int layer);
+    void setHead(int head); // -1 mean of heads, -2 rollout
+    void setQueryText(const QString& text);
+    void setVariantValues(double lambda, double boost); // moves the spin boxes (reported like a user's edit)
+    void setPerturbation(const attnscope::Perturbation& perturbation);
+
+    int layer() const;
+    int head() const;
+    QString headText() const;
+    std::optional<ModelSlot::Variant> variant() const; // unset when both equal the model's own
+    attnscope::Perturbation perturbation() const;
+
+signals:
+    void layerChanged(int layer);
+    void headChanged(int head);
+    void opacityChanged(double opacity);
+    void colormapChanged(attnscope::Colormap colormap);
+    void gridToggled(bool on);
+    void variantChanged();
+    void perturbationChanged();
+
+private:
+    QSpinBox* m_layer = nullptr;
+    QComboBox* m_head = nullptr;
+    QSlider* m_opacity = nullptr;
+    QComboBox* m_colormap = nullptr;
+    QCheckBox* m_grid = nullptr;
+    QLabel* m_query = nullptr;
+    QDoubleSpinBox* m_lambda = nullptr;
+    QDoubleSpinBox* m_boost = nullptr;
+    QComboBox* m_noiseKind = nullptr;
+    QDoubleSpinBox* m_noiseStrength = nullptr;
+    QTimer* m_variantPause = nullptr;
+    QTimer* m_noisePause = nullptr;
+    double m_trainedLambda = 0, m_trainedBoost = 0;
+};

@@ -1,0 +1,223 @@
+// MainWindow's menus, toolbar and docks: what goes where. Behaviour is in MainWindow.cpp.
+#include "MainWindow.h"
+
+#include <QAction>
+#include <QComboBox>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListView>
+#include <QMenuBar>
+#include <QPainter>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QStatusBar>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+using namespace attnscope;
+
+namespace {
+
+QComboBox* builtinChooser(const QString& prompt, QWidget* parent)
+{
+    auto* box = new QComboBox(parent);
+    box->addItem(prompt);
+    for (const auto& name : builtinModelNames())
+        box->addItem(QString::fromStdString(name));
+    return box;
+}
+
+} // namespace
+
+void MainWindow::buildActions()
+{
+    auto* file = menuBar()->addMenu(tr("&File"));
+    auto* toolbar = addToolBar(tr("Main"));
+    toolbar->setObjectName("mainToolbar");
+    auto* openModel = file->addAction(tr("Open &model file…"), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), {},
+                                                          tr("Models (*.safetensors *.pt *.pth *.json);;All files (*)"));
+        if (!path.isEmpty())
+            this->openModel(path);
+    });
+    openModel->setShortcut(QKeySequence::Open);
+    file->addAction(tr("Open model &folder…"), this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open model folder"));
+        if (!dir.isEmpty())
+            this->openModel(dir);
+    });
+    auto* openImages = file->addAction(tr("Open &images…"), this, [this] {
+        addImages(QFileDialog::getOpenFileNames(this, tr("Open images"), {},
+                                                tr("Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.webp *.gif)")));
+    });
+    openImages->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
+    file->addAction(tr("Open image folder…"), this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open image folder"));
+        if (!dir.isEmpty())
+            addImages({ dir });
+    });
+    m_recent = file->addMenu(tr("Recent models"));
+    refreshRecent();
+    file->addSeparator();
+    auto* compare = file->addAction(tr("&Compare with model file…"), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Compare with"), {},
+                                                          tr("Models (*.safetensors *.pt *.pth *.json);;All files (*)"));
+        if (!path.isEmpty())
+            openCompareModel(path);
+    });
+    compare->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+    file->addAction(tr("Close comparison"), this, &MainWindow::closeCompare);
+    file->addSeparator();
+    auto* exportAction = file->addAction(tr("&Export view…"), this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export view"), "attention.png", tr("PNG (*.png);;SVG (*.svg);;PDF (*.pdf)"));
+        if (!path.isEmpty())
+            exportView(path);
+    });
+    exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    file->addSeparator();
+    auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+    auto* viewMenu = menuBar()->addMenu(tr("&View"));
+    auto* full = viewMenu->addAction(tr("&Full screen"), this, [this] { isFullScreen() ? showNormal() : showFullScreen(); });
+    full->setShortcut(QKeySequence::FullScreen);
+    auto* next = viewMenu->addAction(tr("Next image"), this, [this] { selectImage(m_imageList->currentIndex().row() + 1); });
+    next->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Right));
+    auto* previous = viewMenu->addAction(tr("Previous image"), this, [this] { selectImage(m_imageList->currentIndex().row() - 1); });
+    previous->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Left));
+    m_viewMenu = viewMenu;
+
+    toolbar->addAction(openModel);
+    toolbar->addAction(openImages);
+    m_builtin = builtinChooser(tr("Embedded models…"), this);
+    m_builtin->setAccessibleName(tr("Embedded models"));
+    connect(m_builtin, &QComboBox::activated, this, [this](int index) {
+        if (index > 0)
+            this->openModel("builtin:" + m_builtin->itemText(index));
+        m_builtin->setCurrentIndex(0);
+    });
+    toolbar->addWidget(m_builtin);
+    m_compareBuiltin = builtinChooser(tr("Compare with…"), this);
+    m_compareBuiltin->setAccessibleName(tr("Compare with an embedded model"));
+    connect(m_compareBuiltin, &QComboBox::activated, this, [this](int index) {
+        if (index > 0)
+            openCompareModel("builtin:" + m_compareBuiltin->itemText(index));
+        m_compareBuiltin->setCurrentIndex(0);
+    });
+    toolbar->addWidget(m_compareBuiltin);
+    toolbar->addAction(exportAction);
+}
+
+void MainWindow::buildDocks()
+{
+    const auto dock = [this](const QString& title, const char* name, QWidget* content, Qt::DockWidgetArea area) {
+        auto* d = new QDockWidget(title, this);
+        d->setObjectName(name);
+        content->setParent(d);
+        d->setWidget(content);
+        addDockWidget(area, d);
+        m_viewMenu->addAction(d->toggleViewAction());
+        return d;
+    };
+
+    auto* left = new QWidget;
+    auto* leftLayout = new QVBoxLayout(left);
+    m_modelInfo = new QLabel(tr("No model. Open one (Ctrl+O) or pick an embedded one."), left);
+    m_modelInfo->setWordWrap(true);
+    m_modelInfo->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_imageList = new QListView(left);
+    m_imageList->setModel(m_images);
+    m_imageList->setViewMode(QListView::IconMode);
+    m_imageList->setIconSize({ 64, 64 });
+    m_imageList->setGridSize({ 96, 92 });
+    m_imageList->setResizeMode(QListView::Adjust);
+    m_imageList->setMovement(QListView::Static);
+    m_imageList->setUniformItemSizes(true);
+    m_imageList->setAccessibleName(tr("Images"));
+    connect(m_imageList->selectionModel(), &QItemSelectionModel::currentChanged, this,
+            [this](const QModelIndex& index) { selectImage(index.row()); });
+    leftLayout->addWidget(m_modelInfo);
+    leftLayout->addWidget(m_imageList, 1);
+    dock(tr("Model and images"), "modelDock", left, Qt::LeftDockWidgetArea);
+
+    auto* scrollControls = new QScrollArea;
+    m_controls = new AttentionControls;
+    scrollControls->setWidget(m_controls);
+    scrollControls->setWidgetResizable(true);
+    scrollControls->setFrameShape(QFrame::NoFrame);
+    dock(tr("Attention"), "attentionDock", scrollControls, Qt::RightDockWidgetArea);
+    connect(m_controls, &AttentionControls::layerChanged, this, &MainWindow::setLayer);
+    connect(m_controls, &AttentionControls::headChanged, this, &MainWindow::setHead);
+    for (AttentionView* view : m_views) {
+        connect(m_controls, &AttentionControls::opacityChanged, view, &AttentionView::setOpacity);
+        connect(m_controls, &AttentionControls::colormapChanged, view, &AttentionView::setColormap);
+        connect(m_controls, &AttentionControls::gridToggled, view, &AttentionView::setShowGrid);
+    }
+    connect(m_controls, &AttentionControls::variantChanged, this, [this] {
+        const auto v = m_controls->variant();
+        runVariant(v ? v->neutrenoLambda : m_slots[0]->model() ? m_slots[0]->model()->config().neutrenoLambda : 0,
+                   v ? v->boostT : m_slots[0]->model() ? m_slots[0]->model()->config().boostT : 0);
+    });
+    connect(m_controls, &AttentionControls::perturbationChanged, this, &MainWindow::applyPerturbation);
+
+    auto* scrollTiles = new QScrollArea;
+    m_tiles = new AttentionTileGrid;
+    scrollTiles->setWidget(m_tiles);
+    scrollTiles->setWidgetResizable(false);
+    auto* tilesDock = dock(tr("Layers × heads"), "tilesDock", scrollTiles, Qt::BottomDockWidgetArea);
+    connect(m_tiles, &AttentionTileGrid::tileClicked, this, [this](int layer, int head) {
+        m_layer = layer;
+        m_controls->setLayer(layer);
+        setHead(head);
+    });
+
+    m_imagePanel = new FigurePanel(allFigures());
+    auto* imageDock = dock(tr("This image"), "imageDock", m_imagePanel, Qt::BottomDockWidgetArea);
+    splitDockWidget(tilesDock, imageDock, Qt::Horizontal);
+    resizeDocks({ tilesDock, imageDock }, { 420, 700 }, Qt::Horizontal);
+    resizeDocks({ tilesDock }, { 330 }, Qt::Vertical);
+
+    auto* setWidget = new QWidget;
+    auto* setLayout = new QVBoxLayout(setWidget);
+    setLayout->setContentsMargins(0, 0, 0, 0);
+    auto* setRow = new QHBoxLayout;
+    setRow->setContentsMargins(4, 4, 4, 0);
+    m_setButton = new QPushButton(tr("Analyse image set"), setWidget);
+    connect(m_setButton, &QPushButton::clicked, this, [this] {
+        m_setButton->text() == tr("Cancel") ? cancelImageSet() : analyseImageSet();
+    });
+    m_setProgress = new QProgressBar(setWidget);
+    m_setProgress->setTextVisible(true);
+    m_setProgress->setFormat(tr("every image in the strip, with the SNR noise of the variant box"));
+    m_setProgress->setValue(0);
+    setRow->addWidget(m_setButton);
+    setRow->addWidget(m_setProgress, 1);
+    m_setPanel = new FigurePanel({ Figure::TokenSimilarity, Figure::Snr, Figure::SnrDiagnostics, Figure::HeadCentres,
+                                   Figure::AttentionDistance },
+                                 setWidget);
+    setLayout->addLayout(setRow);
+    setLayout->addWidget(m_setPanel, 1);
+    auto* setDock = dock(tr("Image set"), "setDock", setWidget, Qt::BottomDockWidgetArea);
+    tabifyDockWidget(imageDock, setDock);
+    imageDock->raise();
+    for (FigurePanel* panel : { m_imagePanel, m_setPanel }) {
+        connect(panel, &FigurePanel::exportFailed, this, &MainWindow::showError);
+        connect(panel, &FigurePanel::exported, this, [this](const QString& path) { statusBar()->showMessage(tr("Wrote %1").arg(path), 5000); });
+    }
+}
+
+QImage MainWindow::composedViews() const
+{
+    const QImage a = m_views[0]->composed(), b = m_views[1]->composed();
+    const qreal ratio = a.devicePixelRatio();
+    QImage out(a.width() + b.width(), std::max(a.height(), b.height()), QImage::Format_ARGB32);
+    out.fill(Qt::white);
+    QPainter p(&out);
+    p.drawImage(0, 0, a);
+    p.drawImage(a.width(), 0, b);
+    p.end();
+    out.setDevicePixelRatio(ratio);
+    return out;
+}

@@ -1,0 +1,227 @@
+#include "ModelSlot.h"
+
+#include <QFileInfo>
+
+using namespace attnscope;
+
+ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
+    : QObject(parent)
+    , m_worker(worker)
+    , m_index(index)
+{
+    m_options.decomposition = true;
+    m_options.perturbations = { *Perturbation::parse("gaussian:sigma=8") };
+
+    connect(worker, &EngineWorker::modelLoaded, this, [this](quint64 job, std::shared_ptr<const Model> model) {
+        if (job != m_modelJob)
+            return;
+        m_modelJob = 0;
+        cancelAll();
+        m_model = std::move(model);
+        m_variant.reset();
+        m_trace = m_variantTrace = nullptr;
+        m_analysis = m_variantAnalysis = nullptr;
+        m_setSummary = m_variantSetSummary = nullptr;
+        emit modelLoaded();
+    });
+    connect(worker, &EngineWorker::imageTraced, this, [this](quint64 job, std::shared_ptr<const ImageTrace> result) {
+        if (job == m_traceJob) {
+            m_traceJob = 0;
+            m_trace = std::move(result);
+            emit traceReady();
+        } else if (job == m_variantTraceJob) {
+            m_variantTraceJob = 0;
+            m_variantTrace = std::move(result);
+            emit variantTraceReady();
+        }
+    });
+    connect(worker, &EngineWorker::imageAnalysed, this, [this](quint64 job, std::shared_ptr<const ImageAnalysis> result) {
+        if (job == m_analysisJob) {
+            m_analysisJob = 0;
+            m_analysis = std::move(result);
+        } else if (job == m_variantAnalysisJob) {
+            m_variantAnalysisJob = 0;
+            m_variantAnalysis = std::move(result);
+        } else {
+            return;
+        }
+        emit analysisReady();
+    });
+    connect(worker, &EngineWorker::setProgress, this, [this](quint64 job, int done, int total, double rate) {
+        if (job == m_setJob)
+            emit setProgress(done, total, rate);
+    });
+    connect(worker, &EngineWorker::setAnalysed, this, [this](quint64 job, std::shared_ptr<const AnalysisSummary> s, bool complete) {
+        if (job == m_setJob) {
+            m_setSummary = std::move(s);
+            if (complete)
+                m_setJob = 0;
+        } else if (job == m_variantSetJob) {
+            m_variantSetSummary = std::move(s);
+            if (complete)
+                m_variantSetJob = 0;
+        } else {
+            return;
+        }
+        emit setUpdated(!setRunning());
+    });
+    connect(worker, &EngineWorker::failed, this, [this](quint64 job, const QString& message) {
+        quint64* jobs[] = { &m_modelJob, &m_traceJob, &m_variantTraceJob, &m_analysisJob, &m_variantAnalysisJob, &m_setJob, &m_variantSetJob };
+        for (quint64* j : jobs)
+            if (*j == job) {
+                *j = 0;
+                if (j == &m_setJob || j == &m_variantSetJob)
+                    cancelSet();
+                emit failed(message);
+                return;
+            }
+    });
+    connect(worker, &EngineWorker::cancelled, this, [this](quint64 job) {
+        if (job == m_setJob || job == m_variantSetJob) {
+            (job == m_setJob ? m_setJob : m_variantSetJob) = 0;
+            if (!setRunning())
+                emit setCancelled();
+        }
+    });
+}
+
+void ModelSlot::load(const QString& path) { m_modelJob = m_worker->loadModel(path, channel(0)); }
+
+void ModelSlot::unload()
+{
+    cancelAll();
+    m_modelJob = 0;
+    m_model = nullptr;
+    m_variant.reset();
+    m_trace = m_variantTrace = nullptr;
+    m_analysis = m_variantAnalysis = nullptr;
+    m_setSummary = m_variantSetSummary = nullptr;
+}
+
+QString ModelSlot::name() const
+{
+    if (!m_model)
+        return {};
+    const QString path = QString::fromStdString(m_model->info().path);
+    if (path.startsWith(QLatin1String("builtin:")))
+        return path.mid(8);
+    const QFileInfo info(path);
+    return info.isDir() ? info.fileName() : info.completeBaseName();
+}
+
+QString ModelSlot::variantLabel() const
+{
+    if (!m_variant)
+        return name();
+    return tr("%1 (NeuTRENO %2, Boost %3)").arg(name()).arg(m_variant->neutrenoLambda).arg(m_variant->boostT);
+}
+
+void ModelSlot::showImage(const QString& imagePath)
+{
+    if (!m_model)
+        return;
+    m_imagePath = imagePath;
+    m_traceJob = m_worker->traceImage(m_model, imagePath, {}, {}, channel(0));
+    m_analysisJob = m_worker->analyseImage(m_model, imagePath, m_options, channel(0));
+    runVariant();
+}
+
+void ModelSlot::setVariant(std::optional<Variant> variant)
+{
+    if (variant == m_variant)
+        return;
+    m_variant = variant;
+    runVariant();
+}
+
+void ModelSlot::setAnalysisOptions(AnalysisOptions options)
+{
+    m_options = std::move(options);
+    if (m_model && !m_imagePath.isEmpty()) {
+        m_analysisJob = m_worker->analyseImage(m_model, m_imagePath, m_options, channel(0));
+        if (m_variant)
+            m_variantAnalysisJob = m_worker->analyseImage(m_model, m_imagePath, variantOptions(), channel(1));
+    }
+}
+
+AnalysisOptions ModelSlot::variantOptions() const
+{
+    AnalysisOptions o = m_options;
+    o.decomposition = false; // layer 1's logits do not depend on the variant
+    if (m_variant) {
+        o.neutrenoLambda = m_variant->neutrenoLambda;
+        o.boostT = m_variant->boostT;
+    }
+    return o;
+}
+
+void ModelSlot::runVariant()
+{
+    m_variantTrace = nullptr;
+    m_variantAnalysis = nullptr;
+    if (!m_variant) {
+        m_worker->cancel(EngineWorker::ImageJob, channel(1));
+        m_worker->cancel(EngineWorker::AnalysisJob, channel(1));
+        m_variantTraceJob = m_variantAnalysisJob = 0;
+        emit variantTraceReady();
+        emit analysisReady();
+        return;
+    }
+    if (!m_model || m_imagePath.isEmpty())
+        return;
+    m_variantTraceJob = m_worker->traceImage(m_model, m_imagePath, m_variant->neutrenoLambda, m_variant->boostT, channel(1));
+    m_variantAnalysisJob = m_worker->analyseImage(m_model, m_imagePath, variantOptions(), channel(1));
+}
+
+void ModelSlot::analyseSet(const QStringList& paths)
+{
+    if (!m_model || paths.isEmpty())
+        return;
+    const int every = std::max(1, int(paths.size()) / 20);
+    AnalysisOptions o = m_options;
+    o.decomposition = false;
+    m_setSummary = m_variantSetSummary = nullptr;
+    m_setJob = m_worker->analyseSet(m_model, paths, o, every, channel(2));
+    m_variantSetJob = m_variant ? m_worker->analyseSet(m_model, paths, variantOptions(), every, channel(3)) : 0;
+}
+
+void ModelSlot::cancelSet()
+{
+    m_worker->cancel(EngineWorker::SetJob, channel(2));
+    m_worker->cancel(EngineWorker::SetJob, channel(3));
+}
+
+void ModelSlot::cancelAll()
+{
+    for (int offset : { 0, 1 }) {
+        m_worker->cancel(EngineWorker::ImageJob, channel(offset));
+        m_worker->cancel(EngineWorker::AnalysisJob, channel(offset));
+    }
+    cancelSet();
+    m_traceJob = m_variantTraceJob = m_analysisJob = m_variantAnalysisJob = 0;
+}
+
+std::vector<AnalysisSummary> ModelSlot::labelled(const AnalysisSummary* own, const AnalysisSummary* variant) const
+{
+    std::string noise;
+    for (const auto& p : m_options.perturbations)
+        noise += (noise.empty() ? "" : " ") + p.spec();
+    const std::string options = noise.empty() ? "" : noise + ", seed " + std::to_string(m_options.seed);
+    std::vector<AnalysisSummary> series;
+    for (const AnalysisSummary* s : { own, m_variant ? variant : nullptr }) {
+        if (!s)
+            continue;
+        series.push_back(*s);
+        series.back().model = name().toStdString();
+        series.back().label = (s == own ? name() : variantLabel()).toStdString();
+        series.back().options = options;
+    }
+    return series;
+}
+
+std::vector<AnalysisSummary> ModelSlot::imageSeries() const
+{
+    return labelled(m_analysis ? &m_analysis->summary : nullptr, m_variantAnalysis ? &m_variantAnalysis->summary : nullptr);
+}
+
+std::vector<AnalysisSummary> ModelSlot::setSeries() const { return labelled(m_setSummary.get(), m_variantSetSummary.get()); }

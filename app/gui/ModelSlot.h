@@ -1,0 +1,81 @@
+#pragma once
+
+#include <EngineWorker.h>
+
+#include <QObject>
+
+#include <memory>
+#include <optional>
+
+// One model of the window (the primary one, or the one it is compared with) and everything computed with it for
+// what is open: the current image's trace and analyses, the same with the variant settings, and the image set's
+// summaries. Its jobs run on the window's shared worker on channels of their own, so that the two models and
+// their variants never supersede each other's work.
+class ModelSlot : public QObject {
+    Q_OBJECT
+public:
+    struct Variant {
+        double neutrenoLambda = 0;
+        double boostT = 0;
+        bool operator==(const Variant& o) const { return neutrenoLambda == o.neutrenoLambda && boostT == o.boostT; }
+    };
+
+    ModelSlot(attnscope::EngineWorker* worker, int index, QObject* parent = nullptr);
+
+    void load(const QString& path);
+    void unload();
+    // Traces and analyses `imagePath` (and its variant, when one is set), superseding what was running.
+    void showImage(const QString& imagePath);
+    // Unset: no variant. Reruns the variant of the current image.
+    void setVariant(std::optional<Variant> variant);
+    void setAnalysisOptions(attnscope::AnalysisOptions options); // for the image and the set; reruns the image's
+    void analyseSet(const QStringList& paths);
+    void cancelSet();
+    void cancelAll();
+
+    const std::shared_ptr<const attnscope::Model>& model() const { return m_model; }
+    QString name() const;         // "fmnist-vit": what curves and folders are called
+    QString variantLabel() const; // "fmnist-vit (NeuTRENO 0.6, Boost 0.3)"
+    const std::optional<Variant>& variant() const { return m_variant; }
+    const attnscope::AnalysisOptions& analysisOptions() const { return m_options; }
+    const std::shared_ptr<const attnscope::ImageTrace>& trace() const { return m_trace; }
+    const std::shared_ptr<const attnscope::ImageTrace>& variantTrace() const { return m_variantTrace; }
+    const std::shared_ptr<const attnscope::ImageAnalysis>& analysis() const { return m_analysis; }
+    const std::shared_ptr<const attnscope::ImageAnalysis>& variantAnalysis() const { return m_variantAnalysis; }
+    const std::shared_ptr<const attnscope::AnalysisSummary>& setSummary() const { return m_setSummary; }
+    const std::shared_ptr<const attnscope::AnalysisSummary>& variantSetSummary() const { return m_variantSetSummary; }
+    bool setRunning() const { return m_setJob != 0 || m_variantSetJob != 0; }
+
+    // The curves this slot contributes to a plot: the model's own, then its variant, labelled.
+    std::vector<attnscope::AnalysisSummary> imageSeries() const;
+    std::vector<attnscope::AnalysisSummary> setSeries() const;
+
+signals:
+    void modelLoaded();
+    void traceReady();
+    void variantTraceReady();
+    void analysisReady();
+    void setProgress(int done, int total, double imagesPerSecond);
+    void setUpdated(bool complete);
+    void setCancelled();
+    void failed(const QString& message);
+
+private:
+    int channel(int offset) const { return m_index * 4 + offset; } // 0 image, 1 variant image, 2 set, 3 variant set
+    void runVariant();
+    attnscope::AnalysisOptions variantOptions() const;
+    std::vector<attnscope::AnalysisSummary> labelled(const attnscope::AnalysisSummary* own,
+                                                     const attnscope::AnalysisSummary* variant) const;
+
+    attnscope::EngineWorker* m_worker;
+    int m_index;
+    std::shared_ptr<const attnscope::Model> m_model;
+    std::optional<Variant> m_variant;
+    attnscope::AnalysisOptions m_options;
+    QString m_imagePath;
+    std::shared_ptr<const attnscope::ImageTrace> m_trace, m_variantTrace;
+    std::shared_ptr<const attnscope::ImageAnalysis> m_analysis, m_variantAnalysis;
+    std::shared_ptr<const attnscope::AnalysisSummary> m_setSummary, m_variantSetSummary;
+    quint64 m_modelJob = 0, m_traceJob = 0, m_variantTraceJob = 0, m_analysisJob = 0, m_variantAnalysisJob = 0;
+    quint64 m_setJob = 0, m_variantSetJob = 0;
+};

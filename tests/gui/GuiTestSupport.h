@@ -1,0 +1,69 @@
+#pragma once
+
+// Shared pieces of the window tests: the fixtures, pixel comparisons, and a registry so that several QtTest
+// classes run from one binary (tests/gui/main.cpp).
+
+#include <QDir>
+#include <QFile>
+#include <QImage>
+#include <QObject>
+#include <QSet>
+#include <QString>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace guitest {
+
+inline const QString kFixture = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/golden/fixtures/tv_grid16");
+inline const QString kImage = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/chelsea.png");
+inline const QString kSamples = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples");
+
+inline int differingPixels(const QImage& a, const QImage& b)
+{
+    if (a.size() != b.size())
+        return a.width() * a.height();
+    int n = 0;
+    for (int y = 0; y < a.height(); ++y)
+        for (int x = 0; x < a.width(); ++x)
+            n += a.pixel(x, y) != b.pixel(x, y);
+    return n;
+}
+
+// A figure is "not blank" when it decodes and has a fair number of distinct colours (text, lines, fills).
+inline int distinctColours(const QImage& image)
+{
+    QSet<QRgb> colours;
+    for (int y = 0; y < image.height(); y += 2)
+        for (int x = 0; x < image.width(); x += 2)
+            colours.insert(image.pixel(x, y));
+    return int(colours.size());
+}
+
+// `count` distinct copies of the sample image in `dir` (a set long enough to cancel half way).
+inline QStringList copiesOfSample(const QString& dir, int count)
+{
+    QStringList paths;
+    for (int i = 0; i < count; ++i) {
+        const QString path = QDir(dir).filePath(QStringLiteral("copy-%1.png").arg(i, 4, 10, QLatin1Char('0')));
+        QFile::copy(QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist/test-0000-ankle-boot.png"), path);
+        paths << path;
+    }
+    return paths;
+}
+
+using Factory = std::function<std::unique_ptr<QObject>()>;
+inline std::vector<Factory>& registry()
+{
+    static std::vector<Factory> tests;
+    return tests;
+}
+template <typename T>
+int registerTest()
+{
+    registry().push_back([] { return std::make_unique<T>(); });
+    return 0;
+}
+
+} // namespace guitest

@@ -1,0 +1,57 @@
+#pragma once
+
+#include "FigureCatalog.h"
+
+#include <QWidget>
+
+#include <memory>
+
+class QComboBox;
+class QCustomPlot;
+class QLabel;
+class QToolButton;
+
+namespace attnscope {
+
+// A plot dock's contents: a figure chooser, the figure (hover shows values), and an export button that writes the
+// figure (PNG at 2x, SVG or PDF) or its data (CSV) through the same catalogue as the CLI.
+class FigurePanel : public QWidget {
+    Q_OBJECT
+public:
+    FigurePanel(std::vector<Figure> figures, QWidget* parent = nullptr);
+
+    // `decomposition` is kept alive with the data.
+    void setData(std::vector<AnalysisSummary> series, std::shared_ptr<const LogitDecomposition> decomposition = {},
+                 LogitDecompositionInfo info = {});
+    void setDecompositionHead(int head);
+    void setStatus(const QString& text);
+    void setFigure(Figure figure);
+    Figure figure() const;
+    QCustomPlot* plot() const { return m_plot; }
+    const FigureData& data() const { return m_data; }
+    QWidget* headerWidget() const { return m_header; } // for callers that add their own controls to the row
+
+    // Writes the current figure at its export size (.png, .svg or .pdf by the suffix), or its data (.csv).
+    bool exportFigure(const QString& path, QString* error = nullptr);
+    bool exportData(const QString& path, QString* error = nullptr);
+
+signals:
+    void figureChanged(attnscope::Figure figure);
+    void exported(const QString& path);
+    void exportFailed(const QString& message);
+
+private:
+    void rebuild();
+    void askExport(bool data);
+
+    std::vector<Figure> m_figures;
+    FigureData m_data;
+    std::shared_ptr<const LogitDecomposition> m_decomposition;
+    QWidget* m_header = nullptr;
+    QComboBox* m_chooser = nullptr;
+    QLabel* m_status = nullptr;
+    QToolButton* m_export = nullptr;
+    QCustomPlot* m_plot = nullptr;
+};
+
+} // namespace attnscope
