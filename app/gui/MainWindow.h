@@ -49,6 +49,9 @@ public:
     void cancelImageSet();
     // Writes the image set's CSVs (as the CLI names them) and every figure in PNG, SVG and PDF into `dir`.
     bool exportImageSet(const QString& dir);
+    // "Export all": the CLI's output folder for what is open (every image, both models, the variant), analysed in
+    // the background by the CLI's own code (Report.h); exportFinished reports the outcome.
+    void exportAll(const QString& dir);
     void showSetFigure(int index); // 0 token similarity, 1 SNR, 2 SNR diagnostics, 3 head centres, 4 distance
 
     // For tests and the status bar.

@@ -77,6 +77,12 @@ void MainWindow::buildActions()
             exportView(path);
     });
     exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    auto* exportAllAction = file->addAction(tr("Export &all…"), this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Export everything open into (the CLI's output folder)"));
+        if (!dir.isEmpty())
+            exportAll(dir);
+    });
+    exportAllAction->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
     file->addSeparator();
     auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);

@@ -10,9 +10,18 @@ int main(int argc, char** argv)
     QCoreApplication::setOrganizationName("attnscope-tests");
     QCoreApplication::setApplicationName("attnscope-tests");
     int failures = 0;
+    // Test functions named on the command line run in the classes that have them.
+    QStringList wanted;
+    for (int i = 1; i < argc; ++i)
+        if (argv[i][0] != '-')
+            wanted << QString::fromLocal8Bit(argv[i]).section(':', 0, 0);
     for (const auto& make : guitest::registry()) {
         auto test = make();
-        failures += QTest::qExec(test.get(), argc, argv);
+        bool has = wanted.isEmpty();
+        for (int m = 0; m < test->metaObject()->methodCount() && !has; ++m)
+            has = wanted.contains(QString::fromLatin1(test->metaObject()->method(m).name()));
+        if (has)
+            failures += QTest::qExec(test.get(), argc, argv);
     }
     return failures == 0 ? 0 : 1;
 }

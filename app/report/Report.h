@@ -1,0 +1,54 @@
+#pragma once
+
+// An analysis written as an output folder (DESIGN.md, Output directory): predictions, the CSVs and statistics of
+// every run (the model, its variant, the compared model), figures with their data, tensors on request, and the
+// manifest. `attnscope-cli analyze` and the window's "Export all" both call writeReport, so what they write is
+// the same by construction.
+
+#include <attnscope/AnalysisRun.h>
+#include <attnscope/Model.h>
+#include <attnscope/Result.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct ReportRequest {
+    std::shared_ptr<const attnscope::Model> model;
+    std::string modelName;                           // curve and folder label: "fmnist-vit"
+    std::shared_ptr<const attnscope::Model> compare; // optional second model
+    std::string compareName;
+    std::vector<std::string> images; // image files, in order
+    std::string out;
+    attnscope::AnalysisOptions options; // the analyses, perturbations, draws, seed; tensors to dump
+    std::optional<double> neutreno, boost; // a variant run beside the model's own
+    std::vector<std::string> formats;      // figure formats: png, svg, pdf
+    int shardIndex = 1, shardCount = 1;
+    // What the manifest records of how the run was asked for.
+    std::string analysesText, formatsText, description, compareSpec;
+    int threads = 0;
+    double loadSeconds = 0;
+};
+
+struct ReportOutcome {
+    int done = 0;  // images analysed
+    int total = 0; // images of this shard
+    bool complete = false;
+};
+
+// Analyses the images and writes the folder; every file through a temporary name. When `isCancelled` turns true
+// the images so far are written as a partial result (manifest "complete": false). Errors name the file.
+attnscope::Result<ReportOutcome> writeReport(const ReportRequest& request, const std::function<bool()>& isCancelled,
+                                             const std::function<void(int done, int total)>& progress);
+
+// writeReport in two halves, for the window: the analysis and every data file (any thread), then the figures and
+// the manifest, which is written last (the thread of the QApplication: figures are drawn with QCustomPlot).
+struct ReportResults;
+attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequest& request, const std::function<bool()>& isCancelled,
+                                                                const std::function<void(int done, int total)>& progress);
+attnscope::Result<ReportOutcome> finishReport(const ReportRequest& request, const ReportResults& results);
+
+// "builtin:fmnist-vit" -> "fmnist-vit", "/m/vit.safetensors" -> "vit", "/m/folder/" -> "folder".
+std::string modelNameOf(const std::string& path);
