@@ -3,16 +3,17 @@
 set -eu
 build=${1:-build/release}
 mkdir -p docs/screenshots
-# A fresh settings folder: the pictures show the default layout, not a saved one.
-XDG_CONFIG_HOME=$(mktemp -d)
-export XDG_CONFIG_HOME
+samples=resources/samples/fashion-mnist
 run() {
     out=$1
     shift
-    xvfb-run -a -s "-screen 0 1400x950x24" "$build/app/attnscope" --screenshot "docs/screenshots/$out" "$@"
+    # A fresh settings folder each time: the pictures show the default layout, not a saved one.
+    XDG_CONFIG_HOME=$(mktemp -d) xvfb-run -a -s "-screen 0 1400x950x24" "$build/app/attnscope" --screenshot "docs/screenshots/$out" "$@"
 }
-run main-cls.png builtin:fmnist-vit resources/samples/fashion-mnist
-run patch-query-head.png builtin:fmnist-vit resources/samples/fashion-mnist --layer 1 --head 2 --query 24
-run rollout.png builtin:fmnist-neutreno resources/samples/fashion-mnist --head -2
-run quadratic.png builtin:fmnist-quadratic resources/samples/fashion-mnist --layer 1 --head 4 --query 24
+run main-cls.png builtin:fmnist-vit $samples
+run patch-query-head.png builtin:fmnist-vit $samples --layer 1 --head 2 --query 24 --variant 0.6,0.3
+run compare.png builtin:fmnist-vit $samples --compare builtin:fmnist-quadratic --layer 1 --head 1 --query 24 --figure 4
+run image-set-snr.png builtin:fmnist-vit resources/samples --analyse-set --variant 0.6,0.3 --set-figure 1
+run rollout.png builtin:fmnist-neutreno $samples --head -2 --figure 3
+run logit-decomposition.png builtin:fmnist-vit $samples --layer 1 --head 0 --figure 5
 echo "screenshots in docs/screenshots/"

@@ -111,8 +111,8 @@ void buildFigure(QCustomPlot* plot, Figure figure, const FigureData& data, const
     if (!figureHasData(figure, data)) {
         resetPlot(plot, figureTitle(figure), QString(), style);
         auto* rect = addAxisRect(plot, plot->plotLayout(), 1, 0, style);
-        rect->axis(QCPAxis::atBottom)->setVisible(false);
-        rect->axis(QCPAxis::atLeft)->setVisible(false);
+        for (QCPAxis* axis : rect->axes())
+            axis->setVisible(false);
         addNote(rect, missing(figure), style);
         return;
     }

@@ -7,6 +7,7 @@
 #include <QGroupBox>
 #include <QLabel>
 #include <QPushButton>
+#include <QSettings>
 #include <QSlider>
 #include <QSpinBox>
 #include <QTimer>
@@ -118,6 +119,23 @@ AttentionControls::AttentionControls(QWidget* parent)
     variantForm->addRow(tr("SNR noise"), m_noiseKind);
     variantForm->addRow(tr("Strength"), m_noiseStrength);
     layout->addRow(variantBox);
+
+    // How maps are drawn persists; what is computed (variant, noise) starts from the model each time.
+    QSettings settings;
+    m_opacity->setValue(settings.value("view/opacity", 60).toInt());
+    m_colormap->setCurrentText(settings.value("view/colormap", colormapName(Colormap::Viridis)).toString());
+    m_grid->setChecked(settings.value("view/grid", false).toBool());
+    connect(m_opacity, &QSlider::valueChanged, this, [](int v) { QSettings().setValue("view/opacity", v); });
+    connect(m_colormap, &QComboBox::currentTextChanged, this, [](const QString& v) { QSettings().setValue("view/colormap", v); });
+    connect(m_grid, &QCheckBox::toggled, this, [](bool v) { QSettings().setValue("view/grid", v); });
+}
+
+void AttentionControls::announce()
+{
+    emit opacityChanged(m_opacity->value() / 100.0);
+    if (auto c = colormapFromName(m_colormap->currentText()))
+        emit colormapChanged(*c);
+    emit gridToggled(m_grid->isChecked());
 }
 
 void AttentionControls::setModel(int depth, int heads, double trainedLambda, double trainedBoost)

@@ -33,6 +33,8 @@ public:
     void setVariantValues(double lambda, double boost); // moves the spin boxes (reported like a user's edit)
     void setPerturbation(const attnscope::Perturbation& perturbation);
 
+    void announce(); // emits the drawing settings (restored from the last session) for the views to follow
+
     int layer() const;
     int head() const;
     QString headText() const;

@@ -12,6 +12,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QDirIterator>
+#include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -344,6 +345,8 @@ void MainWindow::runVariant(double neutrenoLambda, double boostT)
 {
     m_controls->setVariantValues(neutrenoLambda, boostT);
     const auto variant = m_controls->variant();
+    if (variant == m_slots[0]->variant())
+        return; // the spin boxes echo a value already running
     for (ModelSlot* slot : m_slots)
         slot->setVariant(variant);
     if (variant)
@@ -386,6 +389,8 @@ void MainWindow::cancelImageSet()
 void MainWindow::showSetFigure(int index)
 {
     m_setPanel->setFigure(allFigures().at(size_t(std::clamp(index, 0, 4))));
+    if (auto* dock = findChild<QDockWidget*>("setDock"))
+        dock->raise();
 }
 
 bool MainWindow::exportImageSet(const QString& dir)

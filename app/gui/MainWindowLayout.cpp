@@ -167,6 +167,7 @@ void MainWindow::buildDocks()
                    v ? v->boostT : m_slots[0]->model() ? m_slots[0]->model()->config().boostT : 0);
     });
     connect(m_controls, &AttentionControls::perturbationChanged, this, &MainWindow::applyPerturbation);
+    m_controls->announce();
 
     auto* scrollTiles = new QScrollArea;
     m_tiles = new AttentionTileGrid;

@@ -28,7 +28,8 @@ int main(int argc, char** argv)
     QCommandLineOption variant("variant", "also run with NeuTRENO lambda and Boost t", "LAMBDA,T");
     QCommandLineOption figure("figure", "figure of the image dock: 0 token similarity ... 5 logit decomposition", "N");
     QCommandLineOption set("analyse-set", "analyse the image set (before the screenshot)");
-    parser.addOptions({ compare, screenshot, layer, head, query, variant, figure, set });
+    QCommandLineOption setFigure("set-figure", "figure of the image-set dock (raised): 0 token similarity ... 4 distance", "N");
+    parser.addOptions({ compare, screenshot, layer, head, query, variant, figure, set, setFigure });
     parser.process(app);
     const QStringList args = parser.positionalArguments();
     MainWindow window;
@@ -63,6 +64,8 @@ int main(int argc, char** argv)
                     window.setQuery(parser.value(query).toInt());
                 if (parser.isSet(figure))
                     window.imagePanel()->setFigure(attnscope::allFigures().at(size_t(parser.value(figure).toInt())));
+                if (parser.isSet(setFigure))
+                    window.showSetFigure(parser.value(setFigure).toInt());
                 QTimer::singleShot(300, &window, [&] {
                     window.grab().save(parser.value(screenshot));
                     app.quit();
