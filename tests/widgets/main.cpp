@@ -10,6 +10,7 @@ QObject* makeOutlineTest();
 QObject* makeAttentionOverlayTest();
 QObject* makeFigureExportTest();
 QObject* makePlotBuildersTest();
+QObject* makeEngineWorkerTest();
 
 int main(int argc, char** argv)
 {
@@ -18,7 +19,8 @@ int main(int argc, char** argv)
     QApplication app(argc, argv);
     int failed = 0;
     for (auto make :
-        { makeColormapTest, makeOutlineTest, makeAttentionOverlayTest, makeFigureExportTest, makePlotBuildersTest }) {
+        { makeColormapTest, makeOutlineTest, makeAttentionOverlayTest, makeFigureExportTest, makePlotBuildersTest,
+          makeEngineWorkerTest }) {
         std::unique_ptr<QObject> test(make());
         failed += QTest::qExec(test.get(), argc, argv) != 0;
     }

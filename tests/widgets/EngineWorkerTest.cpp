@@ -1,0 +1,138 @@
+// The worker's contract (STYLE.md): jobs run off the GUI thread, one at a time; a new job supersedes the pending
+// one of its kind and channel only; every job ends in exactly one terminal signal; an image-set run lets
+// interactive jobs in between its images.
+
+#include <EngineWorker.h>
+
+#include <QSignalSpy>
+#include <QtTest>
+
+#include <map>
+
+using namespace attnscope;
+
+namespace {
+
+const QString kModel = QStringLiteral("builtin:fmnist-vit");
+const QString kImage = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist/test-0000-ankle-boot.png");
+
+// Counts the terminal signals of each job.
+struct Terminals {
+    std::map<quint64, int> count;
+    std::map<quint64, QString> kind;
+    explicit Terminals(EngineWorker& w)
+    {
+        const auto note = [this](quint64 job, const char* what) {
+            ++count[job];
+            kind[job] = what;
+        };
+        QObject::connect(&w, &EngineWorker::modelLoaded, &w, [note](quint64 j, auto) { note(j, "model"); });
+        QObject::connect(&w, &EngineWorker::imageTraced, &w, [note](quint64 j, auto) { note(j, "traced"); });
+        QObject::connect(&w, &EngineWorker::imageAnalysed, &w, [note](quint64 j, auto) { note(j, "analysed"); });
+        QObject::connect(&w, &EngineWorker::setAnalysed, &w, [note](quint64 j, auto, bool complete) {
+            if (complete)
+                note(j, "set");
+        });
+        QObject::connect(&w, &EngineWorker::taskFinished, &w, [note](quint64 j) { note(j, "task"); });
+        QObject::connect(&w, &EngineWorker::failed, &w, [note](quint64 j, const QString&) { note(j, "failed"); });
+        QObject::connect(&w, &EngineWorker::cancelled, &w, [note](quint64 j) { note(j, "cancelled"); });
+    }
+};
+
+std::shared_ptr<const Model> loadModel(EngineWorker& worker)
+{
+    std::shared_ptr<const Model> model;
+    QObject::connect(&worker, &EngineWorker::modelLoaded, &worker, [&](quint64, std::shared_ptr<const Model> m) { model = m; });
+    worker.loadModel(kModel);
+    QElapsedTimer timer;
+    timer.start();
+    while (!model && timer.elapsed() < 20000)
+        QTest::qWait(20);
+    return model; // callers check
+}
+
+} // namespace
+
+class EngineWorkerTest : public QObject {
+    Q_OBJECT
+private slots:
+    void everyJobEndsOnceAndOnlyItsKindAndChannelSupersede()
+    {
+        EngineWorker worker;
+        Terminals t(worker);
+        auto model = loadModel(worker);
+        QVERIFY(model);
+        std::vector<quint64> jobs;
+        for (int i = 0; i < 5; ++i)
+            jobs.push_back(worker.traceImage(model, kImage, {}, {}, 0)); // only the last survives
+        const quint64 other = worker.traceImage(model, kImage, 0.6, 0.3, 1); // another channel: not superseded
+        AnalysisOptions options;
+        options.perturbations = { *Perturbation::parse("gaussian:sigma=8") };
+        const quint64 analysis = worker.analyseImage(model, kImage, options, 0);
+        const quint64 broken = worker.traceImage(model, QStringLiteral("/nonexistent/image.png"), {}, {}, 2);
+        const quint64 task = worker.runTask([](const auto&, const auto& progress) {
+            progress(1, 1);
+            return QString();
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(!worker.busy(), 30000);
+        QTest::qWait(50); // the last queued signals
+        for (size_t i = 0; i + 1 < jobs.size(); ++i) {
+            QCOMPARE(t.count[jobs[i]], 1);
+            QCOMPARE(t.kind[jobs[i]], QStringLiteral("cancelled"));
+        }
+        QCOMPARE(t.kind[jobs.back()], QStringLiteral("traced"));
+        QCOMPARE(t.kind[other], QStringLiteral("traced"));
+        QCOMPARE(t.kind[analysis], QStringLiteral("analysed"));
+        QCOMPARE(t.kind[broken], QStringLiteral("failed"));
+        QCOMPARE(t.kind[task], QStringLiteral("task"));
+        for (const auto& [job, n] : t.count)
+            QCOMPARE(n, 1);
+    }
+
+    void aSetRunLetsClicksThroughAndCancels()
+    {
+        EngineWorker worker;
+        Terminals t(worker);
+        auto model = loadModel(worker);
+        QVERIFY(model);
+        QStringList paths;
+        for (int i = 0; i < 300; ++i)
+            paths << kImage;
+        AnalysisOptions options;
+        options.perturbations = { *Perturbation::parse("gaussian:sigma=8") };
+        int progress = 0;
+        connect(&worker, &EngineWorker::setProgress, this, [&](quint64, int done, int, double) { progress = done; });
+        const quint64 set = worker.analyseSet(model, paths, options, 50, 2);
+        QTRY_VERIFY_WITH_TIMEOUT(progress >= 3, 20000);
+        // A click in the middle of the run: traced long before the set is done.
+        const quint64 click = worker.traceImage(model, kImage);
+        QTRY_VERIFY_WITH_TIMEOUT(t.count[click] == 1, 20000);
+        QCOMPARE(t.kind[click], QStringLiteral("traced"));
+        QVERIFY(t.count[set] == 0 && progress < 300);
+        worker.cancel(EngineWorker::SetJob, 2);
+        QTRY_COMPARE_WITH_TIMEOUT(t.count[set], 1, 20000);
+        QCOMPARE(t.kind[set], QStringLiteral("cancelled"));
+        QVERIFY(!worker.busy());
+    }
+
+    void destroyingTheWorkerMidRunReturns()
+    {
+        QElapsedTimer timer;
+        {
+            EngineWorker worker;
+            auto model = loadModel(worker);
+            QVERIFY(model);
+            QStringList paths;
+            for (int i = 0; i < 300; ++i)
+                paths << kImage;
+            worker.analyseSet(model, paths, {}, 50);
+            QTest::qWait(200);
+            timer.start();
+        }
+        QVERIFY(timer.elapsed() < 5000);
+    }
+};
+
+QObject* makeEngineWorkerTest() { return new EngineWorkerTest; }
+
+#include "EngineWorkerTest.moc"
