@@ -9,6 +9,18 @@ namespace {
 
 QString fromStd(const std::string& s) { return QString::fromStdString(s); }
 
+// Decoded and preprocessed for `model`; errors name the file.
+Result<Model::Prepared> prepareImage(const Model& model, const QString& path)
+{
+    auto image = decodeImage(path.toStdString());
+    if (!image)
+        return image.error();
+    auto prepared = model.prepare(*image);
+    if (!prepared)
+        return Error { path.toStdString() + ": " + prepared.message() };
+    return prepared;
+}
+
 std::shared_ptr<AnalysisSummary> summaryOf(const AnalysisRun& run, const Model& model)
 {
     auto s = std::make_shared<AnalysisSummary>(summarise(run.statistics(), run.images(), run.options().radius));
@@ -133,12 +145,9 @@ quint64 EngineWorker::traceImage(std::shared_ptr<const Model> model, const QStri
             emit cancelled(id);
             return;
         }
-        auto image = decodeImage(imagePath.toStdString());
-        if (!image)
-            return fail(fromStd(image.message()));
-        auto prepared = model->prepare(*image);
+        auto prepared = prepareImage(*model, imagePath);
         if (!prepared)
-            return fail(imagePath + QStringLiteral(": ") + fromStd(prepared.message()));
+            return fail(fromStd(prepared.message()));
         RunOptions options;
         options.record = RecordSpec::everything();
         options.isCancelled = superseded;
@@ -173,12 +182,9 @@ quint64 EngineWorker::analyseImage(std::shared_ptr<const Model> model, const QSt
         };
         if (superseded())
             return fail({});
-        auto image = decodeImage(imagePath.toStdString());
-        if (!image)
-            return fail(fromStd(image.message()));
-        auto prepared = model->prepare(*image);
+        auto prepared = prepareImage(*model, imagePath);
         if (!prepared)
-            return fail(imagePath + QStringLiteral(": ") + fromStd(prepared.message()));
+            return fail(fromStd(prepared.message()));
         AnalysisRun run(model, options);
         if (auto added = run.addImage(*prepared, 0, superseded); !added)
             return fail(imagePath + QStringLiteral(": ") + fromStd(added.message()));
@@ -227,15 +233,14 @@ void EngineWorker::stepSet(std::shared_ptr<SetRun> run)
     const int total = int(run->paths.size());
     if (run->next < total) {
         const QString& path = run->paths[run->next];
-        auto image = decodeImage(path.toStdString());
-        Result<Model::Prepared> prepared = image ? run->model->prepare(*image) : Result<Model::Prepared>(image.error());
+        auto prepared = prepareImage(*run->model, path);
         Result<bool> added = prepared ? run->run.addImage(*prepared, run->next, superseded) : Result<bool>(prepared.error());
         if (!added) {
             finish();
             if (superseded())
                 emit cancelled(id);
             else
-                emit failed(id, path + QStringLiteral(": ") + fromStd(added.message()));
+                emit failed(id, prepared ? path + QStringLiteral(": ") + fromStd(added.message()) : fromStd(added.message()));
             return;
         }
         const int done = ++run->next;
