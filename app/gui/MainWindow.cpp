@@ -1,7 +1,11 @@
 #include "MainWindow.h"
 
+#include <AttentionGridFigure.h>
 #include <FigureExport.h>
+#include <Figures.h>
 #include <Report.h>
+
+#include <attnscope/Files.h>
 
 #include <attnscope/Analyses.h>
 #include <attnscope/AnalysisRun.h>
@@ -393,110 +397,6 @@ void MainWindow::showSetFigure(int index)
         dock->raise();
 }
 
-bool MainWindow::exportImageSet(const QString& dir)
-{
-    if (!m_slots[0]->setSummary()) {
-        showError(tr("Analyse the image set first"));
-        return false;
-    }
-    const AnalysisSummary own = m_slots[0]->setSeries().front();
-    if (auto csvs = writeSummaryCsvs(dir.toStdString(), own); !csvs) {
-        showError(QString::fromStdString(csvs.message()));
-        return false;
-    }
-    FigurePanel panel(allFigures());
-    const FigureData& data = m_setPanel->data();
-    panel.setData(data.series);
-    for (Figure f : allFigures()) {
-        if (!figureHasData(f, data))
-            continue;
-        panel.setFigure(f);
-        QString error;
-        const QString base = QDir(dir).filePath(QString::fromStdString(figureFileName(f)));
-        for (const char* ext : { ".png", ".svg", ".pdf" })
-            if (!panel.exportFigure(base + ext, &error)) {
-                showError(error);
-                return false;
-            }
-    }
-    statusBar()->showMessage(tr("Image-set results written to %1").arg(dir), 5000);
-    return true;
-}
-
-void MainWindow::exportAll(const QString& dir)
-{
-    if (!m_slots[0]->model() || m_images->rowCount() == 0) {
-        showError(tr("Export all: open a model and images first"));
-        emit exportFinished(false);
-        return;
-    }
-    auto request = std::make_shared<ReportRequest>();
-    request->model = m_slots[0]->model();
-    request->modelName = m_slots[0]->name().toStdString();
-    if (m_slots[1]->model()) {
-        request->compare = m_slots[1]->model();
-        request->compareName = m_slots[1]->name().toStdString();
-        request->compareSpec = m_slots[1]->model()->info().path;
-    }
-    for (const QString& p : m_images->paths())
-        request->images.push_back(p.toStdString());
-    request->out = dir.toStdString();
-    request->options = m_slots[0]->analysisOptions();
-    // The decomposition needs absolute position embeddings; ask for it only where this image's analysis found it.
-    const auto& analysis = m_slots[0]->analysis();
-    request->options.decomposition = analysis && analysis->decomposition;
-    request->analysesText = request->options.decomposition ? "similarity,attention,centres,snr,decomposition" : "similarity,attention,centres,snr";
-    if (const auto& v = m_slots[0]->variant()) {
-        request->neutreno = v->neutrenoLambda;
-        request->boost = v->boostT;
-    }
-    request->formats = { "png", "svg", "pdf" };
-    request->formatsText = "png,svg,pdf";
-    auto results = std::make_shared<std::shared_ptr<ReportResults>>();
-    m_exportJob = m_worker.runTask([request, results](const std::function<bool()>& cancelled, const EngineWorker::Progress& progress) {
-        auto r = analyseReport(*request, cancelled, progress);
-        if (!r)
-            return QString::fromStdString(r.message());
-        *results = *r;
-        return QString();
-    });
-    statusBar()->showMessage(tr("Export all: analysing %n image(s)…", nullptr, int(request->images.size())));
-    auto progress = connect(&m_worker, &EngineWorker::taskProgress, this, [this, job = m_exportJob](quint64 id, int done, int total) {
-        if (id == job)
-            statusBar()->showMessage(tr("Export all: %1/%2 images").arg(done).arg(total));
-    });
-    auto finished = std::make_shared<QMetaObject::Connection>();
-    auto failed = std::make_shared<QMetaObject::Connection>();
-    const auto disconnectAll = [progress, finished, failed] {
-        QObject::disconnect(progress);
-        QObject::disconnect(*finished);
-        QObject::disconnect(*failed);
-    };
-    *finished = connect(&m_worker, &EngineWorker::taskFinished, this, [=, job = m_exportJob](quint64 id) {
-        if (id != job)
-            return;
-        disconnectAll();
-        // Figures are drawn here, on the GUI thread (QCustomPlot is a widget); then the manifest, last.
-        QApplication::setOverrideCursor(Qt::BusyCursor);
-        auto outcome = finishReport(*request, **results);
-        QApplication::restoreOverrideCursor();
-        if (!outcome) {
-            showError(QString::fromStdString(outcome.message()));
-            emit exportFinished(false);
-            return;
-        }
-        statusBar()->showMessage(tr("Export all: %1 images written to %2").arg(outcome->done).arg(dir), 10000);
-        emit exportFinished(true);
-    });
-    *failed = connect(&m_worker, &EngineWorker::failed, this, [=, job = m_exportJob](quint64 id, const QString& message) {
-        if (id != job)
-            return;
-        disconnectAll();
-        showError(message);
-        emit exportFinished(false);
-    });
-}
-
 void MainWindow::refreshRecent()
 {
     m_recent->clear();
@@ -513,18 +413,6 @@ void MainWindow::rememberModel(const QString& path)
     recent.prepend(path);
     settings.setValue("recentModels", recent.mid(0, 10));
     refreshRecent();
-}
-
-bool MainWindow::exportView(const QString& path)
-{
-    QString error;
-    const QImage image = m_slots[1]->model() && !m_views[1]->rendered().isNull() ? composedViews() : m_views[0]->composed();
-    if (image.isNull() || !exportImage(image, path, &error)) {
-        showError(path + ": " + (error.isEmpty() ? tr("nothing to export") : error));
-        return false;
-    }
-    statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
-    return true;
 }
 
 void MainWindow::showError(const QString& message)

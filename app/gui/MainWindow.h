@@ -39,7 +39,10 @@ public:
     void setQuery(int token);
     void setLayer(int layer);
     void setHead(int head); // -1: mean over heads, -2: rollout
+    // The view (both views in compare mode) as .png/.svg/.pdf with caption and colour bar, or its map as .csv.
     bool exportView(const QString& path);
+    // The layers x heads maps of the current query (the CLI's attention_grid figure), or their data as .csv.
+    bool exportTiles(const QString& path);
     // Runs the current image (and the image set, when analysed) with these variant values as well, and overlays
     // its curves on the model's own. Values equal to the model's own remove the variant.
     void runVariant(double neutrenoLambda, double boostT);

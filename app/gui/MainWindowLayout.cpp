@@ -72,9 +72,16 @@ void MainWindow::buildActions()
     file->addAction(tr("Close comparison"), this, &MainWindow::closeCompare);
     file->addSeparator();
     auto* exportAction = file->addAction(tr("&Export view…"), this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export view"), "attention.png", tr("PNG (*.png);;SVG (*.svg);;PDF (*.pdf)"));
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export view"), "attention.png",
+                                                          tr("PNG (*.png);;SVG (*.svg);;PDF (*.pdf);;Data (*.csv)"));
         if (!path.isEmpty())
             exportView(path);
+    });
+    file->addAction(tr("Export layers × &heads…"), this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export layers × heads"), "attention_grid.png",
+                                                          tr("PNG (*.png);;SVG (*.svg);;PDF (*.pdf);;Data (*.csv)"));
+        if (!path.isEmpty())
+            exportTiles(path);
     });
     exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
     auto* exportAllAction = file->addAction(tr("Export &all…"), this, [this] {
@@ -213,18 +220,4 @@ void MainWindow::buildDocks()
         connect(panel, &FigurePanel::exportFailed, this, &MainWindow::showError);
         connect(panel, &FigurePanel::exported, this, [this](const QString& path) { statusBar()->showMessage(tr("Wrote %1").arg(path), 5000); });
     }
-}
-
-QImage MainWindow::composedViews() const
-{
-    const QImage a = m_views[0]->composed(), b = m_views[1]->composed();
-    const qreal ratio = a.devicePixelRatio();
-    QImage out(a.width() + b.width(), std::max(a.height(), b.height()), QImage::Format_ARGB32);
-    out.fill(Qt::white);
-    QPainter p(&out);
-    p.drawImage(0, 0, a);
-    p.drawImage(a.width(), 0, b);
-    p.end();
-    out.setDevicePixelRatio(ratio);
-    return out;
 }

@@ -50,7 +50,7 @@ Result<std::vector<std::string>> parseFigureFormats(const std::string& list)
     return out;
 }
 
-AttentionGrid attentionGridOf(const Trace& trace, const Image& shown, const std::string& model, const std::string& image)
+AttentionGrid attentionGridOf(const Trace& trace, const Image& shown, const std::string& model, const std::string& image, int query)
 {
     AttentionGrid g;
     g.model = model;
@@ -59,7 +59,7 @@ AttentionGrid attentionGridOf(const Trace& trace, const Image& shown, const std:
     g.gridHeight = trace.gridHeight;
     g.gridWidth = trace.gridWidth;
     g.numPrefixTokens = trace.numPrefixTokens;
-    g.query = trace.numPrefixTokens > 0 ? 0 : (trace.gridHeight / 2) * trace.gridWidth + trace.gridWidth / 2;
+    g.query = query >= 0 ? query : trace.numPrefixTokens > 0 ? 0 : (trace.gridHeight / 2) * trace.gridWidth + trace.gridWidth / 2;
     for (int l = 1; l <= trace.depth; ++l) {
         std::vector<AttentionMap> row;
         for (int h = 0; h < trace.numHeads; ++h)
@@ -69,6 +69,24 @@ AttentionGrid attentionGridOf(const Trace& trace, const Image& shown, const std:
     }
     g.rollout = rolloutMap(trace, attentionRollout(trace), g.query);
     return g;
+}
+
+std::string attentionGridCsv(const AttentionGrid& g)
+{
+    std::string csv = "layer,head,row,col,attention\n";
+    for (size_t l = 0; l < g.maps.size(); ++l)
+        for (size_t h = 0; h < g.maps[l].size(); ++h) {
+            const Tensor& m = g.maps[l][h].patches;
+            const std::string head = h + 1 == g.maps[l].size() ? "mean" : std::to_string(h);
+            for (int r = 0; r < g.gridHeight; ++r)
+                for (int c = 0; c < g.gridWidth; ++c)
+                    csv += std::to_string(l + 1) + "," + head + "," + std::to_string(r) + "," + std::to_string(c) + ","
+                        + csvNumber(m.data()[r * g.gridWidth + c]) + "\n";
+        }
+    for (int r = 0; r < g.gridHeight; ++r)
+        for (int c = 0; c < g.gridWidth; ++c)
+            csv += "rollout,mean," + std::to_string(r) + "," + std::to_string(c) + "," + csvNumber(g.rollout.patches.data()[r * g.gridWidth + c]) + "\n";
+    return csv;
 }
 
 std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>& runs, const AttentionGrid* grid,
@@ -116,20 +134,7 @@ std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>
             if (!exportImage(image, path, &message))
                 return path.toStdString() + ": " + message.toStdString();
         }
-        std::string csv = "layer,head,row,col,attention\n";
-        for (size_t l = 0; l < grid->maps.size(); ++l)
-            for (size_t h = 0; h < grid->maps[l].size(); ++h) {
-                const Tensor& m = grid->maps[l][h].patches;
-                const std::string head = h + 1 == grid->maps[l].size() ? "mean" : std::to_string(h);
-                for (int r = 0; r < grid->gridHeight; ++r)
-                    for (int c = 0; c < grid->gridWidth; ++c)
-                        csv += std::to_string(l + 1) + "," + head + "," + std::to_string(r) + "," + std::to_string(c) + ","
-                            + csvNumber(m.data()[r * grid->gridWidth + c]) + "\n";
-            }
-        for (int r = 0; r < grid->gridHeight; ++r)
-            for (int c = 0; c < grid->gridWidth; ++c)
-                csv += "rollout,mean," + std::to_string(r) + "," + std::to_string(c) + "," + csvNumber(grid->rollout.patches.data()[r * grid->gridWidth + c]) + "\n";
-        if (auto w = writeTextFile((dir / "attention_grid.csv").string(), csv); !w)
+        if (auto w = writeTextFile((dir / "attention_grid.csv").string(), attentionGridCsv(*grid)); !w)
             return w.message();
     }
     return {};

@@ -11,9 +11,12 @@
 // The figures of an output folder (figures/), drawn by the same plot builders as the GUI, headless.
 attnscope::Result<std::vector<std::string>> parseFigureFormats(const std::string& commaSeparated);
 
-// The layers x heads maps of query 0 (the CLS token, or the centre patch of a model without prefix tokens).
+// The layers x heads maps of `query` (by default -1: the CLS token, or the centre patch of a model without prefix
+// tokens), the head mean of each layer and the rollout.
 attnscope::AttentionGrid attentionGridOf(const attnscope::Trace& trace, const attnscope::Image& shown, const std::string& model,
-                                         const std::string& image);
+                                         const std::string& image, int query = -1);
+// Its data: layer,head,row,col,attention (head "mean"; layer "rollout").
+std::string attentionGridCsv(const attnscope::AttentionGrid& grid);
 
 // Writes every figure the runs have data for, in each format, each with a CSV of the plotted data; returns an
 // error message or "".

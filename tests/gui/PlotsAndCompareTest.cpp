@@ -173,6 +173,22 @@ private slots:
         const QImage both(dir.filePath("both.png"));
         QVERIFY(!both.isNull());
         QVERIFY(both.width() > both.height() * 3 / 2);
+        // The data of both maps: one row per patch of each model's grid.
+        QVERIFY(w.exportView(dir.filePath("both.csv")));
+        QFile csv(dir.filePath("both.csv"));
+        QVERIFY(csv.open(QIODevice::ReadOnly));
+        const QList<QByteArray> rows = csv.readAll().trimmed().split('\n');
+        QCOMPARE(rows.size(), 1 + 16 * 16 + 7 * 7);
+        QVERIFY(rows[1].startsWith("tv_grid16,1,1,18,0,0,"));
+        QVERIFY(rows.last().startsWith("fmnist-vit,1,1,1,6,6,"));
+        // The layers x heads grid of the current query, as a figure and as data.
+        QVERIFY(w.exportTiles(dir.filePath("grid.png")));
+        QVERIFY(distinctColours(QImage(dir.filePath("grid.png"))) > 50);
+        QVERIFY(w.exportTiles(dir.filePath("grid.csv")));
+        QFile gridCsv(dir.filePath("grid.csv"));
+        QVERIFY(gridCsv.open(QIODevice::ReadOnly));
+        const int layers = w.current()->trace.depth, heads = w.current()->trace.numHeads;
+        QCOMPARE(gridCsv.readAll().trimmed().count('\n'), layers * (heads + 1) * 256 + 256);
 
         w.closeCompare();
         QVERIFY(!w.compareView()->isVisible());

@@ -1,0 +1,198 @@
+// MainWindow's exports: the view, the layers x heads grid, the image set's figures, and "Export all" (the CLI's
+// output folder, through app/report).
+#include "MainWindow.h"
+
+#include <AttentionGridFigure.h>
+#include <FigureExport.h>
+#include <Figures.h>
+#include <Report.h>
+
+#include <attnscope/Files.h>
+
+#include <QApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QPainter>
+#include <QStatusBar>
+
+using namespace attnscope;
+
+bool MainWindow::exportView(const QString& path)
+{
+    QString error;
+    bool ok = false;
+    if (path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)) {
+        std::string csv = "model,layer,head,query,row,col,attention\n";
+        for (int i = 0; i < 2; ++i) {
+            const auto& map = m_views[i]->map();
+            const auto& t = m_slots[i]->trace();
+            if (!map || !t || !m_slots[i]->model())
+                continue;
+            const int query = i == 0 ? m_query : compareQuery();
+            const std::string head = m_head == -2 ? "rollout" : m_head == -1 || m_head >= t->trace.numHeads ? "mean" : std::to_string(m_head);
+            const std::string prefix = m_slots[i]->name().toStdString() + "," + std::to_string(std::clamp(m_layer, 1, t->trace.depth)) + ","
+                + head + "," + std::to_string(query) + ",";
+            for (int r = 0; r < t->trace.gridHeight; ++r)
+                for (int c = 0; c < t->trace.gridWidth; ++c)
+                    csv += prefix + std::to_string(r) + "," + std::to_string(c) + ","
+                        + csvNumber(map->patches.data()[r * t->trace.gridWidth + c]) + "\n";
+        }
+        auto w = m_views[0]->map() ? writeTextFile(path.toStdString(), csv) : Result<bool>(Error { "nothing to export" });
+        ok = bool(w);
+        if (!ok)
+            error = QString::fromStdString(w.message());
+    } else {
+        const QImage image = m_slots[1]->model() && !m_views[1]->rendered().isNull() ? composedViews() : m_views[0]->composed();
+        ok = !image.isNull() && exportImage(image, path, &error);
+    }
+    if (!ok) {
+        showError(error.startsWith(path) ? error : path + ": " + (error.isEmpty() ? tr("nothing to export") : error));
+        return false;
+    }
+    statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
+    return true;
+}
+
+bool MainWindow::exportTiles(const QString& path)
+{
+    const auto& t = m_slots[0]->trace();
+    if (!t) {
+        showError(path + ": " + tr("nothing to export"));
+        return false;
+    }
+    const AttentionGrid grid = attentionGridOf(t->trace, t->shown, m_slots[0]->name().toStdString(),
+                                               QFileInfo(t->path).completeBaseName().toStdString(), m_query);
+    QString error;
+    bool ok;
+    if (path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)) {
+        auto w = writeTextFile(path.toStdString(), attentionGridCsv(grid));
+        ok = bool(w);
+        error = ok ? QString() : QString::fromStdString(w.message());
+    } else {
+        ok = exportImage(renderAttentionGrid(grid), path, &error);
+    }
+    if (!ok) {
+        showError(error.startsWith(path) ? error : path + ": " + error);
+        return false;
+    }
+    statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
+    return true;
+}
+
+bool MainWindow::exportImageSet(const QString& dir)
+{
+    if (!m_slots[0]->setSummary()) {
+        showError(tr("Analyse the image set first"));
+        return false;
+    }
+    const AnalysisSummary own = m_slots[0]->setSeries().front();
+    if (auto csvs = writeSummaryCsvs(dir.toStdString(), own); !csvs) {
+        showError(QString::fromStdString(csvs.message()));
+        return false;
+    }
+    FigurePanel panel(allFigures());
+    const FigureData& data = m_setPanel->data();
+    panel.setData(data.series);
+    for (Figure f : allFigures()) {
+        if (!figureHasData(f, data))
+            continue;
+        panel.setFigure(f);
+        QString error;
+        const QString base = QDir(dir).filePath(QString::fromStdString(figureFileName(f)));
+        for (const char* ext : { ".png", ".svg", ".pdf" })
+            if (!panel.exportFigure(base + ext, &error)) {
+                showError(error);
+                return false;
+            }
+    }
+    statusBar()->showMessage(tr("Image-set results written to %1").arg(dir), 5000);
+    return true;
+}
+
+void MainWindow::exportAll(const QString& dir)
+{
+    if (!m_slots[0]->model() || m_images->rowCount() == 0) {
+        showError(tr("Export all: open a model and images first"));
+        emit exportFinished(false);
+        return;
+    }
+    auto request = std::make_shared<ReportRequest>();
+    request->model = m_slots[0]->model();
+    request->modelName = m_slots[0]->name().toStdString();
+    if (m_slots[1]->model()) {
+        request->compare = m_slots[1]->model();
+        request->compareName = m_slots[1]->name().toStdString();
+        request->compareSpec = m_slots[1]->model()->info().path;
+    }
+    for (const QString& p : m_images->paths())
+        request->images.push_back(p.toStdString());
+    request->out = dir.toStdString();
+    request->options = m_slots[0]->analysisOptions();
+    // The decomposition needs absolute position embeddings; ask for it only where this image's analysis found it.
+    const auto& analysis = m_slots[0]->analysis();
+    request->options.decomposition = analysis && analysis->decomposition;
+    request->analysesText = request->options.decomposition ? "similarity,attention,centres,snr,decomposition" : "similarity,attention,centres,snr";
+    if (const auto& v = m_slots[0]->variant()) {
+        request->neutreno = v->neutrenoLambda;
+        request->boost = v->boostT;
+    }
+    request->formats = { "png", "svg", "pdf" };
+    request->formatsText = "png,svg,pdf";
+    auto results = std::make_shared<std::shared_ptr<ReportResults>>();
+    m_exportJob = m_worker.runTask([request, results](const std::function<bool()>& cancelled, const EngineWorker::Progress& progress) {
+        auto r = analyseReport(*request, cancelled, progress);
+        if (!r)
+            return QString::fromStdString(r.message());
+        *results = *r;
+        return QString();
+    });
+    statusBar()->showMessage(tr("Export all: analysing %n image(s)…", nullptr, int(request->images.size())));
+    auto progress = connect(&m_worker, &EngineWorker::taskProgress, this, [this, job = m_exportJob](quint64 id, int done, int total) {
+        if (id == job)
+            statusBar()->showMessage(tr("Export all: %1/%2 images").arg(done).arg(total));
+    });
+    auto finished = std::make_shared<QMetaObject::Connection>();
+    auto failed = std::make_shared<QMetaObject::Connection>();
+    const auto disconnectAll = [progress, finished, failed] {
+        QObject::disconnect(progress);
+        QObject::disconnect(*finished);
+        QObject::disconnect(*failed);
+    };
+    *finished = connect(&m_worker, &EngineWorker::taskFinished, this, [=, job = m_exportJob](quint64 id) {
+        if (id != job)
+            return;
+        disconnectAll();
+        // Figures are drawn here, on the GUI thread (QCustomPlot is a widget); then the manifest, last.
+        QApplication::setOverrideCursor(Qt::BusyCursor);
+        auto outcome = finishReport(*request, **results);
+        QApplication::restoreOverrideCursor();
+        if (!outcome) {
+            showError(QString::fromStdString(outcome.message()));
+            emit exportFinished(false);
+            return;
+        }
+        statusBar()->showMessage(tr("Export all: %1 images written to %2").arg(outcome->done).arg(dir), 10000);
+        emit exportFinished(true);
+    });
+    *failed = connect(&m_worker, &EngineWorker::failed, this, [=, job = m_exportJob](quint64 id, const QString& message) {
+        if (id != job)
+            return;
+        disconnectAll();
+        showError(message);
+        emit exportFinished(false);
+    });
+}
+
+QImage MainWindow::composedViews() const
+{
+    const QImage a = m_views[0]->composed(), b = m_views[1]->composed();
+    const qreal ratio = a.devicePixelRatio();
+    QImage out(a.width() + b.width(), std::max(a.height(), b.height()), QImage::Format_ARGB32);
+    out.fill(Qt::white);
+    QPainter p(&out);
+    p.drawImage(0, 0, a);
+    p.drawImage(a.width(), 0, b);
+    p.end();
+    out.setDevicePixelRatio(ratio);
+    return out;
+}
