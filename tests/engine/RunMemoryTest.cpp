@@ -3,7 +3,12 @@
 
 #include <attnscope/Model.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <fstream>
 
 using namespace attnscope;
 using namespace attnscope::test;
@@ -92,6 +97,49 @@ TEST(RunMemory, RunThatCannotFitIsRefusedWithTheEstimate)
     // The trained size runs.
     auto normal = (*model)->run(Tensor::fromVector({ 1, 28, 28 }, std::vector<float>(28 * 28, 0.5f)), options);
     EXPECT_TRUE(normal.ok()) << normal.message();
+}
+
+// The estimate against what a run really takes: a 200 x 200 input (2501 tokens) with attention recorded, in a
+// child process so that its peak resident memory (ru_maxrss) is this run's. The estimate must hold the recorded
+// maps it promises and not be exceeded by more than LibTorch's allocator slack.
+TEST(RunMemory, EstimateBoundsTheMeasuredPeak)
+{
+    auto model = Model::load("builtin:fmnist-vit");
+    ASSERT_TRUE(model.ok()) << model.message();
+    RunOptions options;
+    options.record.attention = true;
+    const int64_t side = 200;
+    const RunMemory estimate = estimateRunMemory((*model)->config(), options.record, side, side);
+    ASSERT_EQ(estimate.tokens, 2501);
+    Tensor input = Tensor::fromVector({ 1, side, side }, std::vector<float>(size_t(side * side), 0.5f));
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        setNumThreads(1); // OpenMP's worker threads did not survive the fork
+        long pages = 0, resident = 0;
+        std::ifstream("/proc/self/statm") >> pages >> resident;
+        const int64_t before = int64_t(resident) * sysconf(_SC_PAGESIZE);
+        auto run = (*model)->run(input, options);
+        rusage usage {};
+        getrusage(RUSAGE_SELF, &usage);
+        const int64_t result[2] = { run.ok() ? 1 : 0, int64_t(usage.ru_maxrss) * 1024 - before };
+        _exit(write(fds[1], result, sizeof result) == sizeof result ? 0 : 1);
+    }
+    close(fds[1]);
+    int64_t result[2] = { 0, 0 };
+    const bool got = read(fds[0], result, sizeof result) == sizeof result;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(got && result[0] == 1) << "the run failed in the child";
+    const int64_t measured = result[1];
+    std::printf("[ measured ] 2501 tokens, attention recorded: estimate %s (taps %s + working %s), peak growth %s\n",
+                formatBytes(estimate.taps + estimate.working).c_str(), formatBytes(estimate.taps).c_str(),
+                formatBytes(estimate.working).c_str(), formatBytes(measured).c_str());
+    EXPECT_GE(measured, estimate.taps * 9 / 10);
+    EXPECT_LE(measured, (estimate.taps + estimate.working) * 5 / 4);
 }
 
 } // namespace
