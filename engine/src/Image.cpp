@@ -112,7 +112,9 @@ Result<Image> decodeImage(const std::string& path, const DecodeOptions& options)
         return Error { path + ": " + header.format + " image declares zero size (" + declared + ")" };
     if (header.width > options.maxPixels / header.height)
         return Error { path + ": " + header.format + " image declares " + declared + " pixels, more than the budget of "
-                       + std::to_string(options.maxPixels / 1000000) + " megapixels; not decoded" };
+                       + (options.maxPixels >= 1000000 ? std::to_string(options.maxPixels / 1000000) + " megapixels"
+                                                       : std::to_string(options.maxPixels) + " pixels")
+                       + "; not decoded" };
     if (!header.complete)
         return Error { path + ": truncated JPEG (the data ends before the end-of-image marker)" };
 
