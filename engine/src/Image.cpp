@@ -1,14 +1,18 @@
 #include "attnscope/Image.h"
 
 #include "AtomicFile.h"
+#include "ImageHeader.h"
 #include "LoadError.h"
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include <cstdlib>
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <iterator>
 
 namespace attnscope {
@@ -34,6 +38,55 @@ cv::Mat compositeOnWhite(const cv::Mat& m)
     return out;
 }
 
+// Holds what the decoders write to stderr while it lives (libpng's "libpng error: ...", OpenCV's
+// "imdecode_(...): can't read data ..."), so that a bad image gives the one line decodeImage returns, with the
+// decoder's own first complaint in it, and no extra lines on the CLI's stderr. fd 2 is process-wide: captures
+// are serialised, and another thread's stderr output during a decode (milliseconds) lands in the capture.
+class StderrCapture {
+public:
+    explicit StderrCapture(std::string& said)
+        : m_lock(mutex())
+        , m_said(said)
+    {
+        std::fflush(stderr);
+        m_file = std::tmpfile();
+        m_saved = m_file ? ::dup(2) : -1;
+        if (m_saved >= 0 && ::dup2(::fileno(m_file), 2) < 0) {
+            ::close(m_saved);
+            m_saved = -1;
+        }
+    }
+    ~StderrCapture()
+    {
+        std::fflush(stderr);
+        if (m_saved >= 0) {
+            ::dup2(m_saved, 2);
+            ::close(m_saved);
+            char buf[512] = {};
+            std::rewind(m_file);
+            const size_t n = std::fread(buf, 1, sizeof buf - 1, m_file);
+            std::string text(buf, n);
+            text = text.substr(0, text.find('\n')); // the first complaint, one line
+            m_said = text;
+        }
+        if (m_file)
+            std::fclose(m_file);
+    }
+    StderrCapture(const StderrCapture&) = delete;
+    StderrCapture& operator=(const StderrCapture&) = delete;
+
+private:
+    static std::mutex& mutex()
+    {
+        static std::mutex m;
+        return m;
+    }
+    std::lock_guard<std::mutex> m_lock;
+    std::string& m_said;
+    std::FILE* m_file = nullptr;
+    int m_saved = -1;
+};
+
 } // namespace
 
 Result<Image> decodeImage(const std::string& path, const DecodeOptions& options)
@@ -44,28 +97,43 @@ Result<Image> decodeImage(const std::string& path, const DecodeOptions& options)
     std::vector<uchar> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (bytes.empty())
         return Error { path + ": empty file" };
-    // OpenCV's decoders refuse images whose declared size exceeds this before allocating their pixels.
-    static const bool limitSet = [&] {
-        const std::string v = std::to_string(options.maxPixels);
-        return setenv("OPENCV_IO_MAX_IMAGE_PIXELS", v.c_str(), 0) == 0;
-    }();
-    (void)limitSet;
 
-    const bool jpeg = bytes.size() > 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;
+    // The declared size is checked before OpenCV sees the file: its own limit cannot be lowered at run time
+    // (ImageHeader.h), and a decoder allocates the whole image before reading its first row.
+    const ImageHeader header = readImageHeader(bytes.data(), bytes.size());
+    if (!header.recognised())
+        return Error { path + ": not an image (no PNG, JPEG, BMP, TIFF, WebP, PNM, JPEG 2000 or HDR signature)" };
+    if (header.format == "GIF")
+        return Error { path + ": GIF images are not supported (this OpenCV has no GIF decoder); convert it to PNG" };
+    if (!header.hasSize())
+        return Error { path + ": truncated or corrupt " + header.format + " header (no image size)" };
+    const std::string declared = std::to_string(header.width) + "x" + std::to_string(header.height);
+    if (header.width == 0 || header.height == 0)
+        return Error { path + ": " + header.format + " image declares zero size (" + declared + ")" };
+    if (header.width > options.maxPixels / header.height)
+        return Error { path + ": " + header.format + " image declares " + declared + " pixels, more than the budget of "
+                       + (options.maxPixels >= 1000000 ? std::to_string(options.maxPixels / 1000000) + " megapixels"
+                                                       : std::to_string(options.maxPixels) + " pixels")
+                       + "; not decoded" };
+    if (!header.complete)
+        return Error { path + ": truncated JPEG (the data ends before the end-of-image marker)" };
+
+    const bool jpeg = header.format == "JPEG";
     cv::Mat m;
+    std::string said;
     try {
         // JPEGs are decoded with EXIF orientation applied (and CMYK converted); other formats keep their alpha
         // channel (IMREAD_UNCHANGED, which OpenCV decodes without applying orientation).
+        StderrCapture capture(said);
         m = cv::imdecode(bytes, jpeg ? (cv::IMREAD_ANYCOLOR | cv::IMREAD_ANYDEPTH) : cv::IMREAD_UNCHANGED);
     } catch (const cv::Exception& e) {
-        return Error { path + ": cannot decode image (" + e.err + ")" };
+        return Error { path + ": cannot decode " + header.format + " image (" + e.err + ")" };
     }
-    if (m.empty())
-        return Error { path + ": not an image OpenCV can decode (or truncated)" };
-    if (m.cols <= 0 || m.rows <= 0)
-        return Error { path + ": image has zero size" };
-    if (int64_t(m.cols) * m.rows > options.maxPixels)
-        return Error { path + ": image of " + std::to_string(m.cols) + "x" + std::to_string(m.rows) + " pixels exceeds the limit" };
+    if (m.empty() || m.cols <= 0 || m.rows <= 0)
+        return Error { path + ": corrupt or truncated " + header.format + " image (" + declared + " declared; "
+                       + (said.empty() ? "OpenCV could not decode it" : said) + ")" };
+    if (int64_t(m.cols) * m.rows > options.maxPixels) // a header this reader misread: still never pass on more
+        return Error { path + ": image of " + std::to_string(m.cols) + "x" + std::to_string(m.rows) + " pixels exceeds the budget" };
     if (m.depth() == CV_16U)
         m.convertTo(m, CV_8U, 1.0 / 257.0);
     else if (m.depth() == CV_32F || m.depth() == CV_64F)
@@ -74,6 +142,8 @@ Result<Image> decodeImage(const std::string& path, const DecodeOptions& options)
         m.convertTo(m, CV_8U);
     if (m.channels() == 4 || m.channels() == 2)
         m = compositeOnWhite(m);
+    if (header.grey && m.channels() == 3) // grey + alpha came back as BGRA: its three channels are equal
+        cv::cvtColor(m, m, cv::COLOR_BGR2GRAY);
     Image img;
     if (m.channels() == 1) {
         img.channels = 1;

@@ -89,7 +89,17 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
             tensors = applyDescriptionRenames(std::move(tensors), *files.sources.description, files.sources.descriptionPath);
         NamingHints hints;
         tensors = toCanonicalNames(std::move(tensors), hints, files.weights);
-        ResolvedConfig resolved = resolveConfig(tensors, hints, files.sources, files.weights);
+        ResolvedConfig resolved;
+        try {
+            resolved = resolveConfig(tensors, hints, files.sources, files.weights);
+        } catch (const nlohmann::json::exception& e) {
+            // A config value of the wrong JSON type ("model_type": 7): name the file that holds it. Which key is
+            // not known here; nlohmann's message says which type was wanted.
+            std::string where;
+            for (const auto* f : { &files.sources.descriptionPath, &files.sources.configPath, &files.sources.preprocessorPath })
+                where += (f->empty() ? "" : (where.empty() ? "" : " or ") + *f);
+            throw LoadError((where.empty() ? files.weights : where) + ": a value has the wrong JSON type (" + e.what() + ")");
+        }
 
         auto impl = std::make_unique<Impl>();
         ModelInfo& info = impl->info;
@@ -172,6 +182,15 @@ Result<Trace> Model::run(const Tensor& input, const RunOptions& options) const
     if (x.size(2) % c.patchSize || x.size(3) % c.patchSize || x.size(2) == 0 || x.size(3) == 0)
         return Error { "input size " + std::to_string(x.size(2)) + "x" + std::to_string(x.size(3))
                        + " is not a multiple of the patch size " + std::to_string(c.patchSize) };
+    // Refused before anything is allocated when it cannot fit; the weights are loaded already, so what must fit
+    // in MemAvailable is what the run adds.
+    const RunMemory need = estimateRunMemory(c, options.record, x.size(2), x.size(3));
+    const int64_t available = availableMemoryBytes();
+    if (available >= 0 && double(need.taps) + double(need.working) > double(available))
+        return Error { "run refused: an input of " + std::to_string(x.size(2)) + "x" + std::to_string(x.size(3)) + " ("
+                       + std::to_string(need.tokens) + " tokens) needs about " + formatBytes(need.taps + std::min(need.working, INT64_MAX - need.taps))
+                       + " (recorded taps " + formatBytes(need.taps) + ", working " + formatBytes(need.working)
+                       + ") but only " + formatBytes(available) + " is available (MemAvailable); record fewer layers or use a smaller input" };
     try {
         c10::InferenceMode guard;
         ForwardState state;

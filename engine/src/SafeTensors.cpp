@@ -101,6 +101,8 @@ SafetensorsFile readSafetensors(const std::string& path)
 
     if (file->size < 8)
         fail("not a safetensors file (" + std::to_string(file->size) + " bytes, shorter than the 8-byte header length)");
+    if (file->size > 8 && bytes[8] != '{') // the format requires the header to start with '{'
+        fail("not a safetensors file (its header does not start with '{')");
     uint64_t headerLen = 0;
     for (int i = 7; i >= 0; --i)
         headerLen = (headerLen << 8) | bytes[i];

@@ -18,14 +18,22 @@ struct Image {
     bool empty() const { return pixels.empty(); }
 };
 
+// The pixel budget of decoding: 100 megapixels (e.g. 10000 x 10000), enough for any photograph a ViT is shown
+// (they see 224 x 224 to 518 x 518) and at most ~800 MB while decoding (16-bit RGBA). The size an image declares
+// in its header is checked against it before a pixel is decoded, so a small file declaring 30000 x 30000 is
+// refused without allocating its 2.7 GB.
+inline constexpr int64_t kMaxImagePixels = 100'000'000;
+
 struct DecodeOptions {
-    // Images whose declared size exceeds this many pixels are refused before their pixels are decoded.
-    int64_t maxPixels = int64_t(16384) * 16384;
+    // Images whose declared width x height exceeds this are refused before their pixels are decoded.
+    int64_t maxPixels = kMaxImagePixels;
 };
 
-// Decodes any image OpenCV reads: 8/16-bit, grey, alpha (composited on white), CMYK JPEG, EXIF-rotated.
-// Returns RGB (3 channels) or grey (1 channel) as stored; conversion to the model's channel count happens in
-// preprocessing.
+// Decodes PNG (also APNG: its first frame), JPEG (CMYK converted, EXIF orientation applied), BMP, TIFF, WebP,
+// PNM/PFM, Sun raster, JPEG 2000 and Radiance HDR, recognised by content (not by suffix); 8/16-bit, grey,
+// alpha (composited on white). GIF is refused (OpenCV 4.6 has no GIF decoder). Returns RGB (3 channels) or
+// grey (1 channel) as stored; conversion to the model's channel count happens in preprocessing. Errors are one
+// line naming the file: empty, not an image, truncated header, zero size, over the pixel budget, corrupt data.
 Result<Image> decodeImage(const std::string& path, const DecodeOptions& options = {});
 
 // Writes an 8-bit image (PNG/JPEG by suffix), via a temporary file and rename.

@@ -103,6 +103,8 @@ public:
 
     // Runs the model on a normalised input [C, H, W] or [1, C, H, W]. H and W must be multiples of the patch
     // size; another grid than the trained one interpolates the position embeddings (bicubic, as timm).
+    // A run whose estimated memory (estimateRunMemory: taps + working; the weights are already loaded) exceeds
+    // the memory available is refused before anything is allocated, with both numbers in the message.
     Result<Trace> run(const Tensor& input, const RunOptions& options = {}) const;
 
     struct Impl;
@@ -112,6 +114,25 @@ private:
     explicit Model(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> m_impl;
 };
+
+// What one forward pass needs in memory, estimated from the architecture before it starts (bytes, float32,
+// batch 1). `taps` is what the RecordSpec keeps: attention maps depth x heads x N x N floats, each other tap
+// N x D per recorded layer. `working` is the peak of the transient tensors of one block: the attention logits
+// and their softmax (2 x heads x N x N; the quadratic kind's distance table adds one more), q, k, v, the block
+// output and the MLP hidden layer. N = prefix tokens + (height / patch) x (width / patch).
+struct RunMemory {
+    int64_t weights = 0;
+    int64_t taps = 0;
+    int64_t working = 0;
+    int64_t tokens = 0;
+    int64_t total() const { return weights + taps + working; }
+};
+// For an input of imageHeight x imageWidth pixels (0: the size the model was trained for).
+RunMemory estimateRunMemory(const ModelConfig& config, const RecordSpec& record, int64_t imageHeight = 0, int64_t imageWidth = 0);
+// MemAvailable from /proc/meminfo in bytes; -1 where it cannot be read (then runs are not refused).
+int64_t availableMemoryBytes();
+// "1.5 GiB", "320 MiB": for messages.
+std::string formatBytes(int64_t bytes);
 
 // The folder holding the embedded models (resources/models), for `builtin:NAME`.
 std::string builtinModelDir();
