@@ -28,6 +28,8 @@ public:
     void clear();
 
     const QImage& rendered() const { return m_rendered; }
+    const std::optional<AttentionMap>& map() const { return m_map; }
+    QString caption() const { return m_caption; }
     // The overlay with its caption and colour bar, as exported ("Export view").
     QImage composed(double scale = 2.0) const;
     // The patch (row, col) under a point in widget coordinates, if any.
