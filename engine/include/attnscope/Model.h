@@ -104,6 +104,9 @@ public:
     // Runs the model on a normalised input [C, H, W] or [1, C, H, W]. H and W must be multiples of the patch
     // size; another grid than the trained one interpolates the position embeddings (bicubic, as timm).
     Result<Trace> run(const Tensor& input, const RunOptions& options = {}) const;
+    // Several inputs of one size in one forward ([B, C, H, W]): one Trace per input, equal to run() on each alone
+    // up to float rounding (larger matrix products; docs/performance.md, Batching).
+    Result<std::vector<Trace>> runBatch(const std::vector<Tensor>& inputs, const RunOptions& options = {}) const;
 
     struct Impl;
 
@@ -117,7 +120,9 @@ private:
 std::string builtinModelDir();
 std::vector<std::string> builtinModelNames();
 
-// Intra-op threads for CPU forwards (0 = leave LibTorch's default).
+// Threads for CPU forwards, LibTorch's intra-op (OpenMP) and OpenBLAS's alike (0 = leave LibTorch's default, which
+// Model::load then also gives OpenBLAS). More than one wants OMP_WAIT_POLICY=PASSIVE in the environment before the
+// process starts (docs/performance.md, Thread policy).
 void setNumThreads(int threads);
 
 const char* version();
