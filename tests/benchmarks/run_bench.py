@@ -24,7 +24,7 @@ def env_for(threads, **extra):
     env.update({"OMP_NUM_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE",
                 "QT_QPA_PLATFORM": "offscreen"})
     env.update(extra)
-    return env
+    return {k: v for k, v in env.items() if v is not None}  # None: leave the variable unset
 
 
 def run(cmd, env, timeout=3600):
@@ -73,10 +73,14 @@ def gui_start(build, runs=3):
     return {"first_heatmap_ms": statistics.median(t[0] for t in times), "wall_ms": statistics.median(t[1] for t in times)}
 
 
-def row(name, ours, peer_value=None, peak=None, target="", met=None):
+def row(name, ours, peer_value=None, peak=None, target="", met=None, higher_is_better=False):
+    """ratio = how many times attnscope is better: peer/ours for times, ours/peer for rates."""
     cells = [name, f"{ours:10.1f}" if isinstance(ours, float) else f"{ours:>10}"]
     cells.append(f"{peer_value:10.1f}" if peer_value is not None else " " * 10)
-    cells.append(f"{peer_value / ours:6.2f}x" if peer_value is not None and ours else " " * 7)
+    ratio = None
+    if peer_value is not None and ours and peer_value:
+        ratio = ours / peer_value if higher_is_better else peer_value / ours
+    cells.append(f"{ratio:6.2f}x" if ratio is not None else " " * 7)
     cells.append(f"{peak:5.0%}" if peak is not None else " " * 5)
     cells.append(target + ("" if met is None else ("  MET" if met else "  NOT MET")))
     return "| " + " | ".join(cells) + " |"
@@ -95,6 +99,8 @@ def main():
 
     print("Running the engine benchmarks at 1 and 2 threads ...", file=sys.stderr)
     eng = {t: google_bench(os.path.join(b, "engine_bench"), t) for t in (1, 2)}
+    # The spin policy: the same forward at 2 threads with libgomp's default (active waiting) instead of PASSIVE.
+    spin = google_bench(os.path.join(b, "engine_bench"), 2, "BM_Forward/1/|BM_SgemmPeak/1024", {"OMP_WAIT_POLICY": None})
     click = google_bench(os.path.join(b, "click_bench"), 1)
     print("Running the dataset runs ...", file=sys.stderr)
     ds = json.loads(run([os.path.join(b, "dataset_bench"), "--images", str(images)], env_for(1)))
@@ -104,7 +110,7 @@ def main():
     peers = {t: peer("one", t, reps) for t in (1, 2)}
     peer_ds = peer("dataset", 1, ["--shape", "deit_tiny", "--images", str(peer_images)])
     gui = gui_start(args.build)
-    res.update({"engine": eng, "click": click, "dataset": ds, "dataset_batch4": ds_batch, "peer": peers,
+    res.update({"engine": eng, "spin": spin, "click": click, "dataset": ds, "dataset_batch4": ds_batch, "peer": peers,
                 "peer_dataset": peer_ds, "gui": gui, "load_after": os.getloadavg()})
     if args.json:
         with open(args.json, "w") as f:
@@ -113,7 +119,8 @@ def main():
     lines = []
     out = lines.append
     out(f"attnscope benchmarks, {res['when']}, load average before/after {res['load'][0]:.2f}/{res['load_after'][0]:.2f}")
-    out("ms unless stated; ratio = peer / attnscope; peak = GFLOP/s as a share of the sgemm peak at the same threads")
+    out("ms unless stated; ratio = how many times attnscope is faster (peer time / attnscope time, or images/s the other"
+        " way); peak = forward GFLOP/s as a share of the sgemm peak measured in the same run at the same threads")
     out("")
     out("| measurement | attnscope | peer | ratio | peak | target |")
     out("|---|---:|---:|---:|---:|---|")
@@ -132,7 +139,7 @@ def main():
                     fr["GFLOP/s"] / sgemm))
         for k, v in sorted(e.items()):
             if k.startswith("BM_ForwardBatch/"):
-                out(row(f"{v['label']}, {t} thr (ms/image)", v["ms/image"] * 1e3, None, v["GFLOP/s"] / sgemm))
+                out(row(f"{v['label']}, {t} thr (ms/image)", v["ms/image"], None, v["GFLOP/s"] / sgemm))
         for k, v in sorted(e.items()):
             if k.startswith("BM_Analysis/"):
                 out(row(f"{v['label']}, {t} thr", ms(v)))
@@ -146,15 +153,16 @@ def main():
                 out(row(f"full one-image analysis {shape}, {t} thr", ms(v), None, v["GFLOP/s"] / sgemm))
         out(row(f"load vit_base safetensors, {t} thr", ms(e["BM_LoadModel/real_time"]), None, None, "< 500 ms",
                 ms(e["BM_LoadModel/real_time"]) < 500))
+    for k in ("BM_Forward/1/0/real_time", "BM_Forward/1/1/real_time"):
+        out(row(f"{spin[k]['label']}, 2 thr, libgomp default spin (not PASSIVE)", ms(spin[k])))
     out(row("peer one-image analysis, 1 thr / 2 thr", peers[1]["one_image_ms"], peers[2]["one_image_ms"]))
     for part in range(3):
         c = click[f"BM_Click/{part}/iterations:200/real_time"]
         out(row(f"click {c['label']}: p50", c["p50_ms"]))
         out(row(f"click {c['label']}: p95", c["p95_ms"], None, None, "< 16 ms" if part == 2 else "",
                 c["p95_ms"] < 16 if part == 2 else None))
-    out(row(f"dataset run deit_tiny, {ds['images']} images (images/s)", ds["images_per_s"], peer_ds["images_per_s"]))
-    out(f"|   (ratio above is peer/attnscope of images/s: below 1 means attnscope is faster by its inverse "
-        f"{ds['images_per_s'] / peer_ds['images_per_s']:.2f}x; peer over {peer_ds['images']} images) | | | | | |")
+    out(row(f"dataset run deit_tiny, {ds['images']} images (images/s; peer over {peer_ds['images']})",
+            ds["images_per_s"], peer_ds["images_per_s"], higher_is_better=True))
     out(row(f"dataset run, batch 4, {ds_batch['images']} images (images/s)", ds_batch["images_per_s"]))
     out(row("dataset peak RSS at 100 images (MB)", ds["rss_mb_at_100"], peer_ds.get("rss_mb_at_100")))
     growth = ds["rss_mb_at_end"] - ds["rss_mb_at_100"]
