@@ -36,7 +36,10 @@ clean:
 screenshots: build
 	@./scripts/screenshots.sh $(BUILD_DIR)
 
+# `make bench`: the benchmarks and the Python peer in one run, then the table (docs/performance.md). Always the
+# release preset; BENCH_ARGS=--quick for a short smoke run.
 bench: deps
-	cmake --preset release -DATTNSCOPE_BUILD_BENCHMARKS=ON
-	cmake --build --preset release -j $(JOBS) --target engine_bench
-	OMP_NUM_THREADS=1 $(BUILD_DIR)/tests/benchmarks/engine_bench --benchmark_counters_tabular=true
+	@./scripts/install-deps.sh $$(grep -v '^#' scripts/bench-packages.txt)
+	cmake --preset release -DATTNSCOPE_BUILD_BENCHMARKS=ON -DATTNSCOPE_BENCH_BASELINE=OFF
+	cmake --build --preset release -j $(JOBS) --target engine_bench dataset_bench click_bench attnscope
+	/usr/bin/python3 tests/benchmarks/run_bench.py build/release --json build/release/bench-results.json $(BENCH_ARGS)

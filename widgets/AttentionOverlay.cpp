@@ -3,6 +3,7 @@
 #include <QFontMetricsF>
 #include <QPainter>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -28,8 +29,6 @@ namespace {
         }
         return taps;
     }
-
-    int blend(int base, int over, double opacity) { return int(std::lround(base + opacity * (over - base))); }
 
     // Nice tick values covering [low, high]: steps of 1, 2, 2.5 or 5 times a power of ten, about four of them.
     std::vector<double> niceTicks(double low, double high)
@@ -112,21 +111,33 @@ QImage renderAttentionOverlay(const QImage& shown, const AttentionMap& map, int 
     const ColormapTable& table = colormapTable(colormap);
     const std::vector<Tap1d> xs = bilinearTaps(out.width(), gridW);
     const std::vector<Tap1d> ys = bilinearTaps(out.height(), gridH);
-    for (int y = 0; y < out.height(); ++y) {
+    // Blending in 8-bit fixed point: out = (base (256 - a) + colour a + 128) / 256, a = opacity in 1/256 (within
+    // one level of the exact blend). The colour's share is precomputed per table entry.
+    const int a = int(std::lround(opacity * 256.0));
+    std::array<std::array<int, 3>, 256> over {};
+    for (size_t i = 0; i < 256; ++i)
+        over[i] = { qRed(table[i]) * a + 128, qGreen(table[i]) * a + 128, qBlue(table[i]) * a + 128 };
+    const float low = float(r.low), toIndex = float(scale * 255.0);
+    // Separable bilinear upsampling: the two source rows of an output row are blended once into `mixed`, then
+    // each pixel interpolates along x.
+    std::vector<float> mixed(static_cast<size_t>(gridW));
+    const int width = out.width(), height = out.height();
+    for (int y = 0; y < height; ++y) {
         const Tap1d ty = ys[size_t(y)];
         const float* row0 = values + size_t(ty.i0) * size_t(gridW);
         const float* row1 = values + size_t(ty.i1) * size_t(gridW);
+        const float wy = float(ty.w1);
+        for (int c = 0; c < gridW; ++c)
+            mixed[size_t(c)] = row0[c] + wy * (row1[c] - row0[c]);
         auto* line = reinterpret_cast<QRgb*>(out.scanLine(y));
-        for (int x = 0; x < out.width(); ++x) {
-            const Tap1d tx = xs[size_t(x)];
-            const double top = row0[tx.i0] + tx.w1 * (row0[tx.i1] - row0[tx.i0]);
-            const double bottom = row1[tx.i0] + tx.w1 * (row1[tx.i1] - row1[tx.i0]);
-            const double v = top + ty.w1 * (bottom - top);
-            const double t = std::clamp((v - r.low) * scale, 0.0, 1.0);
-            const QRgb c = table[size_t(std::lround(t * 255.0))];
+        for (int x = 0; x < width; ++x) {
+            const Tap1d& tx = xs[size_t(x)];
+            const float v = mixed[size_t(tx.i0)] + float(tx.w1) * (mixed[size_t(tx.i1)] - mixed[size_t(tx.i0)]);
+            const float t = std::clamp((v - low) * toIndex, 0.0f, 255.0f);
+            const auto& c = over[size_t(t + 0.5f)];
             const QRgb b = line[x];
-            line[x] = qRgb(blend(qRed(b), qRed(c), opacity), blend(qGreen(b), qGreen(c), opacity),
-                blend(qBlue(b), qBlue(c), opacity));
+            line[x] = qRgb((qRed(b) * (256 - a) + c[0]) >> 8, (qGreen(b) * (256 - a) + c[1]) >> 8,
+                (qBlue(b) * (256 - a) + c[2]) >> 8);
         }
     }
 

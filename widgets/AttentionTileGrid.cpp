@@ -7,6 +7,8 @@
 #include <QMouseEvent>
 #include <QPainter>
 
+#include <cmath>
+
 namespace attnscope {
 
 namespace {
@@ -24,11 +26,16 @@ void AttentionTileGrid::setTrace(const Trace& trace, const Image& shown, int que
 {
     m_tiles.clear();
     const auto patch = queryPatchOf(query, trace.numPrefixTokens, trace.gridWidth);
+    // Tiles are rendered at the size they are drawn (device pixels), over the image scaled once: 156 maps at
+    // 224 px and a downscale at paint time cost 16 times as much (docs/performance.md, click path).
+    const int side = int(std::ceil(m_tile * devicePixelRatioF()));
+    const QImage small = shown.empty() ? QImage()
+                                       : toQImage(shown).scaled(side, side, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
     for (int l = 1; l <= trace.depth; ++l) {
         std::vector<QImage> row;
         for (int h = 0; h <= trace.numHeads; ++h) {
             const AttentionMap map = attentionMap(trace, l, h == trace.numHeads ? -1 : h, query);
-            row.push_back(renderAttentionOverlay(shown, map, trace.gridHeight, trace.gridWidth, 0.7, m_colormap, patch));
+            row.push_back(renderAttentionOverlay(small, map, trace.gridHeight, trace.gridWidth, 0.7, m_colormap, patch));
         }
         m_tiles.push_back(std::move(row));
     }

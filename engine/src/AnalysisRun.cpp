@@ -113,41 +113,68 @@ void AnalysisRun::addTrace(const Trace& trace)
 Result<bool> AnalysisRun::addImage(const Model::Prepared& image, int64_t index, const std::function<bool()>& isCancelled,
                                    Trace* cleanTrace)
 {
+    std::vector<Trace> traces;
+    auto added = addImages({ &image }, { index }, isCancelled, cleanTrace ? &traces : nullptr);
+    if (added && cleanTrace)
+        *cleanTrace = std::move(traces.front());
+    return added;
+}
+
+Result<bool> AnalysisRun::addImages(const std::vector<const Model::Prepared*>& images, const std::vector<int64_t>& indices,
+                                    const std::function<bool()>& isCancelled, std::vector<Trace>* cleanTraces)
+{
+    if (images.size() != indices.size())
+        return Error { "addImages: " + std::to_string(images.size()) + " images but " + std::to_string(indices.size()) + " indices" };
+    if (images.empty())
+        return true;
     RunOptions run;
     run.record = recordSpec();
     run.isCancelled = isCancelled;
     run.neutrenoLambda = m_options.neutrenoLambda;
     run.boostT = m_options.boostT;
-    auto clean = m_model->run(image.input, run);
-    if (!clean)
-        return clean.error();
-    addTrace(*clean);
-    if (m_options.snr) {
-        for (const auto& p : m_options.perturbations) {
+    // One forward for every image's clean input and all its perturbed copies (none depends on another's trace),
+    // in the order the statistics take them: image by image, clean first, then perturbation by draw.
+    const size_t noisyPerImage = m_options.snr ? m_options.perturbations.size() * size_t(std::max(0, m_options.draws)) : 0;
+    std::vector<Tensor> inputs;
+    inputs.reserve(images.size() * (1 + noisyPerImage));
+    for (size_t i = 0; i < images.size(); ++i) {
+        inputs.push_back(images[i]->input);
+        if (!noisyPerImage)
+            continue;
+        for (const auto& p : m_options.perturbations)
             for (int draw = 0; draw < m_options.draws; ++draw) {
-                const uint64_t seed = mix(mix(m_options.seed) ^ mix(uint64_t(index) * 0x10001u + uint64_t(draw)));
-                auto noisyInput = perturbInput(*m_model, image, p, seed);
+                const uint64_t seed = mix(mix(m_options.seed) ^ mix(uint64_t(indices[i]) * 0x10001u + uint64_t(draw)));
+                auto noisyInput = perturbInput(*m_model, *images[i], p, seed);
                 if (!noisyInput)
                     return noisyInput.error();
-                auto noisy = m_model->run(*noisyInput, run);
-                if (!noisy)
-                    return noisy.error();
-                const auto r = signalToNoise(*clean, *noisy, m_options.centreSignal);
-                const std::string spec = p.spec();
+                inputs.push_back(*noisyInput);
+            }
+    }
+    auto traces = m_model->runBatch(inputs, run);
+    if (!traces)
+        return traces.error();
+    for (size_t i = 0; i < images.size(); ++i) {
+        const Trace& clean = (*traces)[i * (1 + noisyPerImage)];
+        addTrace(clean);
+        size_t k = i * (1 + noisyPerImage) + 1;
+        for (const auto& p : noisyPerImage ? m_options.perturbations : std::vector<Perturbation> {}) {
+            const std::string spec = p.spec();
+            for (int draw = 0; draw < m_options.draws; ++draw) {
+                const auto r = signalToNoise(clean, (*traces)[k++], m_options.centreSignal);
                 for (const auto& s : r.snr)
                     addValue(m_stats, "snr/" + spec + "/" + std::to_string(s.layer) + "/" + toString(s.tap), s.snrDb);
                 for (const auto& d : r.diagnostics) {
                     const std::string prefix = "snrd/" + spec + "/" + std::to_string(d.layer) + "/";
                     const double values[] = { d.alpha, d.beta, d.gamma, d.gain, d.bound, d.conditionHolds ? 1.0 : 0.0, d.sensitivity };
-                    for (size_t i = 0; i < std::size(kDiagnosticFields); ++i)
-                        addValue(m_stats, prefix + kDiagnosticFields[i], values[i]);
+                    for (size_t f = 0; f < std::size(kDiagnosticFields); ++f)
+                        addValue(m_stats, prefix + kDiagnosticFields[f], values[f]);
                 }
             }
         }
+        ++m_images;
+        if (cleanTraces)
+            cleanTraces->push_back(std::move((*traces)[i * (1 + noisyPerImage)]));
     }
-    ++m_images;
-    if (cleanTrace)
-        *cleanTrace = std::move(*clean);
     return true;
 }
 

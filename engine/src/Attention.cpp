@@ -6,6 +6,31 @@
 
 namespace attnscope {
 
+namespace {
+thread_local bool t_skipInit = false;
+} // namespace
+
+SkipParameterInit::SkipParameterInit()
+    : m_previous(t_skipInit)
+{
+    t_skipInit = true;
+}
+SkipParameterInit::~SkipParameterInit() { t_skipInit = m_previous; }
+bool SkipParameterInit::active() { return t_skipInit; }
+
+torch::nn::Linear makeLinear(int64_t in, int64_t out, bool bias)
+{
+    if (!t_skipInit)
+        return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+    // A 1 x 1 layer (its initialisation costs nothing) given parameters of the real shape, unwritten: the loader
+    // checks those shapes and then shares the checkpoint's memory with set_data. forward() reads only the tensors.
+    torch::nn::Linear layer(torch::nn::LinearOptions(1, 1).bias(bias));
+    layer->weight.set_data(at::empty({ out, in }));
+    if (bias)
+        layer->bias.set_data(at::empty({ out }));
+    return layer;
+}
+
 at::Tensor AttentionBase::mix(const at::Tensor& logits, const at::Tensor& v, AttentionContext& ctx) const
 {
     auto attn = at::softmax(logits, -1); // [B, H, N, N], rows sum to 1
@@ -26,8 +51,8 @@ StandardAttention::StandardAttention(const ModelConfig& c)
     : m_heads(c.numHeads)
     , m_scale(1.0 / std::sqrt(double(c.headDim())))
 {
-    qkv = register_module("qkv", torch::nn::Linear(torch::nn::LinearOptions(c.width, 3 * c.width).bias(c.qkvBias)));
-    proj = register_module("proj", torch::nn::Linear(torch::nn::LinearOptions(c.width, c.width).bias(c.projBias)));
+    qkv = register_module("qkv", makeLinear(c.width, 3 * c.width, c.qkvBias));
+    proj = register_module("proj", makeLinear(c.width, c.width, c.projBias));
 }
 
 at::Tensor StandardAttention::forward(const at::Tensor& x, AttentionContext& ctx)
@@ -67,8 +92,8 @@ at::Tensor BilateralAttention::forward(const at::Tensor& x, AttentionContext& ct
 QuadraticAttention::QuadraticAttention(const ModelConfig& c)
     : m_heads(c.numHeads)
 {
-    v = register_module("v", torch::nn::Linear(torch::nn::LinearOptions(c.width, c.width).bias(c.qkvBias)));
-    proj = register_module("proj", torch::nn::Linear(torch::nn::LinearOptions(c.width, c.width).bias(c.projBias)));
+    v = register_module("v", makeLinear(c.width, c.width, c.qkvBias));
+    proj = register_module("proj", makeLinear(c.width, c.width, c.projBias));
     centre = register_parameter("centre", at::zeros({ c.numHeads, 2 }));
     alpha = register_parameter("alpha", at::ones({ c.numHeads }));
 }

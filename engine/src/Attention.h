@@ -7,6 +7,24 @@
 
 namespace attnscope {
 
+// Parameter initialisation of newly built modules. Loading a checkpoint overwrites every parameter, so
+// Model::load builds its network under a SkipParameterInit: the large matrices are then left unallocated
+// (at::empty) instead of being filled with random numbers (0.4 s of a 330 MB ViT-B load; docs/performance.md).
+class SkipParameterInit {
+public:
+    SkipParameterInit();
+    ~SkipParameterInit();
+    SkipParameterInit(const SkipParameterInit&) = delete;
+    SkipParameterInit& operator=(const SkipParameterInit&) = delete;
+    static bool active();
+
+private:
+    bool m_previous;
+};
+
+// torch::nn::Linear(in, out) with torch's default initialisation, or uninitialised under SkipParameterInit.
+torch::nn::Linear makeLinear(int64_t in, int64_t out, bool bias = true);
+
 // What an attention layer needs beyond its input, and where it leaves what the run records.
 struct AttentionContext {
     at::Tensor* attnOut = nullptr; // receives A_l [B, H, N, N] when not null

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <dlfcn.h>
+#include <mutex>
 #include <unistd.h>
 
 #ifndef ATTNSCOPE_SOURCE_RESOURCES
@@ -65,6 +67,26 @@ std::string executableDir()
 
 } // namespace
 
+namespace {
+
+// Debian's LibTorch is built against a generic BLAS, so at::set_num_threads does not reach OpenBLAS, whose pthread
+// pool otherwise takes every core beside LibTorch's OpenMP threads (docs/performance.md, Thread policy).
+void setBlasThreads(int threads)
+{
+    using SetThreads = void (*)(int);
+    if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+        set(threads);
+}
+
+std::once_flag g_threadsChosen;
+
+void alignBlasThreads()
+{
+    std::call_once(g_threadsChosen, [] { setBlasThreads(at::get_num_threads()); });
+}
+
+} // namespace
+
 bool RecordSpec::wants(int layer) const
 {
     return layers.empty() || std::find(layers.begin(), layers.end(), layer) != layers.end();
@@ -81,6 +103,7 @@ const ModelInfo& Model::info() const { return m_impl->info; }
 
 Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const LoadOptions& options)
 {
+    alignBlasThreads(); // one thread count for OpenMP and OpenBLAS unless setNumThreads chose one
     try {
         const at::Device device = parseDevice(options.device);
         ModelFiles files = locateModelFiles(path, options);
@@ -114,14 +137,17 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
         info.labels = resolved.labels;
         info.device = device.str();
 
-        impl->net = VisionTransformer(info.config);
+        {
+            SkipParameterInit uninitialised; // every parameter is replaced below: no random initialisation
+            impl->net = VisionTransformer(info.config);
+        }
         std::map<std::string, std::vector<int64_t>> expected;
         for (const auto& p : impl->net->named_parameters())
             expected[p.key()] = p.value().sizes().vec();
         checkTensorsAgainst(expected, tensors, files.weights);
         for (auto& p : impl->net->named_parameters()) {
             const at::Tensor& src = tensors.at(p.key());
-            if (!at::isfinite(src).all().item<bool>())
+            if (!allFinite(src))
                 throw LoadError(files.weights + ": " + p.key() + " holds NaN or Inf values");
             // set_data shares the checkpoint's memory (a memory map for float32 safetensors): no copy on the CPU.
             p.value().set_data(src.to(device, at::kFloat));
@@ -171,26 +197,47 @@ Result<Tensor> Model::normalise(const Image& image) const
 
 Result<Trace> Model::run(const Tensor& input, const RunOptions& options) const
 {
+    auto traces = runBatch({ input }, options);
+    if (!traces)
+        return traces.error();
+    return std::move(traces->front());
+}
+
+Result<std::vector<Trace>> Model::runBatch(const std::vector<Tensor>& inputs, const RunOptions& options) const
+{
     const ModelConfig& c = config();
-    at::Tensor x = unwrap(input);
-    if (!x.defined())
+    if (inputs.empty())
         return Error { "no input" };
-    if (x.dim() == 3)
-        x = x.unsqueeze(0);
-    if (x.dim() != 4 || x.size(0) != 1 || x.size(1) != c.channels)
-        return Error { "input must be [" + std::to_string(c.channels) + ", H, W] for this model" };
-    if (x.size(2) % c.patchSize || x.size(3) % c.patchSize || x.size(2) == 0 || x.size(3) == 0)
-        return Error { "input size " + std::to_string(x.size(2)) + "x" + std::to_string(x.size(3))
-                       + " is not a multiple of the patch size " + std::to_string(c.patchSize) };
+    std::vector<at::Tensor> xs;
+    for (const auto& input : inputs) {
+        at::Tensor x = unwrap(input);
+        if (!x.defined())
+            return Error { "no input" };
+        if (x.dim() == 4 && x.size(0) == 1)
+            x = x[0];
+        if (x.dim() != 3 || x.size(0) != c.channels)
+            return Error { "input must be [" + std::to_string(c.channels) + ", H, W] for this model" };
+        if (x.size(1) % c.patchSize || x.size(2) % c.patchSize || x.size(1) == 0 || x.size(2) == 0)
+            return Error { "input size " + std::to_string(x.size(1)) + "x" + std::to_string(x.size(2))
+                           + " is not a multiple of the patch size " + std::to_string(c.patchSize) };
+        if (!xs.empty() && x.sizes() != xs.front().sizes())
+            return Error { "a batch needs inputs of one size" };
+        xs.push_back(x);
+    }
     // Refused before anything is allocated when it cannot fit; the weights are loaded already, so what must fit
-    // in MemAvailable is what the run adds.
-    const RunMemory need = estimateRunMemory(c, options.record, x.size(2), x.size(3));
-    const int64_t available = availableMemoryBytes();
-    if (available >= 0 && double(need.taps) + double(need.working) > double(available))
-        return Error { "run refused: an input of " + std::to_string(x.size(2)) + "x" + std::to_string(x.size(3)) + " ("
-                       + std::to_string(need.tokens) + " tokens) needs about " + formatBytes(need.taps + std::min(need.working, INT64_MAX - need.taps))
-                       + " (recorded taps " + formatBytes(need.taps) + ", working " + formatBytes(need.working)
-                       + ") but only " + formatBytes(available) + " is available (MemAvailable); record fewer layers or use a smaller input" };
+    // in MemAvailable is what the run adds (per image of the batch).
+    {
+        const int64_t h = xs.front().size(1), w = xs.front().size(2), n = int64_t(xs.size());
+        const RunMemory one = estimateRunMemory(c, options.record, h, w);
+        const int64_t taps = one.taps > INT64_MAX / n ? INT64_MAX : one.taps * n;
+        const int64_t working = one.working > INT64_MAX / n ? INT64_MAX : one.working * n;
+        const int64_t available = availableMemoryBytes();
+        if (available >= 0 && double(taps) + double(working) > double(available))
+            return Error { "run refused: an input of " + std::to_string(h) + "x" + std::to_string(w) + " ("
+                           + std::to_string(one.tokens) + " tokens) needs about " + formatBytes(taps + std::min(working, INT64_MAX - taps))
+                           + " (recorded taps " + formatBytes(taps) + ", working " + formatBytes(working)
+                           + ") but only " + formatBytes(available) + " is available (MemAvailable); record fewer layers or use a smaller input" };
+    }
     try {
         c10::InferenceMode guard;
         ForwardState state;
@@ -199,30 +246,41 @@ Result<Trace> Model::run(const Tensor& input, const RunOptions& options) const
         state.neutrenoLambda = options.neutrenoLambda.value_or(c.neutrenoLambda);
         state.boostT = options.boostT.value_or(c.boostT);
         state.reset(c.depth);
+        const at::Tensor x = xs.size() == 1 ? xs.front().unsqueeze(0) : at::stack(xs);
         at::Tensor logits = m_impl->net->forward(x.to(m_impl->device), state);
+        // One copy to the host per recorded tensor (not per image), after the forward: nothing inside it waits.
+        const auto host = [](const at::Tensor& t) { return t.defined() ? t.to(at::kCPU).contiguous() : t; };
+        logits = host(logits);
+        for (auto* v : { &state.attention, &state.attnBranch, &state.residual, &state.blocks })
+            for (auto& t : *v)
+                t = host(t);
 
-        Trace trace;
-        trace.input = wrap(x[0]);
-        trace.logits = wrap(logits[0]);
-        trace.gridHeight = int(x.size(2) / c.patchSize);
-        trace.gridWidth = int(x.size(3) / c.patchSize);
-        trace.numPrefixTokens = c.numPrefixTokens();
-        trace.numHeads = c.numHeads;
-        trace.depth = c.depth;
-        trace.neutrenoLambda = state.neutrenoLambda;
-        trace.boostT = state.boostT;
-        const auto first = [](const std::vector<at::Tensor>& v) {
-            std::vector<Tensor> out;
-            out.reserve(v.size());
-            for (const auto& t : v)
-                out.push_back(t.defined() ? wrap(t[0]) : Tensor());
-            return out;
-        };
-        trace.attention = first(state.attention);
-        trace.attnBranch = first(state.attnBranch);
-        trace.residual = first(state.residual);
-        trace.blocks = first(state.blocks);
-        return trace;
+        std::vector<Trace> traces(xs.size());
+        for (size_t b = 0; b < xs.size(); ++b) {
+            Trace& trace = traces[b];
+            const int64_t i = int64_t(b);
+            trace.input = wrap(xs[b]);
+            trace.logits = wrap(logits[i]);
+            trace.gridHeight = int(x.size(2) / c.patchSize);
+            trace.gridWidth = int(x.size(3) / c.patchSize);
+            trace.numPrefixTokens = c.numPrefixTokens();
+            trace.numHeads = c.numHeads;
+            trace.depth = c.depth;
+            trace.neutrenoLambda = state.neutrenoLambda;
+            trace.boostT = state.boostT;
+            const auto pick = [i](const std::vector<at::Tensor>& v) {
+                std::vector<Tensor> out;
+                out.reserve(v.size());
+                for (const auto& t : v)
+                    out.push_back(t.defined() ? wrap(t[i]) : Tensor());
+                return out;
+            };
+            trace.attention = pick(state.attention);
+            trace.attnBranch = pick(state.attnBranch);
+            trace.residual = pick(state.residual);
+            trace.blocks = pick(state.blocks);
+        }
+        return traces;
     } catch (const RunCancelled&) {
         return Error { "cancelled" };
     } catch (const c10::Error& e) {
@@ -258,8 +316,11 @@ std::vector<std::string> builtinModelNames()
 
 void setNumThreads(int threads)
 {
-    if (threads > 0)
-        at::set_num_threads(threads);
+    if (threads <= 0)
+        return;
+    std::call_once(g_threadsChosen, [] {});
+    at::set_num_threads(threads);
+    setBlasThreads(threads);
 }
 
 const char* version() { return ATTNSCOPE_VERSION; }

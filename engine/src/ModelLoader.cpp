@@ -4,8 +4,10 @@
 #include "TorchCheckpoint.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 
@@ -170,6 +172,23 @@ void checkTensorsAgainst(const std::map<std::string, std::vector<int64_t>>& expe
         message += (message.empty() ? "" : "; ") + std::string("unexpected tensors: ") + join(unexpected);
     if (!message.empty())
         throw LoadError(path + ": " + message);
+}
+
+bool allFinite(const at::Tensor& t)
+{
+    if (t.scalar_type() != at::kFloat || !t.device().is_cpu() || !t.is_contiguous())
+        return at::isfinite(t).all().item<bool>();
+    // An IEEE float is NaN or Inf exactly when its exponent bits are all ones.
+    const auto* bits = static_cast<const uint32_t*>(t.data_ptr());
+    std::atomic<bool> finite { true };
+    at::parallel_for(0, t.numel(), int64_t(1) << 18, [&](int64_t begin, int64_t end) {
+        uint32_t bad = 0;
+        for (int64_t i = begin; i < end; ++i)
+            bad |= uint32_t((bits[i] & 0x7f800000u) == 0x7f800000u);
+        if (bad)
+            finite = false;
+    });
+    return finite;
 }
 
 } // namespace attnscope

@@ -28,4 +28,8 @@ TensorMap readCheckpoint(ModelFiles& files);
 void checkTensorsAgainst(const std::map<std::string, std::vector<int64_t>>& expected, const TensorMap& tensors,
                          const std::string& path);
 
+// True when no element is NaN or Inf. Float32 CPU tensors (the memory map of a safetensors file) are scanned in
+// place, both threads, without the bool tensor at::isfinite would allocate.
+bool allFinite(const at::Tensor& t);
+
 } // namespace attnscope

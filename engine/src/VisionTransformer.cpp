@@ -56,8 +56,8 @@ at::Tensor PatchEmbedImpl::forward(const at::Tensor& x)
 MlpImpl::MlpImpl(const ModelConfig& c)
     : activation(c.activation)
 {
-    fc1 = register_module("fc1", torch::nn::Linear(c.width, c.mlpHidden));
-    fc2 = register_module("fc2", torch::nn::Linear(c.mlpHidden, c.width));
+    fc1 = register_module("fc1", makeLinear(c.width, c.mlpHidden));
+    fc2 = register_module("fc2", makeLinear(c.mlpHidden, c.width));
 }
 
 at::Tensor MlpImpl::forward(const at::Tensor& x)
@@ -157,9 +157,9 @@ VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& c)
     if (c.numClasses > 0) {
         const int in = c.pooling == Pooling::TokenAndPatchMean ? 2 * c.width : c.width;
         // CLIP's projection has no bias; the loader registers what the checkpoint has.
-        head = register_module("head", torch::nn::Linear(torch::nn::LinearOptions(in, c.numClasses).bias(!c.headIsProjection)));
+        head = register_module("head", makeLinear(in, c.numClasses, !c.headIsProjection));
         if (c.pooling == Pooling::Distilled)
-            head_dist = register_module("head_dist", torch::nn::Linear(c.width, c.numClasses));
+            head_dist = register_module("head_dist", makeLinear(c.width, c.numClasses));
     }
 }
 

@@ -1,76 +1,42 @@
-// Benchmarks (never tests): forward passes of ViT shapes with and without recording, the click path, model
-// load, and the machine's sgemm peak in the same run. Random weights: speed does not depend on their values.
-#include "ModelWriter.h"
-#include "SafeTensors.h"
+// Benchmarks (never tests): forward passes of ViT shapes with and without recording, each analysis alone, the full
+// one-image analysis, model load, and the machine's sgemm peak in the same run. Random weights: speed does not
+// depend on their values. Thread counts come from the environment (OMP_NUM_THREADS, see docs/performance.md);
+// tests/benchmarks/run_bench.py runs this at 1 and at 2 threads.
+#include "BenchModels.h"
 #include "TensorImpl.h"
-#include "VisionTransformer.h"
 
+#include <attnscope/AnalysisRun.h>
 #include <attnscope/Analyses.h>
 #include <attnscope/Model.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
-#include <map>
 
 using namespace attnscope;
+using namespace attnscope::bench;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Shape {
-    const char* name;
-    int width, depth, heads;
-};
-const Shape kShapes[] = { { "deit_tiny", 192, 12, 3 }, { "vit_small", 384, 12, 6 }, { "vit_base", 768, 12, 12 } };
-
-// A timm-named ViT folder with random weights, made once per shape.
-std::string modelFolder(const Shape& s)
+void setFlops(benchmark::State& state, const Shape& s, double images = 1)
 {
-    const std::string dir = (fs::temp_directory_path() / ("attnscope-bench-" + std::string(s.name))).string();
-    if (fs::exists(dir + "/model.safetensors"))
-        return dir;
-    ModelConfig c;
-    c.width = s.width;
-    c.depth = s.depth;
-    c.numHeads = s.heads;
-    c.mlpHidden = 4 * s.width;
-    c.numClasses = 1000;
-    VisionTransformer net(c);
-    {
-        torch::NoGradGuard g;
-        for (auto& p : net->parameters())
-            p.normal_(0, 0.02);
-    }
-    PreprocessConfig p;
-    writeModelFolder(dir, *net, p, {}, nlohmann::json::object());
-    return dir;
+    state.counters["GFLOP/s"] = benchmark::Counter(s.flops() * images * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
-std::shared_ptr<const Model> load(const Shape& s)
+Tensor sampleInput(const Model& model)
 {
-    static std::map<std::string, std::shared_ptr<const Model>> cache;
-    auto& m = cache[s.name];
-    if (!m)
-        m = *Model::load(modelFolder(s));
-    return m;
-}
-
-void setFlops(benchmark::State& state, const Shape& s)
-{
-    // 2 * params-in-blocks * tokens + attention: 2 * (12 D^2) * N * L + 4 * N^2 * D * L
-    const double n = 197, d = s.width, l = s.depth;
-    const double flops = 2 * 12 * d * d * n * l + 4 * n * n * d * l;
-    state.counters["GFLOP/s"] = benchmark::Counter(flops * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+    return model.prepare(sampleImage())->input;
 }
 
 void BM_Forward(benchmark::State& state)
 {
     const Shape& s = kShapes[state.range(0)];
     const bool record = state.range(1) != 0;
-    auto model = load(s);
-    const Tensor input = wrap(at::randn({ 3, 224, 224 }));
+    auto model = loadShape(s);
+    const Tensor input = sampleInput(*model);
     RunOptions options;
     if (record)
         options.record = RecordSpec::everything();
@@ -81,43 +47,101 @@ void BM_Forward(benchmark::State& state)
 }
 BENCHMARK(BM_Forward)->ArgsProduct({ { 0, 1, 2 }, { 0, 1 } })->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// A click: new query from a kept Trace to the attention map of every layer and head (what the GUI redraws).
-void BM_ClickPath(benchmark::State& state)
+#ifndef ATTNSCOPE_BENCH_BASELINE // the engine before Model::runBatch (docs/performance.md, before/after)
+// Several images in one forward (Model::runBatch), recording what the analyses need: per-image cost.
+void BM_ForwardBatch(benchmark::State& state)
 {
-    const Shape& s = kShapes[2];
-    auto model = load(s);
+    const Shape& s = kShapes[state.range(0)];
+    const int batch = int(state.range(1));
+    auto model = loadShape(s);
+    const std::vector<Tensor> inputs(size_t(batch), sampleInput(*model));
     RunOptions options;
-    options.record.attention = true;
-    const Trace trace = *model->run(wrap(at::randn({ 3, 224, 224 })), options);
-    int query = 1;
-    for (auto _ : state) {
-        for (int l = 1; l <= trace.depth; ++l)
-            for (int h = -1; h < trace.numHeads; ++h)
-                benchmark::DoNotOptimize(attentionMap(trace, l, h, query));
-        query = query % 196 + 1;
-    }
-    state.SetLabel("vit_base, 12 layers x (12 heads + mean)");
+    options.record = RecordSpec::everything();
+    for (auto _ : state)
+        benchmark::DoNotOptimize(model->runBatch(inputs, options));
+    setFlops(state, s, batch);
+    state.counters["ms/image"] = benchmark::Counter(double(batch) * double(state.iterations()) / 1e3,
+                                                    benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.SetLabel(std::string(s.name) + " batch " + std::to_string(batch) + " recording every tap");
 }
-BENCHMARK(BM_ClickPath)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ForwardBatch)->ArgsProduct({ { 0, 1 }, { 1, 2, 4 } })->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
+
+// Each analysis alone on a recorded ViT-S/16 trace (a noisy second trace for the SNR).
+const Trace& smallTrace(bool noisy)
+{
+    static const auto traces = [] {
+        auto model = loadShape(kShapes[1]);
+        const auto prepared = *model->prepare(sampleImage());
+        RunOptions options;
+        options.record = RecordSpec::everything();
+        auto noisyInput = perturbInput(*model, prepared, *Perturbation::parse("gaussian:sigma=8"), 1);
+        return std::make_pair(*model->run(prepared.input, options), *model->run(*noisyInput, options));
+    }();
+    return noisy ? traces.second : traces.first;
+}
+
+void BM_Analysis(benchmark::State& state)
+{
+    const Trace& clean = smallTrace(false);
+    const Trace& noisy = smallTrace(true);
+    const int which = int(state.range(0));
+    for (auto _ : state) {
+        switch (which) {
+        case 0: benchmark::DoNotOptimize(tokenSimilarity(clean)); break;
+        case 1: benchmark::DoNotOptimize(attentionSimilarity(clean)); break;
+        case 2: benchmark::DoNotOptimize(headCentres(clean, 16, 3)); break;
+        case 3: benchmark::DoNotOptimize(signalToNoise(clean, noisy, true)); break;
+        case 4: benchmark::DoNotOptimize(attentionRollout(clean)); break;
+        }
+    }
+    const char* names[] = { "token similarity (X, U, R; all, patches)", "attention similarity", "head centres (72 heads)",
+                            "SNR + diagnostics", "attention rollout" };
+    state.SetLabel(std::string("vit_small: ") + names[which]);
+}
+BENCHMARK(BM_Analysis)->DenseRange(0, 4)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The full one-image analysis, as `attnscope-cli analyze` and the GUI's image-set run do it: preprocessing, the clean
+// forward with every tap, the Gaussian-noise forward (sigma 8), token and attention similarity, head centres, SNR.
+void BM_FullAnalysis(benchmark::State& state)
+{
+    const Shape& s = kShapes[state.range(0)];
+    auto model = loadShape(s);
+    AnalysisOptions options;
+    options.perturbations.push_back(*Perturbation::parse("gaussian:sigma=8"));
+    AnalysisRun run(model, options);
+    int64_t index = 0;
+    for (auto _ : state) {
+        auto prepared = model->prepare(sampleImage());
+        benchmark::DoNotOptimize(run.addImage(*prepared, index++));
+    }
+    setFlops(state, s, 2);
+    state.SetLabel(std::string(s.name) + " one image: 2 forwards + all analyses");
+}
+BENCHMARK(BM_FullAnalysis)->DenseRange(0, 2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_LoadModel(benchmark::State& state)
 {
     const std::string dir = modelFolder(kShapes[2]);
     for (auto _ : state)
         benchmark::DoNotOptimize(Model::load(dir));
-    state.SetLabel("vit_base safetensors (" + std::to_string(fs::file_size(dir + "/model.safetensors") >> 20) + " MB), memory-mapped");
+    state.SetLabel("vit_base safetensors (" + std::to_string(fs::file_size(dir + "/model.safetensors") >> 20)
+                   + " MB, page cache warm), memory-mapped");
 }
 BENCHMARK(BM_LoadModel)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The machine's sgemm (LibTorch's BLAS, same threads as the forwards): the peak the forwards are compared to.
 void BM_SgemmPeak(benchmark::State& state)
 {
-    const int64_t n = 1024;
+    const int64_t n = state.range(0);
     const at::Tensor a = at::randn({ n, n }), b = at::randn({ n, n });
+    at::Tensor c = at::empty({ n, n });
     for (auto _ : state)
-        benchmark::DoNotOptimize(at::mm(a, b));
+        at::mm_out(c, a, b);
     state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+    state.SetLabel("at::mm " + std::to_string(n) + "^3, " + std::to_string(at::get_num_threads()) + " intra-op threads");
 }
-BENCHMARK(BM_SgemmPeak)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SgemmPeak)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 } // namespace
 

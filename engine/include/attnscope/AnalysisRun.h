@@ -41,6 +41,10 @@ public:
     // `cleanTrace`, when given, receives the clean forward's trace (for predictions and tensor dumps).
     Result<bool> addImage(const Model::Prepared& image, int64_t index, const std::function<bool()>& isCancelled = {},
                           Trace* cleanTrace = nullptr);
+    // Several images at once: their clean and perturbed inputs go through one batched forward (they must share
+    // one input size). The statistics are those of addImage on each in turn, up to float rounding.
+    Result<bool> addImages(const std::vector<const Model::Prepared*>& images, const std::vector<int64_t>& indices,
+                           const std::function<bool()>& isCancelled = {}, std::vector<Trace>* cleanTraces = nullptr);
     const AnalysisOptions& options() const { return m_options; }
 
     const StatsTable& statistics() const { return m_stats; }

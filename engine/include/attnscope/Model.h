@@ -106,6 +106,9 @@ public:
     // A run whose estimated memory (estimateRunMemory: taps + working; the weights are already loaded) exceeds
     // the memory available is refused before anything is allocated, with both numbers in the message.
     Result<Trace> run(const Tensor& input, const RunOptions& options = {}) const;
+    // Several inputs of one size in one forward ([B, C, H, W]): one Trace per input, equal to run() on each alone
+    // up to float rounding (larger matrix products; docs/performance.md, Batching).
+    Result<std::vector<Trace>> runBatch(const std::vector<Tensor>& inputs, const RunOptions& options = {}) const;
 
     struct Impl;
 
@@ -138,7 +141,9 @@ std::string formatBytes(int64_t bytes);
 std::string builtinModelDir();
 std::vector<std::string> builtinModelNames();
 
-// Intra-op threads for CPU forwards (0 = leave LibTorch's default).
+// Threads for CPU forwards, LibTorch's intra-op (OpenMP) and OpenBLAS's alike (0 = leave LibTorch's default, which
+// Model::load then also gives OpenBLAS). More than one wants OMP_WAIT_POLICY=PASSIVE in the environment before the
+// process starts (docs/performance.md, Thread policy).
 void setNumThreads(int threads);
 
 const char* version();

@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+"""`make bench`: runs attnscope's benchmarks and the peer script on this machine, in the same run, and prints the
+table of docs/performance.md (attnscope, peer, ratio, share of the measured sgemm peak, targets).
+
+    tests/benchmarks/run_bench.py BUILD_DIR [--quick] [--json OUT.json]
+
+Thread policy (docs/performance.md): the engine's executables run with OMP_WAIT_POLICY=PASSIVE set in the
+environment before libgomp loads; 1 and 2 threads are both measured. Only the standard library is used here.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+
+
+def env_for(threads, **extra):
+    env = dict(os.environ)
+    env.update({"OMP_NUM_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE",
+                "QT_QPA_PLATFORM": "offscreen"})
+    env.update(extra)
+    return {k: v for k, v in env.items() if v is not None}  # None: leave the variable unset
+
+
+def run(cmd, env, timeout=3600):
+    print("  $", " ".join(cmd), file=sys.stderr, flush=True)
+    out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if out.returncode != 0:
+        sys.exit(f"run_bench: {' '.join(cmd)} failed ({out.returncode}):\n{out.stderr[-2000:]}")
+    return out.stdout
+
+
+def google_bench(exe, threads, filt=None, extra_env=None):
+    cmd = [exe, "--benchmark_format=json"]
+    if filt:
+        cmd.append(f"--benchmark_filter={filt}")
+    data = json.loads(run(cmd, env_for(threads, **(extra_env or {}))))
+    results = {}
+    for b in data["benchmarks"]:
+        results[b["name"]] = b
+    return results
+
+
+def ms(b):
+    unit = {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]]
+    return b["real_time"] * unit
+
+
+def peer(mode, threads, args):
+    cmd = [sys.executable, os.path.join(HERE, "peer.py"), "--mode", mode, "--threads", str(threads)] + args
+    # The peer gets libgomp's spin fix too (GOMP_SPINCOUNT=0): without it torch at 2 threads is 5x slower here.
+    return json.loads(run(cmd, env_for(threads, GOMP_SPINCOUNT="0")))
+
+
+def gui_start(build, runs=3):
+    exe = os.path.join(build, "app", "attnscope")
+    if not os.path.exists(exe):
+        return None
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        # As `make run` opens it: the default model and the sample folders.
+        out = run([exe, "--time-startup", "builtin:fmnist-vit", os.path.join(ROOT, "resources/samples/fashion-mnist"),
+                   os.path.join(ROOT, "resources/samples")], env_for(1))
+        wall = (time.perf_counter() - t) * 1e3
+        reported = json.loads(out.strip().splitlines()[-1])
+        times.append((reported["since_process_start_ms"], wall))
+    return {"first_heatmap_ms": statistics.median(t[0] for t in times), "wall_ms": statistics.median(t[1] for t in times)}
+
+
+def row(name, ours, peer_value=None, peak=None, target="", met=None, higher_is_better=False):
+    """ratio = how many times attnscope is better: peer/ours for times, ours/peer for rates."""
+    cells = [name, f"{ours:10.1f}" if isinstance(ours, float) else f"{ours:>10}"]
+    cells.append(f"{peer_value:10.1f}" if peer_value is not None else " " * 10)
+    ratio = None
+    if peer_value is not None and ours and peer_value:
+        ratio = ours / peer_value if higher_is_better else peer_value / ours
+    cells.append(f"{ratio:6.2f}x" if ratio is not None else " " * 7)
+    cells.append(f"{peak:5.0%}" if peak is not None else " " * 5)
+    cells.append(target + ("" if met is None else ("  MET" if met else "  NOT MET")))
+    return "| " + " | ".join(cells) + " |"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--quick", action="store_true", help="fewer images and repeats (a smoke run, not the record)")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    b = os.path.join(args.build, "tests", "benchmarks")
+    images = 200 if args.quick else 1000
+    peer_images = 20 if args.quick else 100
+    res = {"load": os.getloadavg(), "when": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+    print("Running the engine benchmarks at 1 and 2 threads ...", file=sys.stderr)
+    eng = {t: google_bench(os.path.join(b, "engine_bench"), t) for t in (1, 2)}
+    # The spin policy: the same forward at 2 threads with libgomp's default (active waiting) instead of PASSIVE.
+    spin = google_bench(os.path.join(b, "engine_bench"), 2, "BM_Forward/1/|BM_SgemmPeak/1024", {"OMP_WAIT_POLICY": None})
+    click = google_bench(os.path.join(b, "click_bench"), 1)
+    print("Running the dataset runs ...", file=sys.stderr)
+    ds = json.loads(run([os.path.join(b, "dataset_bench"), "--images", str(images)], env_for(1)))
+    ds_batch = json.loads(run([os.path.join(b, "dataset_bench"), "--images", str(min(images, 200)), "--batch", "4"], env_for(1)))
+    print("Running the peer (Python, torchvision + NumPy) ...", file=sys.stderr)
+    reps = ["--repeats", "3" if args.quick else "7"]
+    peers = {t: peer("one", t, reps) for t in (1, 2)}
+    peer_ds = peer("dataset", 1, ["--shape", "deit_tiny", "--images", str(peer_images)])
+    gui = gui_start(args.build)
+    res.update({"engine": eng, "spin": spin, "click": click, "dataset": ds, "dataset_batch4": ds_batch, "peer": peers,
+                "peer_dataset": peer_ds, "gui": gui, "load_after": os.getloadavg()})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+    lines = []
+    out = lines.append
+    out(f"attnscope benchmarks, {res['when']}, load average before/after {res['load'][0]:.2f}/{res['load_after'][0]:.2f}")
+    out("ms unless stated; ratio = how many times attnscope is faster (peer time / attnscope time, or images/s the other"
+        " way); peak = forward GFLOP/s as a share of the sgemm peak measured in the same run at the same threads")
+    out("")
+    out("| measurement | attnscope | peer | ratio | peak | target |")
+    out("|---|---:|---:|---:|---:|---|")
+    for t in (1, 2):
+        e = eng[t]
+        sgemm = max(v["GFLOP/s"] for k, v in e.items() if k.startswith("BM_SgemmPeak"))
+        out(row(f"sgemm peak, {t} thr (GFLOP/s)", sgemm))
+        for i, shape in enumerate(("deit_tiny", "vit_small", "vit_base")):
+            f = e[f"BM_Forward/{i}/0/real_time"]
+            fr = e[f"BM_Forward/{i}/1/real_time"]
+            p = peers[t] if shape == "vit_small" else None
+            out(row(f"{shape} forward, {t} thr", ms(f), p["forward_ms"] if p else None, f["GFLOP/s"] / sgemm,
+                    ">= 55% of peak" if shape == "vit_small" else "",
+                    f["GFLOP/s"] / sgemm >= 0.55 if shape == "vit_small" else None))
+            out(row(f"{shape} forward recording all, {t} thr", ms(fr), p["forward_record_ms"] if p else None,
+                    fr["GFLOP/s"] / sgemm))
+        for k, v in sorted(e.items()):
+            if k.startswith("BM_ForwardBatch/"):
+                out(row(f"{v['label']}, {t} thr (ms/image)", v["ms/image"], None, v["GFLOP/s"] / sgemm))
+        for k, v in sorted(e.items()):
+            if k.startswith("BM_Analysis/"):
+                out(row(f"{v['label']}, {t} thr", ms(v)))
+        best_peer = min(peers[1]["one_image_ms"], peers[2]["one_image_ms"])
+        for i, shape in enumerate(("deit_tiny", "vit_small", "vit_base")):
+            v = e[f"BM_FullAnalysis/{i}/real_time"]
+            if shape == "vit_small":
+                out(row(f"full one-image analysis vit_small, {t} thr (peer: its best of 1/2 thr)", ms(v), best_peer,
+                        v["GFLOP/s"] / sgemm, ">= 2.5x faster", best_peer / ms(v) >= 2.5))
+            else:
+                out(row(f"full one-image analysis {shape}, {t} thr", ms(v), None, v["GFLOP/s"] / sgemm))
+        out(row(f"load vit_base safetensors, {t} thr", ms(e["BM_LoadModel/real_time"]), None, None, "< 500 ms",
+                ms(e["BM_LoadModel/real_time"]) < 500))
+    for k in ("BM_Forward/1/0/real_time", "BM_Forward/1/1/real_time"):
+        out(row(f"{spin[k]['label']}, 2 thr, libgomp default spin (not PASSIVE)", ms(spin[k])))
+    out(row("peer one-image analysis, 1 thr / 2 thr", peers[1]["one_image_ms"], peers[2]["one_image_ms"]))
+    for part in range(3):
+        c = click[f"BM_Click/{part}/iterations:200/real_time"]
+        out(row(f"click {c['label']}: p50", c["p50_ms"]))
+        out(row(f"click {c['label']}: p95", c["p95_ms"], None, None, "< 16 ms" if part == 2 else "",
+                c["p95_ms"] < 16 if part == 2 else None))
+    out(row(f"dataset run deit_tiny, {ds['images']} images (images/s; peer over {peer_ds['images']})",
+            ds["images_per_s"], peer_ds["images_per_s"], higher_is_better=True))
+    out(row(f"dataset run, batch 4, {ds_batch['images']} images (images/s)", ds_batch["images_per_s"]))
+    out(row("dataset peak RSS at 100 images (MB)", ds["rss_mb_at_100"], peer_ds.get("rss_mb_at_100")))
+    growth = ds["rss_mb_at_end"] - ds["rss_mb_at_100"]
+    out(row(f"dataset peak RSS at {ds['images']} images (MB)", ds["rss_mb_at_end"], peer_ds.get("rss_mb_at_end"),
+            None, f"growth {growth:.1f} MB <= 50 MB", growth <= 50))
+    if gui:
+        out(row("GUI cold start to first heatmap (fmnist-vit)", gui["first_heatmap_ms"], None, None, "< 1500 ms",
+                gui["first_heatmap_ms"] < 1500))
+        out(row("  (wall time of the whole process, start to exit)", gui["wall_ms"]))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

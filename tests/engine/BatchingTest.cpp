@@ -1,0 +1,115 @@
+// Batching (docs/performance.md): several images in one forward give what one forward per image gives, to 1e-5.
+#include "TestSupport.h"
+
+#include <attnscope/AnalysisRun.h>
+#include <attnscope/Image.h>
+#include <attnscope/Model.h>
+
+using namespace attnscope;
+using namespace attnscope::test;
+
+namespace {
+
+std::vector<Model::Prepared> sampleImages(const Model& model, int n)
+{
+    std::vector<Model::Prepared> out;
+    for (const char* name : { "test-0000-ankle-boot.png", "test-0001-pullover.png", "test-0002-trouser.png",
+                              "test-0004-shirt.png", "test-0006-coat.png" }) {
+        auto image = decodeImage(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist/" + std::string(name));
+        if (!image)
+            continue;
+        out.push_back(*model.prepare(*image));
+        if (int(out.size()) == n)
+            break;
+    }
+    return out;
+}
+
+// max |a - b| over both tensors, which must have one shape.
+double maxDifference(const Tensor& a, const Tensor& b)
+{
+    EXPECT_EQ(a.shape(), b.shape());
+    double d = 0;
+    for (int64_t i = 0; i < std::min(a.numel(), b.numel()); ++i)
+        d = std::max(d, double(std::abs(a.data()[i] - b.data()[i])));
+    return d;
+}
+
+} // namespace
+
+TEST(Batching, RunBatchEqualsOneRunPerImage)
+{
+    auto model = Model::load("builtin:fmnist-vit");
+    ASSERT_TRUE(model) << model.message();
+    const auto images = sampleImages(**model, 3);
+    ASSERT_EQ(images.size(), 3u);
+    RunOptions options;
+    options.record = RecordSpec::everything();
+    std::vector<Tensor> inputs;
+    for (const auto& p : images)
+        inputs.push_back(p.input);
+    auto batch = (*model)->runBatch(inputs, options);
+    ASSERT_TRUE(batch) << batch.message();
+    ASSERT_EQ(batch->size(), 3u);
+    for (size_t i = 0; i < images.size(); ++i) {
+        auto one = (*model)->run(images[i].input, options);
+        ASSERT_TRUE(one) << one.message();
+        const Trace& b = (*batch)[i];
+        EXPECT_LT(maxDifference(b.logits, one->logits), 1e-5);
+        for (int l = 1; l <= one->depth; ++l) {
+            EXPECT_LT(maxDifference(b.attention[size_t(l)], one->attention[size_t(l)]), 1e-5) << "layer " << l;
+            EXPECT_LT(maxDifference(b.attnBranch[size_t(l)], one->attnBranch[size_t(l)]), 1e-5) << "layer " << l;
+            EXPECT_LT(maxDifference(b.residual[size_t(l)], one->residual[size_t(l)]), 1e-5) << "layer " << l;
+        }
+        for (int l = 0; l <= one->depth; ++l)
+            EXPECT_LT(maxDifference(b.blocks[size_t(l)], one->blocks[size_t(l)]), 1e-5) << "layer " << l;
+    }
+    // The images differ, so a mix-up of batch rows would show.
+    EXPECT_GT(maxDifference((*batch)[0].logits, (*batch)[1].logits), 1e-3);
+}
+
+TEST(Batching, RunBatchRefusesMixedSizes)
+{
+    auto model = Model::load("builtin:fmnist-vit");
+    ASSERT_TRUE(model) << model.message();
+    const auto images = sampleImages(**model, 1);
+    ASSERT_EQ(images.size(), 1u);
+    const auto& shape = images[0].input.shape();
+    const Tensor larger = Tensor::fromVector({ shape[0], shape[1] * 2, shape[2] }, std::vector<float>(size_t(images[0].input.numel() * 2), 0.f));
+    auto r = (*model)->runBatch({ images[0].input, larger });
+    ASSERT_FALSE(r);
+    EXPECT_NE(r.message().find("one size"), std::string::npos) << r.message();
+    EXPECT_FALSE((*model)->runBatch({}));
+}
+
+TEST(Batching, AddImagesEqualsAddImageOneAtATime)
+{
+    auto model = Model::load("builtin:fmnist-vit");
+    ASSERT_TRUE(model) << model.message();
+    const auto images = sampleImages(**model, 5);
+    ASSERT_EQ(images.size(), 5u);
+    AnalysisOptions options;
+    options.perturbations.push_back(*Perturbation::parse("gaussian:sigma=8"));
+    options.perturbations.push_back(*Perturbation::parse("blur:sigma=1"));
+    options.draws = 2;
+    AnalysisRun single(*model, options), batched(*model, options);
+    for (size_t i = 0; i < images.size(); ++i)
+        ASSERT_TRUE(single.addImage(images[i], int64_t(i)));
+    // Batches of 3 and 2, with shard-like indices kept as given.
+    ASSERT_TRUE(batched.addImages({ &images[0], &images[1], &images[2] }, { 0, 1, 2 }));
+    std::vector<Trace> traces;
+    ASSERT_TRUE(batched.addImages({ &images[3], &images[4] }, { 3, 4 }, {}, &traces));
+    EXPECT_EQ(traces.size(), 2u);
+    EXPECT_EQ(batched.images(), single.images());
+    ASSERT_EQ(batched.statistics().size(), single.statistics().size());
+    ASSERT_GT(single.statistics().size(), 100u);
+    for (const auto& [key, s] : single.statistics()) {
+        const auto it = batched.statistics().find(key);
+        ASSERT_NE(it, batched.statistics().end()) << key;
+        EXPECT_EQ(it->second.count(), s.count()) << key;
+        const double tolerance = 1e-5 * std::max(1.0, std::abs(s.mean()));
+        EXPECT_NEAR(it->second.mean(), s.mean(), tolerance) << key;
+        EXPECT_NEAR(it->second.sd(), s.sd(), 1e-5 * std::max(1.0, std::abs(s.sd()))) << key;
+    }
+    EXPECT_FALSE(batched.addImages({ &images[0] }, {}));
+}
