@@ -1,12 +1,13 @@
 # attnscope: the README's two commands.
 #   make run    install missing Debian packages, build, and open attnscope on the embedded model and samples
 #   make test   install missing Debian packages, build, and run every test
+# Reliability (docs/fuzzing.md): make fuzz [FUZZ_SECONDS=60], make test-asan, make test-tsan.
 PRESET ?= release
 BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OUT ?= attnscope-out
 
-.PHONY: all deps configure build test run clean install screenshots bench
+.PHONY: all deps configure build test run clean install screenshots bench fuzz test-asan test-tsan
 
 all: build
 
@@ -40,3 +41,25 @@ bench: deps
 	cmake --preset release -DATTNSCOPE_BUILD_BENCHMARKS=ON
 	cmake --build --preset release -j $(JOBS) --target engine_bench
 	OMP_NUM_THREADS=1 $(BUILD_DIR)/tests/benchmarks/engine_bench --benchmark_counters_tabular=true
+
+# libFuzzer harnesses (clang-14, ASan+UBSan), each run for FUZZ_SECONDS from tests/fuzz/corpus.
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?=
+FUZZERS ?= safetensors config npy torch_checkpoint
+fuzz: deps
+	cmake --preset fuzz
+	cmake --build --preset fuzz -j $(JOBS)
+	FUZZ_RUNS=$(FUZZ_RUNS) ./tests/fuzz/run.sh build/fuzz $(FUZZ_SECONDS) $(FUZZERS)
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (gcc; LibTorch/Qt stay uninstrumented).
+# Tests labelled asan-slow are excluded (docs/fuzzing.md says which and why).
+test-asan: deps
+	cmake --preset asan
+	cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan -j $(JOBS) $(CTEST_ARGS)
+
+# The threaded tests (GUI worker, analysis runner, cancellation) under ThreadSanitizer.
+test-tsan: deps
+	cmake --preset tsan
+	cmake --build --preset tsan -j $(JOBS)
+	ctest --preset tsan -j $(JOBS) $(CTEST_ARGS)
