@@ -154,6 +154,14 @@ TEST_F(ConfigRegression, NegativeLayerNormEps)
     expectError(dir, "layer_norm_eps must not be negative");
 }
 
+TEST_F(ConfigRegression, HugeRegexBackReference)
+{
+    // fuzz_config: libstdc++'s regex compiler overflowed a long parsing the back-reference "\\666...6" (UB).
+    const auto dir = model("regex");
+    writeBytes(dir / "attnscope.json", R"j({"rename": [["^blocks\\.(\\66666666666666666666666)", "x"]]})j");
+    expectError(dir, "is too complex for a tensor name");
+}
+
 TEST(FuzzRegression, EmptyPatchKernelIsAnError)
 {
     // A patch_embed.proj.weight with a zero dimension made the patch size 0: image size % 0 (SIGFPE).
