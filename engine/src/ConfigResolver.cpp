@@ -4,7 +4,9 @@
 
 #include <ATen/ATen.h>
 
+#include <cctype>
 #include <cmath>
+#include <limits>
 #include <regex>
 
 namespace attnscope {
@@ -46,13 +48,36 @@ Activation activationFromName(const std::string& name, const std::string& path)
     throw LoadError(path + ": unknown activation \"" + name + "\" (gelu, gelu_tanh, quick_gelu, relu, silu)");
 }
 
+// An integer field. nlohmann's get<int>() of a float out of int's range is undefined behaviour, and of a large
+// integer silently wraps (found by tests/fuzz/fuzz_config): the range is checked first.
+int intField(const json& v, const std::string& path, const std::string& what)
+{
+    if (v.is_number()) {
+        const double d = v.get<double>();
+        if (d >= double(std::numeric_limits<int>::min()) && d <= double(std::numeric_limits<int>::max()))
+            return v.is_number_float() ? int(d) : int(v.get<int64_t>());
+    }
+    throw LoadError(path + ": " + what + " " + v.dump() + " is not an integer of a plausible size");
+}
+
+// Image, resize and crop sides: a corrupt config must not make the preprocessing allocate without bound.
+constexpr int kMaxSide = 16384;
+
+int sideField(const json& v, const std::string& path, const std::string& what)
+{
+    const int side = intField(v, path, what);
+    if (side < 1 || side > kMaxSide)
+        throw LoadError(path + ": " + what + " " + v.dump() + " is not a size from 1 to " + std::to_string(kMaxSide));
+    return side;
+}
+
 // An int or [h, w] image size.
 std::pair<int, int> sizePair(const json& v, const std::string& path, const char* what)
 {
     if (v.is_number_integer())
-        return { v.get<int>(), v.get<int>() };
+        return { sideField(v, path, what), sideField(v, path, what) };
     if (v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[1].is_number_integer())
-        return { v[0].get<int>(), v[1].get<int>() };
+        return { sideField(v[0], path, what), sideField(v[1], path, what) };
     throw LoadError(path + ": " + what + " " + v.dump() + " is neither an integer nor [height, width]");
 }
 
@@ -132,10 +157,14 @@ PreprocessConfig preprocessFromTimm(const json& cfg, int channels)
         const auto& s = cfg["input_size"];
         if (!s.is_array() || s.size() != 3)
             throw LoadError("pretrained_cfg.input_size must be [C, H, W]");
-        h = s[1].get<int>();
-        w = s[2].get<int>();
+        h = sideField(s[1], path, "input_size");
+        w = sideField(s[2], path, "input_size");
     }
     const double cropPct = cfg.value("crop_pct", 0.875);
+    // floor(size / crop_pct) must be a size too: crop_pct 0 made it infinite, and its int conversion undefined.
+    if (!(cropPct > 0) || std::floor(std::min(h, w) / cropPct) < 1 || std::floor(std::max(h, w) / cropPct) > kMaxSide)
+        throw LoadError(path + ": crop_pct " + std::to_string(cropPct) + " gives no plausible resize of " + std::to_string(h)
+                        + "x" + std::to_string(w));
     const std::string mode = cfg.value("crop_mode", "center");
     // timm: scale = floor(size / crop_pct); centre mode resizes the shorter side, squash both sides.
     const int scaleH = int(std::floor(h / cropPct));
@@ -186,18 +215,18 @@ PreprocessConfig preprocessFromHuggingFace(const json& pre, const std::string& p
         if (s.is_number_integer()) {
             if (defaultToSquare) {
                 p.resize = ResizeMode::Exact;
-                p.resizeHeight = p.resizeWidth = s.get<int>();
+                p.resizeHeight = p.resizeWidth = sideField(s, path, "size");
             } else {
                 p.resize = ResizeMode::ShortestEdge;
-                p.resizeShortest = s.get<int>();
+                p.resizeShortest = sideField(s, path, "size");
             }
         } else if (s.is_object() && s.contains("shortest_edge")) {
             p.resize = ResizeMode::ShortestEdge;
-            p.resizeShortest = s["shortest_edge"].get<int>();
+            p.resizeShortest = sideField(s["shortest_edge"], path, "size.shortest_edge");
         } else if (s.is_object() && s.contains("height") && s.contains("width")) {
             p.resize = ResizeMode::Exact;
-            p.resizeHeight = s["height"].get<int>();
-            p.resizeWidth = s["width"].get<int>();
+            p.resizeHeight = sideField(s["height"], path, "size.height");
+            p.resizeWidth = sideField(s["width"], path, "size.width");
         } else {
             throw LoadError(path + ": size " + s.dump() + " is not understood (height/width or shortest_edge)");
         }
@@ -209,7 +238,7 @@ PreprocessConfig preprocessFromHuggingFace(const json& pre, const std::string& p
     p.centerCrop = pre.value("do_center_crop", clipLike || type.find("DeiT") != std::string::npos);
     if (p.centerCrop) {
         const auto crop = pre.contains("crop_size") ? sizePair(pre["crop_size"].is_object()
-                                                                    ? json::array({ pre["crop_size"].value("height", 224), pre["crop_size"].value("width", 224) })
+                                                                    ? json::array({ pre["crop_size"].value("height", json(224)), pre["crop_size"].value("width", json(224)) })
                                                                     : pre["crop_size"],
                                                                 path, "crop_size")
                                                     : std::pair<int, int> { 224, 224 };
@@ -234,6 +263,51 @@ PreprocessConfig preprocessFromHuggingFace(const json& pre, const std::string& p
     return p;
 }
 
+namespace {
+
+// std::regex (libstdc++) has no limits of its own: a back-reference number or repetition count past long's
+// range overflows a signed integer while it is parsed (UB; "\\666...6" found by tests/fuzz/fuzz_config), a large
+// count builds a huge automaton, deep nesting recurses in the compiler, and stacked quantifiers ("u*****", a
+// timeout the fuzzer found next) make it exponential. Names of tensors need none of that.
+std::regex descriptionRegex(const std::string& pattern, const std::string& path)
+{
+    const auto refuse = [&](const char* why) {
+        throw LoadError(path + ": regular expression \"" + pattern.substr(0, 60) + "\" is too complex for a tensor name ("
+                        + why + ")");
+    };
+    if (pattern.size() > 1000)
+        refuse("over 1000 characters");
+    int depth = 0;
+    bool escaped = false, afterQuantifier = false, lazy = false;
+    for (size_t i = 0; i < pattern.size(); ++i) {
+        const char ch = pattern[i];
+        size_t digits = 0; // a number after \, { or , (back-reference, count)
+        while ((ch == '\\' || ch == '{' || ch == ',') && i + 1 + digits < pattern.size() && std::isdigit(uint8_t(pattern[i + 1 + digits])))
+            ++digits;
+        if (digits > 3)
+            refuse("a count or back-reference over 999");
+        if (escaped) {
+            escaped = afterQuantifier = false;
+            continue;
+        }
+        if (afterQuantifier && (ch == '*' || ch == '+' || ch == '?' || ch == '{')) {
+            if (ch != '?' || lazy) // one lazy '?' may follow a quantifier: "*?", "{2}?"
+                refuse("a repeated repetition");
+            lazy = true;
+            continue;
+        }
+        escaped = ch == '\\';
+        depth += ch == '(' ? 1 : ch == ')' ? -1 : 0;
+        if (depth > 32)
+            refuse("over 32 nested groups");
+        afterQuantifier = ch == '*' || ch == '+' || ch == '?' || ch == '}';
+        lazy = false;
+    }
+    return std::regex(pattern);
+}
+
+} // namespace
+
 TensorMap applyDescriptionRenames(TensorMap tensors, const json& d, const std::string& path)
 {
     std::vector<std::pair<std::regex, std::string>> rules;
@@ -241,11 +315,11 @@ TensorMap applyDescriptionRenames(TensorMap tensors, const json& d, const std::s
         for (const auto& r : d.value("rename", json::array())) {
             if (!r.is_array() || r.size() != 2 || !r[0].is_string() || !r[1].is_string())
                 throw LoadError(path + ": each rename rule must be [\"regex\", \"replacement\"]");
-            rules.emplace_back(std::regex(r[0].get<std::string>()), r[1].get<std::string>());
+            rules.emplace_back(descriptionRegex(r[0].get<std::string>(), path), r[1].get<std::string>());
         }
         std::vector<std::regex> drops;
         for (const auto& r : d.value("drop", json::array()))
-            drops.emplace_back(r.get<std::string>());
+            drops.push_back(descriptionRegex(r.get<std::string>(), path));
         TensorMap out;
         for (auto& [name, t] : tensors) {
             bool dropped = false;
@@ -276,7 +350,8 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
     if (!has(t, "patch_embed.proj.weight"))
         fail(weightsPath, "no patch embedding (patch_embed.proj.weight or its equivalent) among the tensors");
     const auto& patch = t.at("patch_embed.proj.weight");
-    if (patch.dim() != 4 || patch.size(2) != patch.size(3))
+    // An empty kernel (a zero dimension) would later divide by a zero patch size.
+    if (patch.dim() != 4 || patch.size(2) != patch.size(3) || patch.size(0) < 1 || patch.size(1) < 1 || patch.size(2) < 1)
         fail(weightsPath, "patch_embed.proj.weight: shape " + shapeString(patch) + ", expected [D, C, P, P]");
     c.width = int(patch.size(0));
     c.channels = int(patch.size(1));
@@ -372,8 +447,10 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
                 if (ps.first != c.patchSize || ps.second != c.patchSize)
                     fail(cp, "patch_size " + cfg["patch_size"].dump() + " contradicts patch_embed.proj.weight " + shapeString(patch));
             }
-            heads = cfg.value("num_attention_heads", 12);
+            heads = cfg.contains("num_attention_heads") ? intField(cfg["num_attention_heads"], cp, "num_attention_heads") : 12;
             c.layerNormEps = cfg.value("layer_norm_eps", epsDefault.at(type));
+            if (c.layerNormEps < 0) // a negative eps makes LayerNorm produce NaN
+                fail(cp, "layer_norm_eps must not be negative");
             c.activation = activationFromName(cfg.value("hidden_act", clip ? "quick_gelu" : "gelu"), cp);
             imageSize = sizePair(cfg.value("image_size", json(224)), cp, "image_size");
             if (cfgTop.contains("id2label") && cfgTop["id2label"].is_object()) {
@@ -390,7 +467,7 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
             out.source = "config.json (timm " + arch + ")";
             const json args = cfgTop.value("model_args", json::object());
             if (args.contains("num_heads")) {
-                heads = args["num_heads"].get<int>();
+                heads = intField(args["num_heads"], cp, "model_args.num_heads");
             } else {
                 for (const auto& s : kTimmSizes)
                     if (arch.find(std::string("_") + s.word + "_") != std::string::npos && s.width == c.width)
@@ -415,9 +492,9 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
                 fail(cp, "global_pool \"" + pool + "\" is not supported (token, avg)");
             if (cfgTop.contains("pretrained_cfg")) {
                 const auto& pc = cfgTop["pretrained_cfg"];
+                preprocess = preprocessFromTimm(pc, c.channels); // checks input_size: [C, H, W] (was read unchecked)
                 if (!imageSize && pc.contains("input_size"))
-                    imageSize = std::make_pair(pc["input_size"][1].get<int>(), pc["input_size"][2].get<int>());
-                preprocess = preprocessFromTimm(pc, c.channels);
+                    imageSize = std::make_pair(preprocess->cropHeight, preprocess->cropWidth);
             }
             if (cfgTop.contains("label_names") && cfgTop["label_names"].is_array())
                 for (const auto& l : cfgTop["label_names"])
@@ -443,7 +520,7 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
         out.source = "model description " + dp;
         const json a = d.value("architecture", json::object());
         if (a.contains("num_heads"))
-            heads = a["num_heads"].get<int>();
+            heads = intField(a["num_heads"], dp, "architecture.num_heads");
         readVariants(a, dp);
         if (a.contains("block_norm")) {
             const std::string n = a["block_norm"].get<std::string>();
@@ -453,8 +530,11 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
         }
         if (a.contains("activation"))
             c.activation = activationFromName(a["activation"].get<std::string>(), dp);
-        if (a.contains("layer_norm_eps"))
+        if (a.contains("layer_norm_eps")) {
             c.layerNormEps = a["layer_norm_eps"].get<double>();
+            if (c.layerNormEps < 0) // a negative eps makes LayerNorm produce NaN
+                fail(dp, "layer_norm_eps must not be negative");
+        }
         if (a.contains("final_norm")) {
             const auto& f = a["final_norm"];
             const FinalNorm want = f.is_boolean() ? (f.get<bool>() ? FinalNorm::AllTokens : FinalNorm::None)

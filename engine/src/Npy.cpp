@@ -3,12 +3,16 @@
 #include "AtomicFile.h"
 #include "LoadError.h"
 
+#include <charconv>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 namespace attnscope {
+
+namespace {
+const char* const kSpace = " \t\n\r\f\v"; // what the header's Python literal may hold between tokens
+}
 
 Result<bool> writeNpy(const std::string& path, const Tensor& tensor)
 {
@@ -64,24 +68,48 @@ Result<Tensor> readNpy(const std::string& path)
     if (headerLen > bytes.size() - offset)
         return Error { path + ": truncated .npy header" };
     const std::string header = bytes.substr(offset, headerLen);
-    std::smatch m;
-    if (!std::regex_search(header, m, std::regex("'descr'\\s*:\\s*'([^']*)'")))
+    // A scan, not std::regex: libstdc++'s regex matcher recurses once per character, so a long header (v2/v3
+    // allow 4 GiB) overflowed the stack (found by tests/fuzz/fuzz_npy).
+    const auto valueOf = [&](const char* key) -> size_t { // where the value after "'key' :" starts, or npos
+        size_t at = header.find(key);
+        if (at == std::string::npos)
+            return at;
+        at = header.find_first_not_of(kSpace, at + std::strlen(key));
+        if (at == std::string::npos || header[at] != ':')
+            return std::string::npos;
+        return header.find_first_not_of(kSpace, at + 1);
+    };
+    const size_t descrAt = valueOf("'descr'");
+    const size_t descrEnd = descrAt == std::string::npos || header[descrAt] != '\'' ? std::string::npos : header.find('\'', descrAt + 1);
+    if (descrEnd == std::string::npos)
         return Error { path + ": .npy header has no descr" };
-    const std::string descr = m[1];
+    const std::string descr = header.substr(descrAt + 1, descrEnd - descrAt - 1);
     if (descr != "<f4" && descr != "<f8")
         return Error { path + ": .npy dtype " + descr + " is not float32 or float64" };
-    if (std::regex_search(header, std::regex("'fortran_order'\\s*:\\s*True")))
+    const size_t fortranAt = valueOf("'fortran_order'");
+    if (fortranAt != std::string::npos && header.compare(fortranAt, 4, "True") == 0)
         return Error { path + ": Fortran-order .npy files are not read" };
-    if (!std::regex_search(header, m, std::regex("'shape'\\s*:\\s*\\(([^)]*)\\)")))
+    const size_t shapeAt = valueOf("'shape'");
+    const size_t shapeEnd = shapeAt == std::string::npos || header[shapeAt] != '(' ? std::string::npos : header.find(')', shapeAt);
+    if (shapeEnd == std::string::npos)
         return Error { path + ": .npy header has no shape" };
+    const std::string shapeText = header.substr(shapeAt + 1, shapeEnd - shapeAt - 1);
     std::vector<int64_t> shape;
     int64_t numel = 1;
-    std::stringstream dims(m[1].str());
+    std::stringstream dims(shapeText);
     std::string item;
     while (std::getline(dims, item, ',')) {
-        if (item.find_first_not_of(" ") == std::string::npos)
+        const size_t first = item.find_first_not_of(kSpace);
+        if (first == std::string::npos)
             continue;
-        const long long v = std::stoll(item);
+        // from_chars, not stoll: a dimension that is not a number (or overflows) is an Error, not an exception.
+        size_t last = item.find_last_not_of(kSpace) + 1;
+        if (item[last - 1] == 'L' && last - 1 > first) // Python 2 wrote longs as "3L"
+            --last;
+        long long v = 0;
+        const auto parsed = std::from_chars(item.data() + first, item.data() + last, v);
+        if (parsed.ec != std::errc() || parsed.ptr != item.data() + last)
+            return Error { path + ": .npy shape (" + shapeText.substr(0, 40) + ") is not a list of integers" };
         if (v < 0 || v > (1LL << 40) || (v && numel > (1LL << 40) / v))
             return Error { path + ": implausible .npy shape" };
         shape.push_back(v);
@@ -92,9 +120,9 @@ Result<Tensor> readNpy(const std::string& path)
     if (bytes.size() - dataStart < size_t(numel) * elem)
         return Error { path + ": .npy data is truncated" };
     std::vector<float> values(static_cast<size_t>(numel));
-    if (elem == 4) {
+    if (elem == 4 && numel > 0) { // memcpy with a null pointer (an empty vector's) is undefined even for 0 bytes
         std::memcpy(values.data(), bytes.data() + dataStart, size_t(numel) * 4);
-    } else {
+    } else if (elem == 8) {
         for (int64_t i = 0; i < numel; ++i) {
             double d;
             std::memcpy(&d, bytes.data() + dataStart + size_t(i) * 8, 8);

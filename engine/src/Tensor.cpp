@@ -17,7 +17,8 @@ Tensor::Tensor(std::shared_ptr<const Impl> impl)
 Tensor Tensor::fromData(std::vector<int64_t> shape, const float* data)
 {
     auto t = at::empty(shape, at::kFloat);
-    std::memcpy(t.data_ptr<float>(), data, sizeof(float) * t.numel());
+    if (t.numel() > 0) // memcpy with a null pointer is undefined even for 0 bytes (an empty tensor has none)
+        std::memcpy(t.data_ptr<float>(), data, sizeof(float) * t.numel());
     return wrap(t);
 }
 
@@ -25,7 +26,8 @@ Tensor Tensor::fromVector(std::vector<int64_t> shape, std::vector<float> data)
 {
     auto t = at::empty(shape, at::kFloat);
     assert(size_t(t.numel()) == data.size());
-    std::memcpy(t.data_ptr<float>(), data.data(), sizeof(float) * data.size());
+    if (!data.empty())
+        std::memcpy(t.data_ptr<float>(), data.data(), sizeof(float) * data.size());
     return wrap(t);
 }
 

@@ -5,10 +5,8 @@
 // restricted unpickler as data.pkl, with storages made up on demand: a mutated pickle inside a zip mostly fails
 // the zip's CRC check, so without this path the fuzzer would rarely get past libzip.
 //
-// Build (clang): clang++ -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -I engine/src
-//   -I /usr/include/torch/csrc/api/include tests/fuzz/fuzz_torch_checkpoint.cpp engine/src/TorchCheckpoint.cpp
-//   engine/src/TorchPickleGlobals.cpp engine/src/RestrictedUnpickler.cpp -ltorch -ltorch_cpu -lc10 -lzip
-// Seeds: tests/engine/data/pt/*.pt and the data.pkl records inside them.
+// Build: make fuzz (the fuzz preset, clang-14; tests/fuzz/CMakeLists.txt), or the replay test of any build.
+// Seeds: tests/fuzz/corpus/torch_checkpoint: tests/engine/data/pt/*.pt and their data.pkl records (make_seeds.py).
 #include "LoadError.h"
 #include "RestrictedUnpickler.h"
 #include "TorchCheckpoint.h"
