@@ -13,6 +13,7 @@
 #include <torch/cuda.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <dlfcn.h>
 #include <mutex>
@@ -65,10 +66,6 @@ std::string executableDir()
     return ec ? std::string() : p.parent_path().string();
 }
 
-} // namespace
-
-namespace {
-
 // Debian's LibTorch is built against a generic BLAS, so at::set_num_threads does not reach OpenBLAS, whose pthread
 // pool otherwise takes every core beside LibTorch's OpenMP threads (docs/performance.md, Thread policy).
 void setBlasThreads(int threads)
@@ -80,9 +77,13 @@ void setBlasThreads(int threads)
 
 std::once_flag g_threadsChosen;
 
+// A count the user gave OpenBLAS in its environment is theirs.
 void alignBlasThreads()
 {
-    std::call_once(g_threadsChosen, [] { setBlasThreads(at::get_num_threads()); });
+    std::call_once(g_threadsChosen, [] {
+        if (!std::getenv("OPENBLAS_NUM_THREADS"))
+            setBlasThreads(at::get_num_threads());
+    });
 }
 
 } // namespace
