@@ -139,7 +139,12 @@ TEST(RunMemory, EstimateBoundsTheMeasuredPeak)
                 formatBytes(estimate.taps + estimate.working).c_str(), formatBytes(estimate.taps).c_str(),
                 formatBytes(estimate.working).c_str(), formatBytes(measured).c_str());
     EXPECT_GE(measured, estimate.taps * 9 / 10);
+#if defined(__SANITIZE_ADDRESS__)
+    // Under AddressSanitizer freed blocks wait in its quarantine and every block carries redzones, so the peak is
+    // the sanitizer's, not the run's: only the lower bound holds.
+#else
     EXPECT_LE(measured, (estimate.taps + estimate.working) * 5 / 4);
+#endif
 }
 
 } // namespace
