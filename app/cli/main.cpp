@@ -5,7 +5,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
+#include <string>
+#include <unistd.h>
 
 int fail(const std::string& message)
 {
@@ -13,8 +17,33 @@ int fail(const std::string& message)
     return 1;
 }
 
+namespace {
+
+// libgomp reads its wait policy once, when it is loaded: with more than one thread its default spin-waiting makes a
+// forward ten times slower on a shared machine (docs/performance.md, Thread policy). Asked for --threads > 1 with
+// no policy in the environment, the CLI sets a passive one and starts itself again, before anything has run.
+void passiveWaitingForThreads(char** argv)
+{
+    if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT"))
+        return;
+    int threads = 0;
+    for (char** a = argv + 1; *a; ++a) {
+        if (std::strcmp(*a, "--threads") == 0 && a[1])
+            threads = std::atoi(a[1]);
+        else if (std::strncmp(*a, "--threads=", 10) == 0)
+            threads = std::atoi(*a + 10);
+    }
+    if (threads <= 1)
+        return;
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    execv("/proc/self/exe", argv); // returns only on failure: then go on with the default policy
+}
+
+} // namespace
+
 int main(int argc, char** argv)
 {
+    passiveWaitingForThreads(argv);
     CLI::App app { "attnscope-cli: attention in vision transformers, headless" };
     app.set_version_flag("--version", std::string("attnscope ") + attnscope::version());
     app.require_subcommand(1);

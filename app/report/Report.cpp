@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -266,6 +267,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
         { "images", imageList },
         { "options", { { "analyses", request.analysesText }, { "noise", runs.front().output.options["noise"] }, { "draws", base.draws },
                        { "seed", base.seed }, { "device", info.device }, { "dump_tensors", dumping }, { "threads", request.threads },
+                       { "omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "" },
                        { "description", request.description }, { "compare", request.compareSpec }, { "formats", request.formatsText },
                        { "neutreno_lambda", request.neutreno ? nlohmann::json(*request.neutreno) : nlohmann::json() },
                        { "boost_t", request.boost ? nlohmann::json(*request.boost) : nlohmann::json() } } },

@@ -114,6 +114,23 @@ TEST_F(Cli, AnalyzeFolderOfSamplePhotosWritesEveryImage)
         EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << "left a temporary file: " << e.path();
 }
 
+// More than one thread wants libgomp's passive waiting, which must be in the environment before the process
+// starts: the CLI sets it and execs itself again; a policy the user set stays.
+TEST_F(Cli, ThreadsAboveOneRunWithPassiveWaiting)
+{
+    const std::string args = "analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist/test-0000-ankle-boot.png"
+                             " --analyses similarity --formats png --threads 2 --out ";
+    auto r = cli(args + (m_dir / "a").string(), "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT ");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto manifest = nlohmann::json::parse(slurp(m_dir / "a" / "manifest.json"));
+    EXPECT_EQ(manifest["options"]["threads"], 2);
+    EXPECT_EQ(manifest["options"]["omp_wait_policy"], "PASSIVE");
+    r = cli(args + (m_dir / "b").string(), "env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=ACTIVE ");
+    ASSERT_EQ(r.status, 0) << r.err;
+    manifest = nlohmann::json::parse(slurp(m_dir / "b" / "manifest.json"));
+    EXPECT_EQ(manifest["options"]["omp_wait_policy"], "ACTIVE");
+}
+
 TEST_F(Cli, AnalyzeBadImageFailsWithOneLine)
 {
     std::ofstream(m_dir / "broken.png") << "not an image at all";
