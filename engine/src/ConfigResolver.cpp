@@ -7,7 +7,6 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
-#include <regex>
 
 namespace attnscope {
 
@@ -261,83 +260,6 @@ PreprocessConfig preprocessFromHuggingFace(const json& pre, const std::string& p
     }
     p.source = "preprocessor_config.json";
     return p;
-}
-
-namespace {
-
-// std::regex (libstdc++) has no limits of its own: a back-reference number or repetition count past long's
-// range overflows a signed integer while it is parsed (UB; "\\666...6" found by tests/fuzz/fuzz_config), a large
-// count builds a huge automaton, deep nesting recurses in the compiler, and stacked quantifiers ("u*****", a
-// timeout the fuzzer found next) make it exponential. Names of tensors need none of that.
-std::regex descriptionRegex(const std::string& pattern, const std::string& path)
-{
-    const auto refuse = [&](const char* why) {
-        throw LoadError(path + ": regular expression \"" + pattern.substr(0, 60) + "\" is too complex for a tensor name ("
-                        + why + ")");
-    };
-    if (pattern.size() > 1000)
-        refuse("over 1000 characters");
-    int depth = 0;
-    bool escaped = false, afterQuantifier = false, lazy = false;
-    for (size_t i = 0; i < pattern.size(); ++i) {
-        const char ch = pattern[i];
-        size_t digits = 0; // a number after \, { or , (back-reference, count)
-        while ((ch == '\\' || ch == '{' || ch == ',') && i + 1 + digits < pattern.size() && std::isdigit(uint8_t(pattern[i + 1 + digits])))
-            ++digits;
-        if (digits > 3)
-            refuse("a count or back-reference over 999");
-        if (escaped) {
-            escaped = afterQuantifier = false;
-            continue;
-        }
-        if (afterQuantifier && (ch == '*' || ch == '+' || ch == '?' || ch == '{')) {
-            if (ch != '?' || lazy) // one lazy '?' may follow a quantifier: "*?", "{2}?"
-                refuse("a repeated repetition");
-            lazy = true;
-            continue;
-        }
-        escaped = ch == '\\';
-        depth += ch == '(' ? 1 : ch == ')' ? -1 : 0;
-        if (depth > 32)
-            refuse("over 32 nested groups");
-        afterQuantifier = ch == '*' || ch == '+' || ch == '?' || ch == '}';
-        lazy = false;
-    }
-    return std::regex(pattern);
-}
-
-} // namespace
-
-TensorMap applyDescriptionRenames(TensorMap tensors, const json& d, const std::string& path)
-{
-    std::vector<std::pair<std::regex, std::string>> rules;
-    try {
-        for (const auto& r : d.value("rename", json::array())) {
-            if (!r.is_array() || r.size() != 2 || !r[0].is_string() || !r[1].is_string())
-                throw LoadError(path + ": each rename rule must be [\"regex\", \"replacement\"]");
-            rules.emplace_back(descriptionRegex(r[0].get<std::string>(), path), r[1].get<std::string>());
-        }
-        std::vector<std::regex> drops;
-        for (const auto& r : d.value("drop", json::array()))
-            drops.push_back(descriptionRegex(r.get<std::string>(), path));
-        TensorMap out;
-        for (auto& [name, t] : tensors) {
-            bool dropped = false;
-            for (const auto& re : drops)
-                dropped = dropped || std::regex_search(name, re);
-            if (dropped)
-                continue;
-            std::string key = name;
-            for (const auto& [re, replacement] : rules)
-                key = std::regex_replace(key, re, replacement);
-            if (out.count(key))
-                throw LoadError(path + ": rename rules map two tensors onto " + key);
-            out[key] = t;
-        }
-        return out;
-    } catch (const std::regex_error& e) {
-        throw LoadError(path + ": invalid regular expression in rename rules (" + e.what() + ")");
-    }
 }
 
 ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const ConfigSources& src, const std::string& weightsPath)
