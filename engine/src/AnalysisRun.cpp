@@ -2,6 +2,8 @@
 
 #include "attnscope/Files.h"
 
+#include "Threads.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -88,26 +90,46 @@ RecordSpec AnalysisRun::recordSpec() const
     return spec;
 }
 
-void AnalysisRun::addTrace(const Trace& trace)
+// What one image's analyses produce before it enters the statistics: computed in parallel, added in one order.
+struct AnalysisRun::ImageResults {
+    std::vector<TokenSimilarityPoint> tokenSimilarity;
+    std::vector<AttentionSimilarityPoint> attentionSimilarity;
+    std::vector<HeadCentre> headCentres;
+    std::vector<SnrResult> snr; // by perturbation, then draw
+};
+
+void AnalysisRun::addResults(const ImageResults& r)
 {
-    if (m_options.similarity)
-        for (const auto& p : tokenSimilarity(trace))
-            addValue(m_stats, "ts/" + std::to_string(p.layer) + "/" + toString(p.tap) + "/" + toString(p.tokens), p.value);
-    if (m_options.attention)
-        for (const auto& p : attentionSimilarity(trace)) {
-            addValue(m_stats, "as/" + std::to_string(p.layer) + "/successive_cos", p.successiveCos);
-            addValue(m_stats, "as/" + std::to_string(p.layer) + "/head_redundancy", p.headRedundancy);
+    for (const auto& p : r.tokenSimilarity)
+        addValue(m_stats, "ts/" + std::to_string(p.layer) + "/" + toString(p.tap) + "/" + toString(p.tokens), p.value);
+    for (const auto& p : r.attentionSimilarity) {
+        addValue(m_stats, "as/" + std::to_string(p.layer) + "/successive_cos", p.successiveCos);
+        addValue(m_stats, "as/" + std::to_string(p.layer) + "/head_redundancy", p.headRedundancy);
+    }
+    for (const auto& h : r.headCentres) {
+        const std::string prefix = "hc/" + std::to_string(h.layer) + "/" + std::to_string(h.head) + "/";
+        const double values[] = { h.centreDy, h.centreDx, h.peakDy, h.peakDx, h.meanDistancePx, h.bandwidth, h.prefixMass, h.windowMass };
+        for (size_t i = 0; i < std::size(kCentreFields); ++i)
+            addValue(m_stats, prefix + kCentreFields[i], values[i]);
+        const std::string mapPrefix = "hcmap/" + std::to_string(h.layer) + "/" + std::to_string(h.head) + "/";
+        for (int64_t i = 0; i < h.offsetMap.numel(); ++i)
+            addValue(m_stats, mapPrefix + std::to_string(i), h.offsetMap.data()[i]);
+    }
+    size_t k = 0;
+    for (const auto& p : r.snr.empty() ? std::vector<Perturbation> {} : m_options.perturbations) {
+        const std::string spec = p.spec();
+        for (int draw = 0; draw < m_options.draws; ++draw) {
+            const SnrResult& result = r.snr[k++];
+            for (const auto& s : result.snr)
+                addValue(m_stats, "snr/" + spec + "/" + std::to_string(s.layer) + "/" + toString(s.tap), s.snrDb);
+            for (const auto& d : result.diagnostics) {
+                const std::string prefix = "snrd/" + spec + "/" + std::to_string(d.layer) + "/";
+                const double values[] = { d.alpha, d.beta, d.gamma, d.gain, d.bound, d.conditionHolds ? 1.0 : 0.0, d.sensitivity };
+                for (size_t f = 0; f < std::size(kDiagnosticFields); ++f)
+                    addValue(m_stats, prefix + kDiagnosticFields[f], values[f]);
+            }
         }
-    if (m_options.centres)
-        for (const auto& h : headCentres(trace, m_model->config().patchSize, m_options.radius)) {
-            const std::string prefix = "hc/" + std::to_string(h.layer) + "/" + std::to_string(h.head) + "/";
-            const double values[] = { h.centreDy, h.centreDx, h.peakDy, h.peakDx, h.meanDistancePx, h.bandwidth, h.prefixMass, h.windowMass };
-            for (size_t i = 0; i < std::size(kCentreFields); ++i)
-                addValue(m_stats, prefix + kCentreFields[i], values[i]);
-            for (int64_t i = 0; i < h.offsetMap.numel(); ++i)
-                addValue(m_stats, "hcmap/" + std::to_string(h.layer) + "/" + std::to_string(h.head) + "/" + std::to_string(i),
-                         h.offsetMap.data()[i]);
-        }
+    }
 }
 
 Result<bool> AnalysisRun::addImage(const Model::Prepared& image, int64_t index, const std::function<bool()>& isCancelled,
@@ -153,27 +175,31 @@ Result<bool> AnalysisRun::addImages(const std::vector<const Model::Prepared*>& i
     auto traces = m_model->runBatch(inputs, run);
     if (!traces)
         return traces.error();
+    // Every analysis of every image is a task of its own, spread over the threads (each analysis is sequential
+    // inside); the SNRs, the longest, go first so that the threads finish together. The results enter the
+    // statistics afterwards in one fixed order, so the numbers do not depend on the thread count.
+    const size_t stride = 1 + noisyPerImage;
+    std::vector<ImageResults> results(images.size());
+    std::vector<std::function<void()>> tasks;
     for (size_t i = 0; i < images.size(); ++i) {
-        const Trace& clean = (*traces)[i * (1 + noisyPerImage)];
-        addTrace(clean);
-        size_t k = i * (1 + noisyPerImage) + 1;
-        for (const auto& p : noisyPerImage ? m_options.perturbations : std::vector<Perturbation> {}) {
-            const std::string spec = p.spec();
-            for (int draw = 0; draw < m_options.draws; ++draw) {
-                const auto r = signalToNoise(clean, (*traces)[k++], m_options.centreSignal);
-                for (const auto& s : r.snr)
-                    addValue(m_stats, "snr/" + spec + "/" + std::to_string(s.layer) + "/" + toString(s.tap), s.snrDb);
-                for (const auto& d : r.diagnostics) {
-                    const std::string prefix = "snrd/" + spec + "/" + std::to_string(d.layer) + "/";
-                    const double values[] = { d.alpha, d.beta, d.gamma, d.gain, d.bound, d.conditionHolds ? 1.0 : 0.0, d.sensitivity };
-                    for (size_t f = 0; f < std::size(kDiagnosticFields); ++f)
-                        addValue(m_stats, prefix + kDiagnosticFields[f], values[f]);
-                }
-            }
-        }
+        ImageResults& r = results[i];
+        const Trace& clean = (*traces)[i * stride];
+        r.snr.resize(noisyPerImage);
+        for (size_t k = 0; k < noisyPerImage; ++k)
+            tasks.push_back([&, i, k] { r.snr[k] = signalToNoise(clean, (*traces)[i * stride + 1 + k], m_options.centreSignal); });
+        if (m_options.centres)
+            tasks.push_back([&] { r.headCentres = headCentres(clean, m_model->config().patchSize, m_options.radius); });
+        if (m_options.attention)
+            tasks.push_back([&] { r.attentionSimilarity = attentionSimilarity(clean); });
+        if (m_options.similarity)
+            tasks.push_back([&] { r.tokenSimilarity = tokenSimilarity(clean); });
+    }
+    runInterOp(tasks.size(), interOpThreads(), [&](size_t t) { tasks[t](); });
+    for (size_t i = 0; i < images.size(); ++i) {
+        addResults(results[i]);
         ++m_images;
         if (cleanTraces)
-            cleanTraces->push_back(std::move((*traces)[i * (1 + noisyPerImage)]));
+            cleanTraces->push_back(std::move((*traces)[i * stride]));
     }
     return true;
 }

@@ -5,6 +5,7 @@
 #include "ModelLoader.h"
 #include "Preprocess.h"
 #include "TensorImpl.h"
+#include "Threads.h"
 #include "VisionTransformer.h"
 
 #include <ATen/ATen.h>
@@ -66,15 +67,6 @@ std::string executableDir()
     return ec ? std::string() : p.parent_path().string();
 }
 
-// Debian's LibTorch is built against a generic BLAS, so at::set_num_threads does not reach OpenBLAS, whose pthread
-// pool otherwise takes every core beside LibTorch's OpenMP threads (docs/performance.md, Thread policy).
-void setBlasThreads(int threads)
-{
-    using SetThreads = void (*)(int);
-    if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
-        set(threads);
-}
-
 std::once_flag g_threadsChosen;
 
 // A count the user gave OpenBLAS in its environment is theirs.
@@ -84,6 +76,54 @@ void alignBlasThreads()
         if (!std::getenv("OPENBLAS_NUM_THREADS"))
             setBlasThreads(at::get_num_threads());
     });
+}
+
+// One forward over a group of same-sized inputs [C, H, W], split into one Trace per input.
+std::vector<Trace> forwardGroup(Model::Impl& impl, const std::vector<at::Tensor>& xs, const RunOptions& options)
+{
+    const ModelConfig& c = impl.info.config;
+    c10::InferenceMode guard;
+    ForwardState state;
+    state.spec = options.record;
+    state.isCancelled = options.isCancelled;
+    state.neutrenoLambda = options.neutrenoLambda.value_or(c.neutrenoLambda);
+    state.boostT = options.boostT.value_or(c.boostT);
+    state.reset(c.depth);
+    const at::Tensor x = xs.size() == 1 ? xs.front().unsqueeze(0) : at::stack(xs);
+    at::Tensor logits = impl.net->forward(x.to(impl.device), state);
+    // One copy to the host per recorded tensor (not per image), after the forward: nothing inside it waits.
+    const auto host = [](const at::Tensor& t) { return t.defined() ? t.to(at::kCPU).contiguous() : t; };
+    logits = host(logits);
+    for (auto* v : { &state.attention, &state.attnBranch, &state.residual, &state.blocks })
+        for (auto& t : *v)
+            t = host(t);
+
+    std::vector<Trace> traces(xs.size());
+    for (size_t b = 0; b < xs.size(); ++b) {
+        Trace& trace = traces[b];
+        const int64_t i = int64_t(b);
+        trace.input = wrap(xs[b]);
+        trace.logits = wrap(logits[i]);
+        trace.gridHeight = int(x.size(2) / c.patchSize);
+        trace.gridWidth = int(x.size(3) / c.patchSize);
+        trace.numPrefixTokens = c.numPrefixTokens();
+        trace.numHeads = c.numHeads;
+        trace.depth = c.depth;
+        trace.neutrenoLambda = state.neutrenoLambda;
+        trace.boostT = state.boostT;
+        const auto pick = [i](const std::vector<at::Tensor>& v) {
+            std::vector<Tensor> out;
+            out.reserve(v.size());
+            for (const auto& t : v)
+                out.push_back(t.defined() ? wrap(t[i]) : Tensor());
+            return out;
+        };
+        trace.attention = pick(state.attention);
+        trace.attnBranch = pick(state.attnBranch);
+        trace.residual = pick(state.residual);
+        trace.blocks = pick(state.blocks);
+    }
+    return traces;
 }
 
 } // namespace
@@ -105,6 +145,7 @@ const ModelInfo& Model::info() const { return m_impl->info; }
 Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const LoadOptions& options)
 {
     alignBlasThreads(); // one thread count for OpenMP and OpenBLAS unless setNumThreads chose one
+    tuneAllocatorForForwards();
     try {
         const at::Device device = parseDevice(options.device);
         ModelFiles files = locateModelFiles(path, options);
@@ -240,47 +281,14 @@ Result<std::vector<Trace>> Model::runBatch(const std::vector<Tensor>& inputs, co
                            + ") but only " + formatBytes(available) + " is available (MemAvailable); record fewer layers or use a smaller input" };
     }
     try {
-        c10::InferenceMode guard;
-        ForwardState state;
-        state.spec = options.record;
-        state.isCancelled = options.isCancelled;
-        state.neutrenoLambda = options.neutrenoLambda.value_or(c.neutrenoLambda);
-        state.boostT = options.boostT.value_or(c.boostT);
-        state.reset(c.depth);
-        const at::Tensor x = xs.size() == 1 ? xs.front().unsqueeze(0) : at::stack(xs);
-        at::Tensor logits = m_impl->net->forward(x.to(m_impl->device), state);
-        // One copy to the host per recorded tensor (not per image), after the forward: nothing inside it waits.
-        const auto host = [](const at::Tensor& t) { return t.defined() ? t.to(at::kCPU).contiguous() : t; };
-        logits = host(logits);
-        for (auto* v : { &state.attention, &state.attnBranch, &state.residual, &state.blocks })
-            for (auto& t : *v)
-                t = host(t);
-
+        const int threads = m_impl->device.is_cpu() ? interOpThreads() : 1;
+        if (threads <= 1 || xs.size() < 2)
+            return forwardGroup(*m_impl, xs, options);
+        // Inter-op: with several inputs and threads, each input gets a single-threaded forward of its own on the next
+        // free thread, which keeps every core in the matrix kernels instead of waiting at each operator's join
+        // (docs/performance.md, Thread policy). The traces are those of one forward at a time, in input order.
         std::vector<Trace> traces(xs.size());
-        for (size_t b = 0; b < xs.size(); ++b) {
-            Trace& trace = traces[b];
-            const int64_t i = int64_t(b);
-            trace.input = wrap(xs[b]);
-            trace.logits = wrap(logits[i]);
-            trace.gridHeight = int(x.size(2) / c.patchSize);
-            trace.gridWidth = int(x.size(3) / c.patchSize);
-            trace.numPrefixTokens = c.numPrefixTokens();
-            trace.numHeads = c.numHeads;
-            trace.depth = c.depth;
-            trace.neutrenoLambda = state.neutrenoLambda;
-            trace.boostT = state.boostT;
-            const auto pick = [i](const std::vector<at::Tensor>& v) {
-                std::vector<Tensor> out;
-                out.reserve(v.size());
-                for (const auto& t : v)
-                    out.push_back(t.defined() ? wrap(t[i]) : Tensor());
-                return out;
-            };
-            trace.attention = pick(state.attention);
-            trace.attnBranch = pick(state.attnBranch);
-            trace.residual = pick(state.residual);
-            trace.blocks = pick(state.blocks);
-        }
+        runInterOp(xs.size(), threads, [&](size_t i) { traces[i] = std::move(forwardGroup(*m_impl, { xs[i] }, options).front()); });
         return traces;
     } catch (const RunCancelled&) {
         return Error { "cancelled" };

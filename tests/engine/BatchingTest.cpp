@@ -5,6 +5,8 @@
 #include <attnscope/Image.h>
 #include <attnscope/Model.h>
 
+#include <atomic>
+
 using namespace attnscope;
 using namespace attnscope::test;
 
@@ -112,4 +114,96 @@ TEST(Batching, AddImagesEqualsAddImageOneAtATime)
         EXPECT_NEAR(it->second.sd(), s.sd(), 1e-5 * std::max(1.0, std::abs(s.sd()))) << key;
     }
     EXPECT_FALSE(batched.addImages({ &images[0] }, {}));
+}
+
+namespace {
+
+// Two engine threads for one test, back to the suite's one after.
+struct TwoThreads {
+    TwoThreads() { setNumThreads(2); }
+    ~TwoThreads() { setNumThreads(1); }
+};
+
+} // namespace
+
+// With two threads a batch is cut into single-threaded forwards on both (docs/performance.md, Thread policy): each
+// trace must be, bit for bit, what a one-thread forward of that image alone gives.
+TEST(InterOp, BatchAtTwoThreadsIsBitwiseOneThreadForwards)
+{
+    auto model = Model::load("builtin:fmnist-vit");
+    ASSERT_TRUE(model) << model.message();
+    const auto images = sampleImages(**model, 5);
+    ASSERT_EQ(images.size(), 5u);
+    RunOptions options;
+    options.record = RecordSpec::everything();
+    std::vector<Trace> alone;
+    std::vector<Tensor> inputs;
+    for (const auto& p : images) {
+        auto one = (*model)->run(p.input, options);
+        ASSERT_TRUE(one) << one.message();
+        alone.push_back(*one);
+        inputs.push_back(p.input);
+    }
+    TwoThreads threads;
+    auto batch = (*model)->runBatch(inputs, options);
+    ASSERT_TRUE(batch) << batch.message();
+    ASSERT_EQ(batch->size(), alone.size());
+    for (size_t i = 0; i < alone.size(); ++i) {
+        EXPECT_EQ(maxDifference((*batch)[i].logits, alone[i].logits), 0.0) << "image " << i;
+        for (int l = 1; l <= alone[i].depth; ++l) {
+            EXPECT_EQ(maxDifference((*batch)[i].attention[size_t(l)], alone[i].attention[size_t(l)]), 0.0) << i << " layer " << l;
+            EXPECT_EQ(maxDifference((*batch)[i].residual[size_t(l)], alone[i].residual[size_t(l)]), 0.0) << i << " layer " << l;
+            EXPECT_EQ(maxDifference((*batch)[i].blocks[size_t(l)], alone[i].blocks[size_t(l)]), 0.0) << i << " layer " << l;
+        }
+    }
+    EXPECT_GT(maxDifference((*batch)[0].logits, (*batch)[1].logits), 1e-3);
+}
+
+// The analyses of an image run as parallel tasks at two threads; the statistics must not depend on that.
+TEST(InterOp, AnalysisStatisticsDoNotDependOnThreads)
+{
+    auto model = Model::load("builtin:fmnist-vit");
+    ASSERT_TRUE(model) << model.message();
+    const auto images = sampleImages(**model, 3);
+    ASSERT_EQ(images.size(), 3u);
+    AnalysisOptions options;
+    options.perturbations.push_back(*Perturbation::parse("gaussian:sigma=8"));
+    options.perturbations.push_back(*Perturbation::parse("saltpepper:fraction=0.05"));
+    options.draws = 2;
+    AnalysisRun one(*model, options), two(*model, options);
+    for (size_t i = 0; i < images.size(); ++i)
+        ASSERT_TRUE(one.addImage(images[i], int64_t(i)));
+    {
+        TwoThreads threads;
+        ASSERT_TRUE(two.addImage(images[0], 0));
+        ASSERT_TRUE(two.addImages({ &images[1], &images[2] }, { 1, 2 }));
+    }
+    ASSERT_GT(one.statistics().size(), 100u);
+    ASSERT_EQ(two.statistics().size(), one.statistics().size());
+    for (const auto& [key, s] : one.statistics()) {
+        const auto it = two.statistics().find(key);
+        ASSERT_NE(it, two.statistics().end()) << key;
+        EXPECT_EQ(it->second.toJson(), s.toJson()) << key;
+    }
+}
+
+// A cancel asked during a batch spread over threads ends the run with "cancelled", from whichever thread saw it.
+TEST(InterOp, CancelDuringABatchSpreadOverThreads)
+{
+    auto model = Model::load("builtin:fmnist-vit");
+    ASSERT_TRUE(model) << model.message();
+    const auto images = sampleImages(**model, 4);
+    ASSERT_EQ(images.size(), 4u);
+    std::vector<Tensor> inputs;
+    for (const auto& p : images)
+        inputs.push_back(p.input);
+    std::atomic<int> polls { 0 };
+    RunOptions options;
+    options.isCancelled = [&] { return ++polls > 5; };
+    TwoThreads threads;
+    auto r = (*model)->runBatch(inputs, options);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.message(), "cancelled");
+    options.isCancelled = {};
+    EXPECT_TRUE((*model)->runBatch(inputs, options)) << "the model works after a cancelled batch";
 }

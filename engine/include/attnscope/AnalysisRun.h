@@ -53,7 +53,8 @@ public:
     RecordSpec recordSpec() const;
 
 private:
-    void addTrace(const Trace& trace);
+    struct ImageResults;
+    void addResults(const ImageResults& results);
 
     std::shared_ptr<const Model> m_model;
     AnalysisOptions m_options;

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace attnscope {
+
+// The engine's thread plumbing (docs/performance.md, Thread policy): LibTorch's OpenMP team, OpenBLAS's own pool
+// when it has one, and inter-op work spread over single-threaded workers.
+
+// OpenBLAS's thread count (looked up at run time: a LibTorch built against another BLAS is left alone).
+void setBlasThreads(int threads);
+
+// The threads inter-op work may use: LibTorch's intra-op count (setNumThreads), at least 1.
+int interOpThreads();
+
+// Runs task(i) for every i in [0, n) on up to `threads` threads, the caller being one of them. Each thread is
+// single-threaded inside (its own OpenMP count is 1; OpenBLAS, if it has a global pthread pool, is held at 1 thread
+// while any such section runs) and takes the next index when it finishes one, so unequal tasks balance. The first
+// exception stops the handing out of indices and is rethrown here once every thread has joined.
+void runInterOp(size_t n, int threads, const std::function<void(size_t)>& task);
+
+// glibc's allocator set for forwards: blocks up to 32 MiB come from the heap and freed memory is kept, so a forward
+// reuses pages instead of mapping and faulting in fresh ones each time (two workers faulting at once contend on the
+// process's memory map). Environment settings of the user's (MALLOC_*_) win. Called once, by Model::load.
+void tuneAllocatorForForwards();
+
+} // namespace attnscope
