@@ -330,7 +330,10 @@ void setNumThreads(int threads)
     std::call_once(g_threadsChosen, [] {});
     at::set_num_threads(threads);
     setBlasThreads(threads);
+    setInterOpThreads(threads);
 }
+
+ThreadSetup threadSetup() { return { std::max(1, at::get_num_threads()), interOpThreads() }; }
 
 const char* version() { return ATTNSCOPE_VERSION; }
 

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <exception>
 #include <malloc.h>
+#include <sched.h>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -100,7 +101,33 @@ void setBlasThreads(int threads)
         set(threads);
 }
 
-int interOpThreads() { return std::max(1, at::get_num_threads()); }
+namespace {
+std::atomic<int> g_interOpThreads { 0 }; // 0: OMP_NUM_THREADS, else the CPUs this process may run on
+
+int availableCpus()
+{
+    // A count set in the environment (a batch scheduler's, a shard's) limits the whole process, not only OpenMP.
+    if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+        const int n = std::atoi(env); // "4" or the first of a nested list "4,2"
+        if (n > 0)
+            return n;
+    }
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        return std::max(1, CPU_COUNT(&set));
+    return int(std::max(1u, std::thread::hardware_concurrency()));
+}
+} // namespace
+
+void setInterOpThreads(int threads) { g_interOpThreads = std::max(0, threads); }
+
+int interOpThreads()
+{
+    if (const int chosen = g_interOpThreads; chosen > 0)
+        return chosen;
+    static const int available = availableCpus();
+    return available;
+}
 
 void runInterOp(size_t n, int threads, const std::function<void(size_t)>& task)
 {

@@ -11,7 +11,11 @@ namespace attnscope {
 // OpenBLAS's thread count (looked up at run time: a LibTorch built against another BLAS is left alone).
 void setBlasThreads(int threads);
 
-// The threads inter-op work may use: LibTorch's intra-op count (setNumThreads), at least 1.
+// The threads inter-op work may use: what setNumThreads chose, else OMP_NUM_THREADS when set, else every CPU this
+// process may run on. Inter-op
+// threads never spin-wait (each is single-threaded inside), so using every CPU stays safe on a busy machine, unlike
+// LibTorch's intra-op team, which keeps its own default (1 here) unless setNumThreads asks for more.
+void setInterOpThreads(int threads);
 int interOpThreads();
 
 // Runs task(i) for every i in [0, n) on up to `threads` threads, the caller being one of them. Each thread is

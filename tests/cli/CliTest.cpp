@@ -124,6 +124,8 @@ TEST_F(Cli, ThreadsAboveOneRunWithPassiveWaiting)
     ASSERT_EQ(r.status, 0) << r.err;
     auto manifest = nlohmann::json::parse(slurp(m_dir / "a" / "manifest.json"));
     EXPECT_EQ(manifest["options"]["threads"], 2);
+    EXPECT_EQ(manifest["options"]["intra_op_threads"], 2);
+    EXPECT_EQ(manifest["options"]["inter_op_threads"], 2);
     EXPECT_EQ(manifest["options"]["omp_wait_policy"], "PASSIVE");
     r = cli(args + (m_dir / "b").string(), "env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=ACTIVE ");
     ASSERT_EQ(r.status, 0) << r.err;

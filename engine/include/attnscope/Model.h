@@ -141,10 +141,19 @@ std::string formatBytes(int64_t bytes);
 std::string builtinModelDir();
 std::vector<std::string> builtinModelNames();
 
-// Threads for CPU forwards, LibTorch's intra-op (OpenMP) and OpenBLAS's alike (0 = leave LibTorch's default, which
-// Model::load then also gives OpenBLAS). More than one wants OMP_WAIT_POLICY=PASSIVE in the environment before the
-// process starts (docs/performance.md, Thread policy).
+// Threads for CPU work: LibTorch's intra-op team (OpenMP) and OpenBLAS's alike, and the inter-op threads that run
+// the inputs of a batch (Model::runBatch, AnalysisRun) as single-threaded forwards side by side. 0 = the defaults:
+// LibTorch's intra-op count (which Model::load then also gives OpenBLAS) and one inter-op thread per CPU
+// (OMP_NUM_THREADS, when set, limits those too). More than one intra-op thread wants OMP_WAIT_POLICY=PASSIVE in
+// the environment before the process starts (docs/performance.md, Thread policy).
 void setNumThreads(int threads);
+
+// The counts in effect: LibTorch's intra-op team, and the inter-op threads a batch is spread over.
+struct ThreadSetup {
+    int intraOp = 1;
+    int interOp = 1;
+};
+ThreadSetup threadSetup();
 
 const char* version();
 
