@@ -82,7 +82,9 @@ int main(int argc, char** argv)
     const double rssEnd = peakRssMb();
     const auto summary = summarise(run.statistics(), run.images(), options.radius);
     std::printf("{\"shape\": \"%s\", \"images\": %d, \"batch\": %d, \"seconds\": %.3f, \"images_per_s\": %.3f, "
-                "\"rss_mb_loaded\": %.1f, \"rss_mb_at_100\": %.1f, \"rss_mb_at_end\": %.1f, \"snr_rows\": %zu}\n",
-                shape->name, images, batch, seconds, images / seconds, rssLoaded, rssAt100, rssEnd, summary.snr.size());
+                "\"rss_mb_loaded\": %.1f, \"rss_mb_at_100\": %.1f, \"rss_mb_at_end\": %.1f, \"snr_rows\": %zu, "
+                "\"intra_op_threads\": %d, \"inter_op_threads\": %d}\n",
+                shape->name, images, batch, seconds, images / seconds, rssLoaded, rssAt100, rssEnd, summary.snr.size(),
+                threadSetup().intraOp, threadSetup().interOp);
     return 0;
 }
