@@ -27,10 +27,21 @@ at::Tensor d64(const Tensor& t) { return unwrap(t).to(at::kDouble); }
 // depend on the vector width the compiler picks.
 constexpr int kLanes = 8;
 
+// The same loops built for AVX2 and AVX-512 too, the CPU choosing at load time (GCC function multi-versioning on
+// x86-64 Linux). The lanes fix the summation order and this file is built with -ffp-contract=off (no fused
+// multiply-adds), so every version gives the same bits.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define ATTNSCOPE_VECTOR_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
+#define ATTNSCOPE_INLINE inline __attribute__((always_inline)) // into each clone, built for its instruction set
+#else
+#define ATTNSCOPE_VECTOR_CLONES
+#define ATTNSCOPE_INLINE inline
+#endif
+
 // sum over i in [0, n) of f(i), in float64, kLanes partial sums. Keep f a single product or square: a fused body
 // with several sums is left scalar by GCC 12.
 template <class F>
-double laneSum(int64_t n, F&& f)
+ATTNSCOPE_INLINE double laneSum(int64_t n, F&& f)
 {
     double acc[kLanes] = {};
     int64_t i = 0;
@@ -45,22 +56,23 @@ double laneSum(int64_t n, F&& f)
     return s;
 }
 
-double sum(const double* x, int64_t n)
+ATTNSCOPE_INLINE double sum(const double* x, int64_t n)
 {
     return laneSum(n, [x](int64_t i) { return x[i]; });
 }
 
-double squaredNorm(const float* x, int64_t n)
+ATTNSCOPE_INLINE double squaredNorm(const float* x, int64_t n)
 {
     return laneSum(n, [x](int64_t i) { const double v = x[i]; return v * v; });
 }
 
-double dot(const double* x, const double* y, int64_t n)
+ATTNSCOPE_INLINE double dot(const double* x, const double* y, int64_t n)
 {
     return laneSum(n, [x, y](int64_t i) { return x[i] * y[i]; });
 }
 
 // Column means of an [n, d] tap (zeros when not centring).
+ATTNSCOPE_VECTOR_CLONES
 std::vector<double> columnMeans(const Tensor& t, bool centre)
 {
     const int64_t n = t.size(0), d = t.size(1);
@@ -109,6 +121,7 @@ const char* toString(TokenSet s) { return s == TokenSet::All ? "all" : "patches"
 namespace {
 
 // Adds z_i / max(|z_i|, 1e-12) for the rows i in [begin, end) of the [M, d] `tokens` to `sum` [d].
+ATTNSCOPE_VECTOR_CLONES
 void addUnitRows(const float* tokens, int64_t d, int64_t begin, int64_t end, double* sum)
 {
     for (int64_t i = begin; i < end; ++i) {
@@ -131,6 +144,7 @@ double cosineOfUnitSum(const std::vector<double>& s, int64_t m)
 
 } // namespace
 
+ATTNSCOPE_VECTOR_CLONES
 double tokenCosineSimilarity(const Tensor& tokens)
 {
     const int64_t m = tokens.size(0), d = tokens.numel() / std::max<int64_t>(1, m);
@@ -148,6 +162,7 @@ Tensor tokenCosineMatrix(const Tensor& tokens)
     return wrap(at::matmul(unit, unit.t()));
 }
 
+ATTNSCOPE_VECTOR_CLONES
 std::vector<TokenSimilarityPoint> tokenSimilarity(const Trace& trace)
 {
     // One pass over each tap: the unit rows of the prefix tokens and of the patches are summed apart, the patch sum
@@ -209,6 +224,7 @@ AttentionMap attentionMap(const Trace& trace, int layer, int head, int query, bo
     return map;
 }
 
+ATTNSCOPE_VECTOR_CLONES
 Tensor attentionRollout(const Trace& trace)
 {
     // Â_l in one pass over the float32 maps, row by row into a float64 matrix; the products are float64 BLAS (each
@@ -251,6 +267,7 @@ AttentionMap rolloutMap(const Trace& trace, const Tensor& rollout, int query)
     return map;
 }
 
+ATTNSCOPE_VECTOR_CLONES
 std::vector<AttentionSimilarityPoint> attentionSimilarity(const Trace& trace)
 {
     // Two passes over each layer's float32 [H, N, N] maps, in blocks of positions. The first takes the head mean (kept
@@ -333,6 +350,7 @@ std::vector<AttentionSimilarityPoint> attentionSimilarity(const Trace& trace)
 
 // ---- 3
 
+ATTNSCOPE_VECTOR_CLONES
 std::vector<HeadCentre> headCentres(const Trace& trace, int patchSize, int radius)
 {
     std::vector<HeadCentre> out;
@@ -463,6 +481,7 @@ struct TapNorms {
 };
 
 // |a - b|^2 over every element.
+ATTNSCOPE_VECTOR_CLONES
 double squaredDifference(const Tensor& a, const Tensor& b)
 {
     const float* x = a.data();
@@ -470,6 +489,7 @@ double squaredDifference(const Tensor& a, const Tensor& b)
     return laneSum(a.numel(), [x, y](int64_t i) { const double v = double(x[i]) - y[i]; return v * v; });
 }
 
+ATTNSCOPE_VECTOR_CLONES
 TapNorms tapNorms(const Tensor& clean, const Tensor& noisy, const std::vector<double>& mean)
 {
     // Column-wise sums over the rows (element-wise loops), reduced at the end.
@@ -491,6 +511,7 @@ enum DiagnosticsSum { SS, ShSh, SSh, EE, EhEh, Sum2, Err2, Sums };
 
 // One row of Proposition 3.1's sums, column by column (s = x - mx, ŝ = u - mu, e = xn - x, ê = un - u). The
 // accumulators are distinct arrays: __restrict lets the compiler vectorise without checking that at run time.
+ATTNSCOPE_VECTOR_CLONES
 void addDiagnosticsRow(int64_t d, const float* x, const float* u, const float* xn, const float* un, const double* mx,
                        const double* mu, double* __restrict ss, double* __restrict shsh, double* __restrict ssh,
                        double* __restrict ee, double* __restrict eheh, double* __restrict sum2, double* __restrict err2)
@@ -510,6 +531,7 @@ void addDiagnosticsRow(int64_t d, const float* x, const float* u, const float* x
 
 } // namespace
 
+ATTNSCOPE_VECTOR_CLONES
 SnrResult signalToNoise(const Trace& clean, const Trace& noisy, bool centre)
 {
     // Plain float64 loops over the [N, D] taps, row by row, no temporaries. Each clean tap's column means are taken
@@ -571,8 +593,10 @@ SnrResult signalToNoise(const Trace& clean, const Trace& noisy, bool centre)
     if (diagnostics) {
         // Sensitivity K_l = |X_l(x~) - X_l(x)| / |X_0(x~) - X_0(x)|: the noise norms of the block outputs.
         const auto noise2 = [&](size_t l) {
-            const TapNorms& n = norms[0].at(l);
-            return n.known ? n.noise2 : squaredDifference(noisy.blocks.at(l), clean.blocks.at(l));
+            // X_L is no X_{l-1} of the diagnostics: its norms are taken here, once, for its SNR as well.
+            if (norms[0].at(l).known || (!clean.blocks[l].empty() && l < noisy.blocks.size() && !noisy.blocks[l].empty()))
+                return normsOf(0, l).noise2;
+            return squaredDifference(noisy.blocks.at(l), clean.blocks[l]);
         };
         const double eta0 = std::sqrt(noise2(0));
         for (auto& diag : out.diagnostics)
