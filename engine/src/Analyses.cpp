@@ -20,25 +20,59 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 at::Tensor d64(const Tensor& t) { return unwrap(t).to(at::kDouble); }
 
-// sum over i in [0, n) of f(i), in float64 with four independent partial sums: the additions pipeline instead of
-// each waiting for the last (a single running sum is bound by the adder's latency, four times slower).
+// The loops below have two shapes that GCC and Clang vectorise at -O3 (and mostly at -O2) without reassociating
+// anything: element-wise loops over contiguous arrays, and reductions that keep kLanes independent float64 partial
+// sums, lane k taking the terms i = k (mod kLanes). A single running sum can neither be vectorised (that would
+// reassociate it) nor go faster than the adder's latency. The lanes are fixed in the source, so the result does not
+// depend on the vector width the compiler picks.
+constexpr int kLanes = 8;
+
+// The same loops built for AVX2 and AVX-512 too, the CPU choosing at load time (GCC function multi-versioning on
+// x86-64 Linux). The lanes fix the summation order and this file is built with -ffp-contract=off (no fused
+// multiply-adds), so every version gives the same bits.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define ATTNSCOPE_VECTOR_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
+#define ATTNSCOPE_INLINE inline __attribute__((always_inline)) // into each clone, built for its instruction set
+#else
+#define ATTNSCOPE_VECTOR_CLONES
+#define ATTNSCOPE_INLINE inline
+#endif
+
+// sum over i in [0, n) of f(i), in float64, kLanes partial sums. Keep f a single product or square: a fused body
+// with several sums is left scalar by GCC 12.
 template <class F>
-double sum4(int64_t n, F&& f)
+ATTNSCOPE_INLINE double laneSum(int64_t n, F&& f)
 {
-    double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    double acc[kLanes] = {};
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        a0 += f(i);
-        a1 += f(i + 1);
-        a2 += f(i + 2);
-        a3 += f(i + 3);
-    }
+    for (; i + kLanes <= n; i += kLanes)
+        for (int k = 0; k < kLanes; ++k)
+            acc[k] += f(i + k);
     for (; i < n; ++i)
-        a0 += f(i);
-    return (a0 + a1) + (a2 + a3);
+        acc[i % kLanes] += f(i);
+    double s = 0;
+    for (double v : acc)
+        s += v;
+    return s;
+}
+
+ATTNSCOPE_INLINE double sum(const double* x, int64_t n)
+{
+    return laneSum(n, [x](int64_t i) { return x[i]; });
+}
+
+ATTNSCOPE_INLINE double squaredNorm(const float* x, int64_t n)
+{
+    return laneSum(n, [x](int64_t i) { const double v = x[i]; return v * v; });
+}
+
+ATTNSCOPE_INLINE double dot(const double* x, const double* y, int64_t n)
+{
+    return laneSum(n, [x, y](int64_t i) { return x[i] * y[i]; });
 }
 
 // Column means of an [n, d] tap (zeros when not centring).
+ATTNSCOPE_VECTOR_CLONES
 std::vector<double> columnMeans(const Tensor& t, bool centre)
 {
     const int64_t n = t.size(0), d = t.size(1);
@@ -84,24 +118,41 @@ const char* toString(TokenSet s) { return s == TokenSet::All ? "all" : "patches"
 
 // ---- 1
 
+namespace {
+
+// Adds z_i / max(|z_i|, 1e-12) for the rows i in [begin, end) of the [M, d] `tokens` to `sum` [d].
+ATTNSCOPE_VECTOR_CLONES
+void addUnitRows(const float* tokens, int64_t d, int64_t begin, int64_t end, double* sum)
+{
+    for (int64_t i = begin; i < end; ++i) {
+        const float* z = tokens + i * d;
+        const double inv = 1.0 / std::max(std::sqrt(squaredNorm(z, d)), 1e-12);
+        for (int64_t j = 0; j < d; ++j)
+            sum[j] += z[j] * inv;
+    }
+}
+
+// cs(Z) = (|s|^2 - M) / (M (M - 1)) for s = sum_i z^_i the sum of M unit rows: the mean off-diagonal cosine in
+// O(M D), not O(M^2 D).
+double cosineOfUnitSum(const std::vector<double>& s, int64_t m)
+{
+    if (m < 2)
+        return kNaN;
+    const double s2 = dot(s.data(), s.data(), int64_t(s.size()));
+    return (s2 - double(m)) / (double(m) * double(m - 1));
+}
+
+} // namespace
+
+ATTNSCOPE_VECTOR_CLONES
 double tokenCosineSimilarity(const Tensor& tokens)
 {
     const int64_t m = tokens.size(0), d = tokens.numel() / std::max<int64_t>(1, m);
     if (m < 2)
         return kNaN;
-    // cs(Z) = (|sum_i z^_i|^2 - M) / (M (M - 1)): the mean off-diagonal cosine in O(M D), not O(M^2 D).
     std::vector<double> sum(size_t(d), 0.0);
-    for (int64_t i = 0; i < m; ++i) {
-        const float* z = tokens.data() + i * d;
-        const double n2 = sum4(d, [z](int64_t j) { return double(z[j]) * z[j]; });
-        const double inv = 1.0 / std::max(std::sqrt(n2), 1e-12);
-        for (int64_t j = 0; j < d; ++j)
-            sum[size_t(j)] += z[j] * inv;
-    }
-    double s = 0;
-    for (double v : sum)
-        s += v * v;
-    return (s - double(m)) / (double(m) * double(m - 1));
+    addUnitRows(tokens.data(), d, 0, m, sum.data());
+    return cosineOfUnitSum(sum, m);
 }
 
 Tensor tokenCosineMatrix(const Tensor& tokens)
@@ -111,17 +162,29 @@ Tensor tokenCosineMatrix(const Tensor& tokens)
     return wrap(at::matmul(unit, unit.t()));
 }
 
+ATTNSCOPE_VECTOR_CLONES
 std::vector<TokenSimilarityPoint> tokenSimilarity(const Trace& trace)
 {
+    // One pass over each tap: the unit rows of the prefix tokens and of the patches are summed apart, the patch sum
+    // gives cs(patches) and the two together cs(all).
     std::vector<TokenSimilarityPoint> out;
+    std::vector<double> prefix, patches, all;
     for (Tap tap : { Tap::Block, Tap::Attn, Tap::Residual }) {
         const auto& taps = tapOf(trace, tap);
         for (size_t l = 0; l < taps.size(); ++l) {
             if (taps[l].empty())
                 continue;
-            out.push_back({ int(l), tap, TokenSet::All, tokenCosineSimilarity(taps[l]) });
-            const at::Tensor patches = unwrap(taps[l]).slice(0, trace.numPrefixTokens);
-            out.push_back({ int(l), tap, TokenSet::Patches, tokenCosineSimilarity(wrap(patches)) });
+            const int64_t n = taps[l].size(0), d = taps[l].numel() / std::max<int64_t>(1, n);
+            const int64_t p = std::clamp<int64_t>(trace.numPrefixTokens, 0, n);
+            prefix.assign(size_t(d), 0.0);
+            patches.assign(size_t(d), 0.0);
+            addUnitRows(taps[l].data(), d, 0, p, prefix.data());
+            addUnitRows(taps[l].data(), d, p, n, patches.data());
+            all.resize(size_t(d));
+            for (size_t j = 0; j < all.size(); ++j)
+                all[j] = prefix[j] + patches[j];
+            out.push_back({ int(l), tap, TokenSet::All, cosineOfUnitSum(all, n) });
+            out.push_back({ int(l), tap, TokenSet::Patches, cosineOfUnitSum(patches, n - p) });
         }
     }
     return out;
@@ -161,14 +224,36 @@ AttentionMap attentionMap(const Trace& trace, int layer, int head, int query, bo
     return map;
 }
 
+ATTNSCOPE_VECTOR_CLONES
 Tensor attentionRollout(const Trace& trace)
 {
+    // Â_l in one pass over the float32 maps, row by row into a float64 matrix; the products are float64 BLAS (each
+    // N^3, where the time goes).
     at::Tensor r;
     for (int l = 1; l <= trace.depth; ++l) {
-        const at::Tensor a = d64(trace.attention.at(size_t(l))).mean(0);
-        at::Tensor ah = 0.5 * a + 0.5 * at::eye(a.size(0), at::kDouble);
-        ah = ah / ah.sum(1, true);
-        r = r.defined() ? at::matmul(ah, r) : ah; // R = Â_L ... Â_1
+        const Tensor& a = trace.attention.at(size_t(l)); // [H, N, N]
+        const int64_t H = a.size(0), N = a.size(1);
+        at::Tensor ah = at::empty({ N, N }, at::kDouble);
+        double* out = ah.data_ptr<double>();
+        for (int64_t i = 0; i < N; ++i) {
+            double* o = out + i * N;
+            const float* first = a.data() + i * N;
+            for (int64_t j = 0; j < N; ++j)
+                o[j] = first[j];
+            for (int64_t h = 1; h < H; ++h) {
+                const float* src = a.data() + (h * N + i) * N;
+                for (int64_t j = 0; j < N; ++j)
+                    o[j] += src[j];
+            }
+            const double half = 0.5 / double(H); // 0.5 mean_h
+            for (int64_t j = 0; j < N; ++j)
+                o[j] *= half;
+            o[i] += 0.5;
+            const double inv = 1.0 / sum(o, N);
+            for (int64_t j = 0; j < N; ++j)
+                o[j] *= inv;
+        }
+        r = r.defined() ? at::mm(ah, r) : ah; // R = Â_L ... Â_1
     }
     return wrap(r);
 }
@@ -182,61 +267,90 @@ AttentionMap rolloutMap(const Trace& trace, const Tensor& rollout, int query)
     return map;
 }
 
+ATTNSCOPE_VECTOR_CLONES
 std::vector<AttentionSimilarityPoint> attentionSimilarity(const Trace& trace)
 {
-    // Plain float64 loops over the float32 maps, a few passes over [H, N, N] per layer and no temporaries (an ATen
-    // version in float64 spent its time converting and allocating; docs/performance.md).
-    const auto headMean = [](const Tensor& a) {
-        const int64_t H = a.size(0), nn = a.numel() / H;
-        std::vector<double> mean(size_t(nn), 0.0);
-        const float* data = a.data();
-        for (int64_t h = 0; h < H; ++h)
-            for (int64_t i = 0; i < nn; ++i)
-                mean[size_t(i)] += data[h * nn + i];
-        for (double& v : mean)
-            v /= double(H);
-        return mean;
-    };
+    // Two passes over each layer's float32 [H, N, N] maps, in blocks of positions. The first takes the head mean (kept
+    // for the next layer's cosine), its dot products with itself and with the previous layer's mean, and each
+    // head's norm; the second the sum of the unit-normalised heads s = sum_h A[h] / |A[h]|. The mean pairwise cosine
+    // is then (|s|^2 - sum_h |A[h] / |A[h]||^2) / (H (H - 1)), as for tokens: no H x H Gram matrix.
+    constexpr int64_t kBlock = 512;
+    const size_t layers = size_t(std::max(trace.depth, 0)) + 2;
+    std::vector<double> meanNorm2(layers, kNaN), successiveDot(layers, kNaN); // successiveDot[l] = <mean_l, mean_l+1>
     std::vector<AttentionSimilarityPoint> out;
-    std::vector<double> mean, next;
+    std::vector<double> mean, previous, unitSum(static_cast<size_t>(kBlock)), norm2, inv;
+    int previousLayer = -1;
     for (int l = 1; l <= trace.depth; ++l) {
         const Tensor& a = trace.attention.at(size_t(l));
         if (a.empty())
             continue;
-        AttentionSimilarityPoint p { l, kNaN, kNaN };
         const int64_t H = a.size(0), nn = a.numel() / H;
-        if (l < trace.depth && !trace.attention.at(size_t(l + 1)).empty()) {
-            mean = next.size() == size_t(nn) ? std::move(next) : headMean(a); // next: layer l's mean when l - 1 had one
-            next = headMean(trace.attention[size_t(l + 1)]);
-            const double* x = mean.data();
-            const double* y = next.data();
-            const double dot = sum4(nn, [x, y](int64_t i) { return x[i] * y[i]; });
-            const double n1 = sum4(nn, [x](int64_t i) { return x[i] * x[i]; });
-            const double n2 = sum4(nn, [y](int64_t i) { return y[i] * y[i]; });
-            p.successiveCos = dot / std::max(std::sqrt(n1) * std::sqrt(n2), 1e-300);
-        } else {
-            next.clear();
+        const bool follows = previousLayer == l - 1 && previous.size() == size_t(nn);
+        mean.resize(size_t(nn));
+        norm2.assign(size_t(H), 0.0);
+        double meanMean = 0, meanPrevious = 0;
+        for (int64_t b = 0; b < nn; b += kBlock) {
+            const int64_t len = std::min(kBlock, nn - b);
+            double* m = mean.data() + b;
+            const float* first = a.data() + b;
+            for (int64_t i = 0; i < len; ++i)
+                m[i] = first[i];
+            norm2[0] += squaredNorm(first, len);
+            for (int64_t h = 1; h < H; ++h) {
+                const float* src = a.data() + h * nn + b;
+                for (int64_t i = 0; i < len; ++i)
+                    m[i] += src[i];
+                norm2[size_t(h)] += squaredNorm(src, len);
+            }
+            for (int64_t i = 0; i < len; ++i)
+                m[i] /= double(H);
+            meanMean += dot(m, m, len);
+            if (follows)
+                meanPrevious += dot(m, previous.data() + b, len);
         }
+        meanNorm2[size_t(l)] = meanMean;
+        if (follows)
+            successiveDot[size_t(l - 1)] = meanPrevious;
+        AttentionSimilarityPoint p { l, kNaN, kNaN };
         if (H > 1) {
-            // Mean off-diagonal entry of the Gram matrix of the unit-normalised flattened heads: the Gram matrix of
-            // the raw heads is one float64 matrix product (BLAS), normalised afterwards.
-            const at::Tensor flat = unwrap(a).reshape({ H, -1 }).to(at::kDouble);
-            const at::Tensor gram = at::mm(flat, flat.t()).contiguous();
-            const double* g = gram.data_ptr<double>();
-            double off = 0;
-            for (int64_t i = 0; i < H; ++i)
-                for (int64_t j = 0; j < H; ++j)
-                    if (i != j)
-                        off += g[i * H + j] / (std::max(std::sqrt(g[i * H + i]), 1e-300) * std::max(std::sqrt(g[j * H + j]), 1e-300));
-            p.headRedundancy = off / double(H * (H - 1));
+            inv.resize(size_t(H));
+            double self = 0; // sum_h |A[h] / |A[h]||^2: H, less the all-zero heads
+            for (int64_t h = 0; h < H; ++h) {
+                inv[size_t(h)] = 1.0 / std::max(std::sqrt(norm2[size_t(h)]), 1e-300);
+                self += norm2[size_t(h)] * inv[size_t(h)] * inv[size_t(h)];
+            }
+            double s2 = 0;
+            double* u = unitSum.data();
+            for (int64_t b = 0; b < nn; b += kBlock) {
+                const int64_t len = std::min(kBlock, nn - b);
+                const float* first = a.data() + b;
+                for (int64_t i = 0; i < len; ++i)
+                    u[i] = first[i] * inv[0];
+                for (int64_t h = 1; h < H; ++h) {
+                    const float* src = a.data() + h * nn + b;
+                    const double w = inv[size_t(h)];
+                    for (int64_t i = 0; i < len; ++i)
+                        u[i] += src[i] * w;
+                }
+                s2 += dot(u, u, len);
+            }
+            p.headRedundancy = (s2 - self) / double(H * (H - 1));
         }
         out.push_back(p);
+        std::swap(mean, previous);
+        previousLayer = l;
+    }
+    for (auto& p : out) {
+        const size_t l = size_t(p.layer);
+        if (p.layer < trace.depth && !std::isnan(successiveDot[l]))
+            p.successiveCos = successiveDot[l] / std::max(std::sqrt(meanNorm2[l]) * std::sqrt(meanNorm2[l + 1]), 1e-300);
     }
     return out;
 }
 
 // ---- 3
 
+ATTNSCOPE_VECTOR_CLONES
 std::vector<HeadCentre> headCentres(const Trace& trace, int patchSize, int radius)
 {
     std::vector<HeadCentre> out;
@@ -251,16 +365,23 @@ std::vector<HeadCentre> headCentres(const Trace& trace, int patchSize, int radiu
                 for (int dx = -radius; dx <= radius; ++dx)
                     cellKeys.push_back((r + dy) * gw + (c + dx));
         }
-    // |pos_k - pos_q| for every query and key patch.
-    std::vector<double> distance(size_t(np) * size_t(np));
+    // |pos_k - pos_q| for every query and key patch, from the (|dy|, |dx|) table; pos_k - pos_q per query row (dy)
+    // and per query column (dx).
+    std::vector<double> hypotenuse(size_t(gh) * size_t(gw)), distance(size_t(np) * size_t(np));
+    for (int dy = 0; dy < gh; ++dy)
+        for (int dx = 0; dx < gw; ++dx)
+            hypotenuse[size_t(dy * gw + dx)] = std::hypot(double(dy), double(dx));
     for (int q = 0; q < np; ++q)
         for (int k = 0; k < np; ++k)
-            distance[size_t(q) * size_t(np) + size_t(k)] = std::hypot(double(k / gw - q / gw), double(k % gw - q % gw));
-    std::vector<double> aq(static_cast<size_t>(np)), rowOf(static_cast<size_t>(np)), colOf(static_cast<size_t>(np));
+            distance[size_t(q) * size_t(np) + size_t(k)] = hypotenuse[size_t(std::abs(k / gw - q / gw) * gw + std::abs(k % gw - q % gw))];
+    std::vector<double> offsetY(size_t(gh) * size_t(np)), offsetX(size_t(gw) * size_t(np));
     for (int k = 0; k < np; ++k) {
-        rowOf[size_t(k)] = double(k / gw);
-        colOf[size_t(k)] = double(k % gw);
+        for (int r = 0; r < gh; ++r)
+            offsetY[size_t(r) * size_t(np) + size_t(k)] = double(k / gw - r);
+        for (int c = 0; c < gw; ++c)
+            offsetX[size_t(c) * size_t(np) + size_t(k)] = double(k % gw - c);
     }
+    std::vector<double> w(static_cast<size_t>(np));
 
     for (int l = 1; l <= trace.depth; ++l) {
         const Tensor& a = trace.attention.at(size_t(l)); // [H, N, N]
@@ -276,31 +397,23 @@ std::vector<HeadCentre> headCentres(const Trace& trace, int patchSize, int radiu
             size_t nextInterior = 0;
             for (int q = 0; q < np; ++q) {
                 const float* row = a.data() + (h * N + P + q) * N; // patch query q, all keys
-                double pre = 0, total = 0;
+                double pre = 0;
                 for (int k = 0; k < P; ++k)
                     pre += row[k];
+                // The unnormalised weights A(k) of the patch keys, their total, the attention-weighted offsets
+                // sum_k A(k) (pos_k - pos_q) and distance sum_k A(k) |pos_k - pos_q|; a_q(k) = A(k) / total.
                 for (int k = 0; k < np; ++k)
-                    total += row[P + k];
+                    w[size_t(k)] = row[P + k];
+                const double total = sum(w.data(), np);
                 const double inv = 1.0 / std::max(total, 1e-300);
-                double sy = 0, sx = 0, sd = 0;
-                const double* dq = distance.data() + size_t(q) * size_t(np);
-                for (int k = 0; k < np; ++k) {
-                    const double w = row[P + k] * inv; // a_q(k)
-                    aq[size_t(k)] = w;
-                    sy += w * rowOf[size_t(k)];
-                    sx += w * colOf[size_t(k)];
-                    sd += w * dq[k];
-                }
-                // sum_k a_q(k) (pos_k - pos_q) = sum_k a_q(k) pos_k - pos_q, the weights summing to 1 (or all 0).
-                const double weight = total > 0 ? total * inv : 0.0;
-                cy += sy - weight * rowOf[size_t(q)];
-                cx += sx - weight * colOf[size_t(q)];
-                dist += sd;
+                cy += dot(w.data(), offsetY.data() + size_t(q / gw) * size_t(np), np) * inv;
+                cx += dot(w.data(), offsetX.data() + size_t(q % gw) * size_t(np), np) * inv;
+                dist += dot(w.data(), distance.data() + size_t(q) * size_t(np), np) * inv;
                 prefix += pre;
                 if (nextInterior < interior.size() && interior[nextInterior] == q) {
                     const int* keys = cellKeys.data() + nextInterior * size_t(cells);
                     for (int c = 0; c < cells; ++c)
-                        m[size_t(c)] += aq[size_t(keys[c])];
+                        m[size_t(c)] += w[size_t(keys[c])] * inv; // a_q(q + delta)
                     ++nextInterior;
                 }
             }
@@ -359,73 +472,145 @@ std::vector<HeadCentre> headCentres(const Trace& trace, int patchSize, int radiu
 
 // ---- 4
 
-SnrResult signalToNoise(const Trace& clean, const Trace& noisy, bool centre)
+namespace {
+
+// |S|^2 and |E|^2 of one tap and layer: the signal S = T(x) - 1 mean(T(x)), the noise E = T(x~) - T(x).
+struct TapNorms {
+    double signal2 = 0, noise2 = 0;
+    bool known = false;
+};
+
+// |a - b|^2 over every element.
+ATTNSCOPE_VECTOR_CLONES
+double squaredDifference(const Tensor& a, const Tensor& b)
 {
-    // Plain float64 loops over the [N, D] taps, row by row (no temporaries; see attentionSimilarity).
-    const auto centredNorm = [](const Tensor& t, const std::vector<double>& mean) {
-        const int64_t d = int64_t(mean.size()), n = t.numel() / d;
-        double s = 0;
-        for (int64_t i = 0; i < n; ++i) {
-            const float* row = t.data() + i * d;
-            const double* m = mean.data();
-            s += sum4(d, [row, m](int64_t j) { const double v = row[j] - m[j]; return v * v; });
-        }
-        return std::sqrt(s);
-    };
-    const auto differenceNorm = [](const Tensor& a, const Tensor& b) {
-        const float* x = a.data();
-        const float* y = b.data();
-        return std::sqrt(sum4(a.numel(), [x, y](int64_t i) { const double v = double(x[i]) - y[i]; return v * v; }));
-    };
-    SnrResult out;
-    for (Tap tap : { Tap::Block, Tap::Attn, Tap::Residual }) {
-        const auto& c = tapOf(clean, tap);
-        const auto& n = tapOf(noisy, tap);
-        for (size_t l = 0; l < c.size() && l < n.size(); ++l) {
-            if (c[l].empty() || n[l].empty())
-                continue;
-            const double signal = centredNorm(c[l], columnMeans(c[l], centre));
-            const double noise = differenceNorm(n[l], c[l]);
-            out.snr.push_back({ int(l), tap, 20.0 * std::log10(signal / std::max(noise, 1e-300)) });
+    const float* x = a.data();
+    const float* y = b.data();
+    return laneSum(a.numel(), [x, y](int64_t i) { const double v = double(x[i]) - y[i]; return v * v; });
+}
+
+ATTNSCOPE_VECTOR_CLONES
+TapNorms tapNorms(const Tensor& clean, const Tensor& noisy, const std::vector<double>& mean)
+{
+    // Column-wise sums over the rows (element-wise loops), reduced at the end.
+    const int64_t d = int64_t(mean.size()), rows = clean.numel() / std::max<int64_t>(1, d);
+    std::vector<double> s2(size_t(d), 0.0), e2(size_t(d), 0.0);
+    const double* m = mean.data();
+    for (int64_t i = 0; i < rows; ++i) {
+        const float *x = clean.data() + i * d, *xn = noisy.data() + i * d;
+        for (int64_t j = 0; j < d; ++j) {
+            const double s = x[j] - m[j], e = double(xn[j]) - x[j];
+            s2[size_t(j)] += s * s;
+            e2[size_t(j)] += e * e;
         }
     }
-    if (clean.blocks.empty() || clean.blocks[0].empty() || noisy.blocks.empty() || noisy.blocks[0].empty())
-        return out;
-    const double eta0 = differenceNorm(noisy.blocks[0], clean.blocks[0]);
-    for (int l = 1; l <= clean.depth; ++l) {
+    return { sum(s2.data(), d), sum(e2.data(), d), true };
+}
+
+enum DiagnosticsSum { SS, ShSh, SSh, EE, EhEh, Sum2, Err2, Sums };
+
+// One row of Proposition 3.1's sums, column by column (s = x - mx, ŝ = u - mu, e = xn - x, ê = un - u). The
+// accumulators are distinct arrays: __restrict lets the compiler vectorise without checking that at run time.
+ATTNSCOPE_VECTOR_CLONES
+void addDiagnosticsRow(int64_t d, const float* x, const float* u, const float* xn, const float* un, const double* mx,
+                       const double* mu, double* __restrict ss, double* __restrict shsh, double* __restrict ssh,
+                       double* __restrict ee, double* __restrict eheh, double* __restrict sum2, double* __restrict err2)
+{
+    for (int64_t j = 0; j < d; ++j) {
+        const double s = x[j] - mx[j], sh = u[j] - mu[j];
+        const double e = double(xn[j]) - x[j], eh = double(un[j]) - u[j];
+        ss[j] += s * s;
+        shsh[j] += sh * sh;
+        ssh[j] += s * sh;
+        ee[j] += e * e;
+        eheh[j] += eh * eh;
+        sum2[j] += (s + sh) * (s + sh);
+        err2[j] += (e + eh) * (e + eh);
+    }
+}
+
+} // namespace
+
+ATTNSCOPE_VECTOR_CLONES
+SnrResult signalToNoise(const Trace& clean, const Trace& noisy, bool centre)
+{
+    // Plain float64 loops over the [N, D] taps, row by row, no temporaries. Each clean tap's column means are taken
+    // once; the pass of the diagnostics over X_{l-1}, U_l and their noisy copies also gives the signal and noise
+    // norms of those two taps (and the sensitivity's), so most taps are read twice in all: means, then norms.
+    constexpr Tap kTaps[] = { Tap::Block, Tap::Attn, Tap::Residual };
+    std::vector<std::vector<std::vector<double>>> means(3);
+    std::vector<std::vector<TapNorms>> norms(3);
+    for (int t = 0; t < 3; ++t) {
+        means[size_t(t)].resize(tapOf(clean, kTaps[t]).size());
+        norms[size_t(t)].resize(tapOf(clean, kTaps[t]).size());
+    }
+    const auto meanOf = [&](int t, size_t l) -> const std::vector<double>& {
+        auto& m = means[size_t(t)][l];
+        if (m.empty())
+            m = columnMeans(tapOf(clean, kTaps[t])[l], centre);
+        return m;
+    };
+    const auto normsOf = [&](int t, size_t l) -> const TapNorms& {
+        TapNorms& n = norms[size_t(t)][l];
+        if (!n.known)
+            n = tapNorms(tapOf(clean, kTaps[t])[l], tapOf(noisy, kTaps[t])[l], meanOf(t, l));
+        return n;
+    };
+
+    SnrResult out;
+    std::vector<double> acc;
+    const bool diagnostics = !(clean.blocks.empty() || clean.blocks[0].empty() || noisy.blocks.empty() || noisy.blocks[0].empty());
+    for (int l = 1; diagnostics && l <= clean.depth; ++l) {
         if (clean.attnBranch.at(size_t(l)).empty() || clean.blocks.at(size_t(l - 1)).empty())
             continue;
         const Tensor &x = clean.blocks[size_t(l - 1)], &xn = noisy.blocks[size_t(l - 1)];
         const Tensor &u = clean.attnBranch[size_t(l)], &un = noisy.attnBranch[size_t(l)];
         // Proposition 3.1 of the filtering paper, with u = centred X_{l-1}, û = centred U_l, η and η̂ the changes.
-        const std::vector<double> mx = columnMeans(x, centre), mu = columnMeans(u, centre);
+        const std::vector<double>&mx = meanOf(0, size_t(l - 1)), &mu = meanOf(1, size_t(l));
         const int64_t d = int64_t(mx.size()), rows = x.numel() / d;
-        double ss = 0, shsh = 0, ssh = 0, ee = 0, eheh = 0, sum2 = 0, err2 = 0;
-        for (int64_t i = 0; i < rows; ++i) {
-            const float *px = x.data() + i * d, *pu = u.data() + i * d, *pxn = xn.data() + i * d, *pun = un.data() + i * d;
-            for (int64_t j = 0; j < d; ++j) {
-                const double s = px[j] - mx[size_t(j)], sh = pu[j] - mu[size_t(j)];
-                const double e = double(pxn[j]) - px[j], eh = double(pun[j]) - pu[j];
-                ss += s * s;
-                shsh += sh * sh;
-                ssh += s * sh;
-                ee += e * e;
-                eheh += eh * eh;
-                sum2 += (s + sh) * (s + sh);
-                err2 += (e + eh) * (e + eh);
-            }
-        }
+        acc.assign(size_t(Sums * d), 0.0);
+        double* col[Sums];
+        for (int k = 0; k < Sums; ++k)
+            col[k] = acc.data() + k * d;
+        for (int64_t i = 0; i < rows; ++i)
+            addDiagnosticsRow(d, x.data() + i * d, u.data() + i * d, xn.data() + i * d, un.data() + i * d, mx.data(),
+                              mu.data(), col[SS], col[ShSh], col[SSh], col[EE], col[EhEh], col[Sum2], col[Err2]);
+        double total[Sums];
+        for (int k = 0; k < Sums; ++k)
+            total[k] = sum(col[k], d);
+        const double ss2 = total[SS], sh2 = total[ShSh], ee2 = total[EE], ehh2 = total[EhEh];
         SnrDiagnostics diag;
         diag.layer = l;
-        const double ns = std::sqrt(ss), ne = std::sqrt(ee), nsh = std::sqrt(shsh);
+        const double ns = std::sqrt(ss2), ne = std::sqrt(ee2), nsh = std::sqrt(sh2);
         diag.alpha = nsh / ns;
-        diag.beta = ssh / std::max(ns * nsh, 1e-300);
-        diag.gamma = std::sqrt(eheh) / ne;
-        diag.gain = (std::sqrt(sum2) / std::sqrt(err2)) / (ns / ne);
+        diag.beta = total[SSh] / std::max(ns * nsh, 1e-300);
+        diag.gamma = std::sqrt(ehh2) / ne;
+        diag.gain = (std::sqrt(total[Sum2]) / std::sqrt(total[Err2])) / (ns / ne);
         diag.bound = std::sqrt(1 + 2 * diag.alpha * diag.beta + diag.alpha * diag.alpha) / (1 + diag.gamma);
         diag.conditionHolds = std::min(diag.alpha, diag.beta) > diag.gamma;
-        diag.sensitivity = differenceNorm(noisy.blocks.at(size_t(l)), clean.blocks.at(size_t(l))) / eta0;
         out.diagnostics.push_back(diag);
+    }
+    if (diagnostics) {
+        // Sensitivity K_l = |X_l(x~) - X_l(x)| / |X_0(x~) - X_0(x)|: the noise norms of the block outputs.
+        const auto noise2 = [&](size_t l) {
+            // X_L is no X_{l-1} of the diagnostics: its norms are taken here, once, for its SNR as well.
+            if (norms[0].at(l).known || (!clean.blocks[l].empty() && l < noisy.blocks.size() && !noisy.blocks[l].empty()))
+                return normsOf(0, l).noise2;
+            return squaredDifference(noisy.blocks.at(l), clean.blocks[l]);
+        };
+        const double eta0 = std::sqrt(noise2(0));
+        for (auto& diag : out.diagnostics)
+            diag.sensitivity = std::sqrt(noise2(size_t(diag.layer))) / eta0;
+    }
+    for (int t = 0; t < 3; ++t) {
+        const auto& c = tapOf(clean, kTaps[t]);
+        const auto& n = tapOf(noisy, kTaps[t]);
+        for (size_t l = 0; l < c.size() && l < n.size(); ++l) {
+            if (c[l].empty() || n[l].empty())
+                continue;
+            const TapNorms& tn = normsOf(t, l);
+            out.snr.push_back({ int(l), kTaps[t], 20.0 * std::log10(std::sqrt(tn.signal2) / std::max(std::sqrt(tn.noise2), 1e-300)) });
+        }
     }
     return out;
 }

@@ -222,6 +222,147 @@ TEST(AnalysisOracles, RolloutOfIdentityAttentionIsIdentity)
     EXPECT_TRUE(closeTo(attentionRollout(t), wrap(at::eye(5)), 1e-12));
 }
 
+// ---- the loop implementations against the definitions written as plain float64 ATen (ANALYSES.md sections 1-4), on
+// a synthetic trace with a prefix token, a non-square grid and a width that is no multiple of any vector width. Both
+// sides accumulate in float64 and differ only in summation order: relative 1e-12 (observed: below 1e-14), absolute
+// 1e-12 for values that are sums of terms of both signs (centres, cosines near 0).
+
+Trace syntheticTrace(uint64_t seed, const Trace* clean = nullptr)
+{
+    const int64_t L = 3, H = 3, P = 1, gh = 5, gw = 7, N = P + gh * gw, D = 19;
+    at::manual_seed(seed);
+    Trace t;
+    t.depth = int(L);
+    t.numHeads = int(H);
+    t.numPrefixTokens = int(P);
+    t.gridHeight = int(gh);
+    t.gridWidth = int(gw);
+    t.attention.resize(size_t(L + 1));
+    t.attnBranch.resize(size_t(L + 1));
+    t.residual.resize(size_t(L + 1));
+    t.blocks.resize(size_t(L + 1));
+    const auto tap = [&](const std::vector<Tensor>* base, size_t l) {
+        // a common offset makes the centring matter; the noisy trace is the clean one plus a small change
+        const at::Tensor x = base ? unwrap((*base)[l]) + 0.05 * at::randn({ N, D }) : at::randn({ N, D }) + at::randn({ 1, D });
+        return wrap(x);
+    };
+    for (size_t l = 0; l <= size_t(L); ++l) {
+        t.blocks[l] = tap(clean ? &clean->blocks : nullptr, l);
+        if (l == 0)
+            continue;
+        t.attention[l] = wrap(at::softmax(3 * at::randn({ H, N, N }), 2));
+        t.attnBranch[l] = tap(clean ? &clean->attnBranch : nullptr, l);
+        t.residual[l] = tap(clean ? &clean->residual : nullptr, l);
+    }
+    return t;
+}
+
+at::Tensor f64(const Tensor& t) { return unwrap(t).to(at::kDouble); }
+
+::testing::AssertionResult tight(double actual, double expected, const std::string& what)
+{
+    const double tol = 1e-12 * std::max(std::fabs(expected), 1.0);
+    if ((std::isnan(expected) && std::isnan(actual)) || std::fabs(actual - expected) <= tol)
+        return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << what << ": " << actual << " vs " << expected << " (difference " << actual - expected << ")";
+}
+
+double meanOffDiagonalCosine(const at::Tensor& rows) // [M, K] float64
+{
+    const at::Tensor unit = rows / rows.norm(2, 1, true).clamp_min(1e-12);
+    const at::Tensor c = at::matmul(unit, unit.t());
+    const int64_t m = rows.size(0);
+    return (c.sum() - c.diagonal().sum()).item<double>() / double(m * (m - 1));
+}
+
+TEST(AnalysisDefinitions, TokenAndAttentionSimilarity)
+{
+    const Trace t = syntheticTrace(11);
+    for (const auto& p : tokenSimilarity(t)) {
+        at::Tensor z = f64(p.tap == Tap::Block ? t.blocks[size_t(p.layer)] : p.tap == Tap::Attn ? t.attnBranch[size_t(p.layer)] : t.residual[size_t(p.layer)]);
+        if (p.tokens == TokenSet::Patches)
+            z = z.slice(0, t.numPrefixTokens);
+        EXPECT_TRUE(tight(p.value, meanOffDiagonalCosine(z), std::string("cs ") + toString(p.tap) + " " + toString(p.tokens)));
+    }
+    const auto points = attentionSimilarity(t);
+    ASSERT_EQ(points.size(), size_t(t.depth));
+    for (const auto& p : points) {
+        const at::Tensor a = f64(t.attention[size_t(p.layer)]).flatten(1); // [H, N*N]
+        EXPECT_TRUE(tight(p.headRedundancy, meanOffDiagonalCosine(a), "head redundancy"));
+        if (p.layer == t.depth) {
+            EXPECT_TRUE(std::isnan(p.successiveCos));
+            continue;
+        }
+        const at::Tensor m0 = a.mean(0), m1 = f64(t.attention[size_t(p.layer + 1)]).flatten(1).mean(0);
+        EXPECT_TRUE(tight(p.successiveCos, (m0.dot(m1) / (m0.norm() * m1.norm())).item<double>(), "successive cosine"));
+    }
+}
+
+TEST(AnalysisDefinitions, HeadCentres)
+{
+    const Trace t = syntheticTrace(12);
+    const int R = 1, P = t.numPrefixTokens, gh = t.gridHeight, gw = t.gridWidth, np = gh * gw, patch = 16;
+    const at::Tensor k = at::arange(np, at::kDouble);
+    const at::Tensor row = at::floor(k / gw), col = k - gw * at::floor(k / gw);
+    const at::Tensor dy = row.unsqueeze(0) - row.unsqueeze(1), dx = col.unsqueeze(0) - col.unsqueeze(1); // [q, k]
+    const auto centres = headCentres(t, patch, R);
+    ASSERT_EQ(centres.size(), size_t(t.depth * t.numHeads));
+    for (const auto& c : centres) {
+        const at::Tensor full = f64(t.attention[size_t(c.layer)])[c.head].slice(0, P); // patch queries, all keys
+        const at::Tensor a = full.slice(1, P) / full.slice(1, P).sum(1, true);   // a_q(k)
+        EXPECT_TRUE(tight(c.centreDy, (a * dy).sum(1).mean().item<double>(), "centre dy"));
+        EXPECT_TRUE(tight(c.centreDx, (a * dx).sum(1).mean().item<double>(), "centre dx"));
+        EXPECT_TRUE(tight(c.meanDistancePx, patch * (a * (dy * dy + dx * dx).sqrt()).sum(1).mean().item<double>(), "distance"));
+        EXPECT_TRUE(tight(c.prefixMass, full.slice(1, 0, P).sum(1).mean().item<double>(), "prefix mass"));
+        at::Tensor map = at::zeros({ 2 * R + 1, 2 * R + 1 }, at::kDouble);
+        int interior = 0;
+        for (int r = R; r < gh - R; ++r)
+            for (int q = R; q < gw - R; ++q, ++interior)
+                map += a[r * gw + q].reshape({ gh, gw }).slice(0, r - R, r + R + 1).slice(1, q - R, q + R + 1);
+        map /= interior;
+        EXPECT_TRUE(tight(c.windowMass, map.sum().item<double>(), "window mass"));
+        EXPECT_TRUE(closeTo(c.offsetMap, wrap(map), 1e-6)); // stored as float32
+    }
+}
+
+TEST(AnalysisDefinitions, SignalToNoiseAndRollout)
+{
+    const Trace clean = syntheticTrace(13), noisy = syntheticTrace(14, &clean);
+    for (bool centre : { true, false }) {
+        const auto centred = [centre](const at::Tensor& x) { return centre ? x - x.mean(0, true) : x; };
+        const auto r = signalToNoise(clean, noisy, centre);
+        EXPECT_EQ(r.snr.size(), size_t(3 * clean.depth + 1));
+        for (const auto& p : r.snr) {
+            const auto& c = p.tap == Tap::Block ? clean.blocks : p.tap == Tap::Attn ? clean.attnBranch : clean.residual;
+            const auto& n = p.tap == Tap::Block ? noisy.blocks : p.tap == Tap::Attn ? noisy.attnBranch : noisy.residual;
+            const at::Tensor x = f64(c[size_t(p.layer)]), xn = f64(n[size_t(p.layer)]);
+            EXPECT_TRUE(tight(p.snrDb, 20 * std::log10((centred(x).norm() / (xn - x).norm()).item<double>()), "SNR"));
+        }
+        ASSERT_EQ(r.diagnostics.size(), size_t(clean.depth));
+        const at::Tensor eta0 = f64(noisy.blocks[0]) - f64(clean.blocks[0]);
+        for (const auto& d : r.diagnostics) {
+            const size_t l = size_t(d.layer);
+            const at::Tensor u = centred(f64(clean.blocks[l - 1])), uh = centred(f64(clean.attnBranch[l]));
+            const at::Tensor eta = f64(noisy.blocks[l - 1]) - f64(clean.blocks[l - 1]);
+            const at::Tensor etah = f64(noisy.attnBranch[l]) - f64(clean.attnBranch[l]);
+            const double nu = u.norm().item<double>(), nuh = uh.norm().item<double>(), ne = eta.norm().item<double>();
+            EXPECT_TRUE(tight(d.alpha, nuh / nu, "alpha"));
+            EXPECT_TRUE(tight(d.beta, (u * uh).sum().item<double>() / (nu * nuh), "beta"));
+            EXPECT_TRUE(tight(d.gamma, etah.norm().item<double>() / ne, "gamma"));
+            EXPECT_TRUE(tight(d.gain, ((u + uh).norm() / (eta + etah).norm()).item<double>() / (nu / ne), "gain"));
+            EXPECT_TRUE(tight(d.sensitivity, ((f64(noisy.blocks[l]) - f64(clean.blocks[l])).norm() / eta0.norm()).item<double>(), "K"));
+        }
+    }
+    at::Tensor rollout;
+    for (int l = 1; l <= clean.depth; ++l) {
+        const at::Tensor a = f64(clean.attention[size_t(l)]).mean(0);
+        at::Tensor ah = 0.5 * a + 0.5 * at::eye(a.size(0), at::kDouble);
+        ah = ah / ah.sum(1, true);
+        rollout = rollout.defined() ? at::matmul(ah, rollout) : ah;
+    }
+    EXPECT_TRUE(closeTo(attentionRollout(clean), wrap(rollout), 1e-6)); // stored as float32
+}
+
 TEST(AnalysisOracles, StatisticsMergeEqualsOnePass)
 {
     at::manual_seed(5);
