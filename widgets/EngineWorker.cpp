@@ -153,6 +153,7 @@ quint64 EngineWorker::traceImage(std::shared_ptr<const Model> model, const QStri
         options.isCancelled = superseded;
         options.neutrenoLambda = neutrenoLambda;
         options.boostT = boostT;
+        ++m_forwardSets;
         auto trace = model->run(prepared->input, options);
         if (superseded()) {
             finish();
@@ -186,6 +187,7 @@ quint64 EngineWorker::analyseImage(std::shared_ptr<const Model> model, const QSt
         if (!prepared)
             return fail(fromStd(prepared.message()));
         AnalysisRun run(model, options);
+        ++m_forwardSets;
         if (auto added = run.addImage(*prepared, 0, superseded); !added)
             return fail(imagePath + QStringLiteral(": ") + fromStd(added.message()));
         auto result = std::make_shared<ImageAnalysis>();
@@ -234,6 +236,7 @@ void EngineWorker::stepSet(std::shared_ptr<SetRun> run)
     if (run->next < total) {
         const QString& path = run->paths[run->next];
         auto prepared = prepareImage(*run->model, path);
+        m_forwardSets += prepared ? 1 : 0;
         Result<bool> added = prepared ? run->run.addImage(*prepared, run->next, superseded) : Result<bool>(prepared.error());
         if (!added) {
             finish();

@@ -66,6 +66,9 @@ public:
     void cancel(Kind kind, int channel = 0);
     void cancelAll();
     bool busy() const { return m_pending.load() > 0; }
+    // Forward sets the jobs have started (each one Model::runBatch: a trace, or an analysed image's clean and
+    // perturbed inputs together); for tests that check how much engine work a request costs.
+    quint64 forwardSets() const { return m_forwardSets.load(); }
 
 signals:
     void modelLoaded(quint64 job, std::shared_ptr<const attnscope::Model> model);
@@ -92,6 +95,7 @@ private:
     mutable std::mutex m_mutex;
     std::map<std::pair<int, int>, quint64> m_latest; // (kind, channel) -> newest job id
     std::atomic<int> m_pending { 0 };
+    std::atomic<quint64> m_forwardSets { 0 };
 };
 
 } // namespace attnscope
