@@ -31,8 +31,9 @@ double msSinceProcessStart()
 }
 // --time-select N: the latency a user feels when clicking an image (warm: the model loaded, the first image done).
 // Each selection is timed to its heatmap drawn (imageReady, then a repaint) and to its analysis (the analysisReady
-// that leaves the worker idle); the next selection starts once the worker is idle.
-void timeSelections(MainWindow& window, int count)
+// that leaves the worker idle); the next selection starts `pauseMs` after the worker went idle (OpenMP's threads
+// sleep after a while, so a long pause times what a user who looks at the result meets).
+void timeSelections(MainWindow& window, int count, int pauseMs)
 {
     struct Timing {
         QElapsedTimer timer;
@@ -63,7 +64,7 @@ void timeSelections(MainWindow& window, int count)
         t->heatmapSeen = true;
         t->heatmapMs = t->timer.nsecsElapsed() * 1e-6;
     });
-    QObject::connect(&window, &MainWindow::analysisReady, &window, [&window, t, selectNext] {
+    QObject::connect(&window, &MainWindow::analysisReady, &window, [&window, t, selectNext, pauseMs] {
         if (window.busy())
             return; // the analysis of another channel, or the variant reset at the selection
         if (t->started > 0) {
@@ -74,7 +75,7 @@ void timeSelections(MainWindow& window, int count)
                            .arg(analysisMs, 0, 'f', 1)
                            .arg(window.forwardSets() - t->forwardSets);
         }
-        QTimer::singleShot(50, &window, selectNext); // let the plots settle
+        QTimer::singleShot(pauseMs, &window, selectNext); // the plots settle; a user looks at them
     });
 }
 
@@ -104,9 +105,9 @@ int main(int argc, char** argv)
     QCommandLineOption setFigure("set-figure", "figure of the image-set dock (raised): 0 token similarity ... 4 distance", "N");
     QCommandLineOption timeStartup("time-startup", "print the milliseconds from process start to the first heatmap, then quit");
     QCommandLineOption timeSelect("time-select",
-                                  "once the first image is analysed, select it again N times; print the milliseconds from each "
-                                  "selection to its heatmap drawn and to its analysis, then quit",
-                                  "N");
+                                  "once the first image is analysed, select it again N times, PAUSE ms apart (default 50); print the "
+                                  "milliseconds from each selection to its heatmap drawn and to its analysis, then quit",
+                                  "N[,PAUSE]");
     parser.addOptions({ compare, screenshot, layer, head, query, variant, figure, set, setFigure, timeStartup, timeSelect });
     parser.process(app);
     const QStringList args = parser.positionalArguments();
@@ -125,7 +126,8 @@ int main(int argc, char** argv)
             app.quit();
         });
     if (parser.isSet(timeSelect))
-        timeSelections(window, parser.value(timeSelect).toInt());
+        timeSelections(window, parser.value(timeSelect).section(',', 0, 0).toInt(),
+                       parser.value(timeSelect).section(',', 1, 1).isEmpty() ? 50 : parser.value(timeSelect).section(',', 1, 1).toInt());
     if (parser.isSet(screenshot)) {
         // `make screenshots`: drive the window to a state, wait for the engine to finish, picture it, quit.
         QObject::connect(&window, &MainWindow::imageReady, &window, [&] {
