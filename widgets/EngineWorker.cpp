@@ -153,6 +153,7 @@ quint64 EngineWorker::traceImage(std::shared_ptr<const Model> model, const QStri
         options.isCancelled = superseded;
         options.neutrenoLambda = neutrenoLambda;
         options.boostT = boostT;
+        ++m_forwardSets;
         auto trace = model->run(prepared->input, options);
         if (superseded()) {
             finish();
@@ -173,9 +174,21 @@ quint64 EngineWorker::traceImage(std::shared_ptr<const Model> model, const QStri
 
 quint64 EngineWorker::analyseImage(std::shared_ptr<const Model> model, const QString& imagePath, AnalysisOptions options, int channel)
 {
-    const quint64 id = next(AnalysisJob, channel);
-    post([this, id, channel, model, imagePath, options] {
-        const auto superseded = [this, id, channel] { return !isLatest(AnalysisJob, channel, id); };
+    return analyse(AnalysisJob, std::move(model), imagePath, std::move(options), false, channel);
+}
+
+quint64 EngineWorker::traceAndAnalyseImage(std::shared_ptr<const Model> model, const QString& imagePath, AnalysisOptions options,
+                                           int channel)
+{
+    return analyse(ImageJob, std::move(model), imagePath, std::move(options), true, channel);
+}
+
+quint64 EngineWorker::analyse(Kind kind, std::shared_ptr<const Model> model, const QString& imagePath, AnalysisOptions options,
+                              bool sendTrace, int channel)
+{
+    const quint64 id = next(kind, channel);
+    post([this, id, kind, channel, model, imagePath, options = std::move(options), sendTrace]() mutable {
+        const auto superseded = [this, id, kind, channel] { return !isLatest(kind, channel, id); };
         const auto fail = [&](const QString& message) {
             finish();
             superseded() ? emit cancelled(id) : emit failed(id, message);
@@ -185,7 +198,23 @@ quint64 EngineWorker::analyseImage(std::shared_ptr<const Model> model, const QSt
         auto prepared = prepareImage(*model, imagePath);
         if (!prepared)
             return fail(fromStd(prepared.message()));
+        if (sendTrace) {
+            // The view draws any layer, head and tap of the clean forward; the analyses record most of it anyway.
+            options.alsoRecord = RecordSpec::everything();
+            // Out before the analyses: the heatmap does not wait for the curves (on a ViT-S, 25-40 ms after a
+            // forward set of about 240 ms on a busy two-core machine).
+            options.cleanTraceReady = [&](size_t, const Trace& clean) {
+                if (superseded())
+                    return;
+                auto result = std::make_shared<ImageTrace>();
+                result->path = imagePath;
+                result->shown = prepared->shown;
+                result->trace = clean; // shares the tensors, which nobody writes
+                emit imageTraced(id, std::shared_ptr<const ImageTrace>(std::move(result)));
+            };
+        }
         AnalysisRun run(model, options);
+        ++m_forwardSets;
         if (auto added = run.addImage(*prepared, 0, superseded); !added)
             return fail(imagePath + QStringLiteral(": ") + fromStd(added.message()));
         auto result = std::make_shared<ImageAnalysis>();
@@ -234,6 +263,7 @@ void EngineWorker::stepSet(std::shared_ptr<SetRun> run)
     if (run->next < total) {
         const QString& path = run->paths[run->next];
         auto prepared = prepareImage(*run->model, path);
+        m_forwardSets += prepared ? 1 : 0;
         Result<bool> added = prepared ? run->run.addImage(*prepared, run->next, superseded) : Result<bool>(prepared.error());
         if (!added) {
             finish();

@@ -35,12 +35,13 @@ struct ImageAnalysis {
 };
 
 // Runs engine work off the GUI thread (STYLE.md: one worker, jobs one at a time, in order). Jobs are of a kind
-// (model, image trace, image analysis, image set, task) on a channel the caller picks (the window uses one per
-// model and variant); a new request supersedes the pending or running job of its kind and channel: that job is
-// cancelled (the engine polls between blocks) and reports `cancelled`. An image-set run goes one image per step
-// and queues its next step behind whatever was asked meanwhile, so clicks stay interactive during a long run.
-// Every job ends in exactly one of its result signal / failed / cancelled, delivered as queued signals carrying
-// immutable results.
+// (model, image: its trace and possibly its analyses, image analysis alone, image set, task) on a channel the
+// caller picks (the window uses one per model and variant); a new request supersedes the pending or running job of
+// its kind and channel: that job is cancelled (the engine polls between blocks) and reports `cancelled`. An
+// image-set run goes one image per step and queues its next step behind whatever was asked meanwhile, so clicks
+// stay interactive during a long run. Every job ends in exactly one of its result signal / failed / cancelled,
+// delivered as queued signals carrying immutable results; an image job that also analyses sends its trace
+// (imageTraced, not terminal) before it ends with imageAnalysed.
 class EngineWorker : public QObject {
     Q_OBJECT
 public:
@@ -57,6 +58,11 @@ public:
     quint64 traceImage(std::shared_ptr<const Model> model, const QString& imagePath, std::optional<double> neutrenoLambda = {},
                        std::optional<double> boostT = {}, int channel = 0);
     quint64 analyseImage(std::shared_ptr<const Model> model, const QString& imagePath, AnalysisOptions options, int channel = 0);
+    // Both from one forward set (the clean input and its perturbed copies in one Model::runBatch): imageTraced as
+    // soon as the forward is done (the clean trace, every tap recorded, with options' variant values), then
+    // imageAnalysed, which ends the job. An ImageJob: it supersedes, and is superseded by, traceImage on its channel.
+    quint64 traceAndAnalyseImage(std::shared_ptr<const Model> model, const QString& imagePath, AnalysisOptions options,
+                                 int channel = 0);
     // Streams `paths` through an AnalysisRun; reports progress and a partial summary every `every` images, and
     // the final summary as setAnalysed(..., true).
     quint64 analyseSet(std::shared_ptr<const Model> model, const QStringList& paths, AnalysisOptions options, int every = 10,
@@ -66,6 +72,9 @@ public:
     void cancel(Kind kind, int channel = 0);
     void cancelAll();
     bool busy() const { return m_pending.load() > 0; }
+    // Forward sets the jobs have started (each one Model::runBatch: a trace, or an analysed image's clean and
+    // perturbed inputs together); for tests that check how much engine work a request costs.
+    quint64 forwardSets() const { return m_forwardSets.load(); }
 
 signals:
     void modelLoaded(quint64 job, std::shared_ptr<const attnscope::Model> model);
@@ -81,6 +90,8 @@ signals:
 private:
     struct SetRun;
     quint64 next(Kind kind, int channel);
+    quint64 analyse(Kind kind, std::shared_ptr<const Model> model, const QString& imagePath, AnalysisOptions options,
+                    bool sendTrace, int channel);
     bool isLatest(Kind kind, int channel, quint64 id) const;
     void post(std::function<void()> work);
     void stepSet(std::shared_ptr<SetRun> run);
@@ -92,6 +103,7 @@ private:
     mutable std::mutex m_mutex;
     std::map<std::pair<int, int>, quint64> m_latest; // (kind, channel) -> newest job id
     std::atomic<int> m_pending { 0 };
+    std::atomic<quint64> m_forwardSets { 0 };
 };
 
 } // namespace attnscope

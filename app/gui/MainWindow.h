@@ -75,6 +75,7 @@ public:
     int head() const { return m_head; }
     QString lastError() const { return m_lastError; }
     bool busy() const { return m_worker.busy(); } // engine work queued or running
+    quint64 forwardSets() const { return m_worker.forwardSets(); } // engine forward sets started so far
 
 signals:
     void modelReady();

@@ -66,15 +66,18 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
         emit setUpdated(!setRunning());
     });
     connect(worker, &EngineWorker::failed, this, [this](quint64 job, const QString& message) {
+        // An image job is both the trace job and the analysis job of its channel.
         quint64* jobs[] = { &m_modelJob, &m_traceJob, &m_variantTraceJob, &m_analysisJob, &m_variantAnalysisJob, &m_setJob, &m_variantSetJob };
+        bool ours = false;
         for (quint64* j : jobs)
             if (*j == job) {
                 *j = 0;
+                ours = true;
                 if (j == &m_setJob || j == &m_variantSetJob)
                     cancelSet();
-                emit failed(message);
-                return;
             }
+        if (ours)
+            emit failed(message);
     });
     connect(worker, &EngineWorker::cancelled, this, [this](quint64 job) {
         if (job == m_setJob || job == m_variantSetJob) {
@@ -121,8 +124,7 @@ void ModelSlot::showImage(const QString& imagePath)
     if (!m_model)
         return;
     m_imagePath = imagePath;
-    m_traceJob = m_worker->traceImage(m_model, imagePath, {}, {}, channel(0));
-    m_analysisJob = m_worker->analyseImage(m_model, imagePath, m_options, channel(0));
+    runImage(0);
     runVariant();
 }
 
@@ -137,22 +139,44 @@ void ModelSlot::setVariant(std::optional<Variant> variant)
 void ModelSlot::setAnalysisOptions(AnalysisOptions options)
 {
     m_options = std::move(options);
-    if (m_model && !m_imagePath.isEmpty()) {
-        m_analysisJob = m_worker->analyseImage(m_model, m_imagePath, m_options, channel(0));
-        if (m_variant)
-            m_variantAnalysisJob = m_worker->analyseImage(m_model, m_imagePath, variantOptions(), channel(1));
-    }
+    if (!m_model || m_imagePath.isEmpty())
+        return;
+    reanalyse(0);
+    if (m_variant)
+        reanalyse(1);
 }
 
-AnalysisOptions ModelSlot::variantOptions() const
+AnalysisOptions ModelSlot::optionsFor(int offset) const
 {
     AnalysisOptions o = m_options;
+    if (offset == 0)
+        return o;
     o.decomposition = false; // layer 1's logits do not depend on the variant
     if (m_variant) {
         o.neutrenoLambda = m_variant->neutrenoLambda;
         o.boostT = m_variant->boostT;
     }
     return o;
+}
+
+void ModelSlot::runImage(int offset)
+{
+    m_worker->cancel(EngineWorker::AnalysisJob, channel(offset)); // a rerun of the analyses of what this replaces
+    const quint64 job = m_worker->traceAndAnalyseImage(m_model, m_imagePath, optionsFor(offset), channel(offset));
+    (offset == 0 ? m_traceJob : m_variantTraceJob) = job;
+    (offset == 0 ? m_analysisJob : m_variantAnalysisJob) = job;
+}
+
+void ModelSlot::reanalyse(int offset)
+{
+    // The trace does not depend on the analysis options. While it is still to come, the job that brings it is
+    // asked again with the new options (still one forward set); once it is here, only the analyses are rerun and
+    // the image job's own analyses, with the old options, are dropped.
+    if ((offset == 0 ? m_traceJob : m_variantTraceJob) != 0)
+        return runImage(offset);
+    m_worker->cancel(EngineWorker::ImageJob, channel(offset));
+    (offset == 0 ? m_analysisJob : m_variantAnalysisJob)
+        = m_worker->analyseImage(m_model, m_imagePath, optionsFor(offset), channel(offset));
 }
 
 void ModelSlot::runVariant()
@@ -169,8 +193,7 @@ void ModelSlot::runVariant()
     }
     if (!m_model || m_imagePath.isEmpty())
         return;
-    m_variantTraceJob = m_worker->traceImage(m_model, m_imagePath, m_variant->neutrenoLambda, m_variant->boostT, channel(1));
-    m_variantAnalysisJob = m_worker->analyseImage(m_model, m_imagePath, variantOptions(), channel(1));
+    runImage(1); // NeuTRENO and Boost change the trace as well as the analyses
 }
 
 void ModelSlot::analyseSet(const QStringList& paths)
@@ -182,7 +205,7 @@ void ModelSlot::analyseSet(const QStringList& paths)
     o.decomposition = false;
     m_setSummary = m_variantSetSummary = nullptr;
     m_setJob = m_worker->analyseSet(m_model, paths, o, every, channel(2));
-    m_variantSetJob = m_variant ? m_worker->analyseSet(m_model, paths, variantOptions(), every, channel(3)) : 0;
+    m_variantSetJob = m_variant ? m_worker->analyseSet(m_model, paths, optionsFor(1), every, channel(3)) : 0;
 }
 
 void ModelSlot::cancelSet()

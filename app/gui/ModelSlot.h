@@ -24,7 +24,8 @@ public:
 
     void load(const QString& path);
     void unload();
-    // Traces and analyses `imagePath` (and its variant, when one is set), superseding what was running.
+    // Traces and analyses `imagePath` (and its variant, when one is set), superseding what was running: one job per
+    // channel, whose one forward set gives the trace (traceReady, first) and the analyses (analysisReady).
     void showImage(const QString& imagePath);
     // Unset: no variant. Reruns the variant of the current image.
     void setVariant(std::optional<Variant> variant);
@@ -62,8 +63,11 @@ signals:
 
 private:
     int channel(int offset) const { return m_index * 4 + offset; } // 0 image, 1 variant image, 2 set, 3 variant set
+    // Channel offset 0 (the model's own) or 1 (its variant): the image's trace and analyses, one job, one forward set.
+    void runImage(int offset);
+    void reanalyse(int offset); // the analysis options changed
     void runVariant();
-    attnscope::AnalysisOptions variantOptions() const;
+    attnscope::AnalysisOptions optionsFor(int offset) const;
     std::vector<attnscope::AnalysisSummary> labelled(const attnscope::AnalysisSummary* own,
                                                      const attnscope::AnalysisSummary* variant) const;
 

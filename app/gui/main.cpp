@@ -5,6 +5,7 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QElapsedTimer>
 #include <QTimer>
 
 #include <cstdio>
@@ -28,6 +29,56 @@ double msSinceProcessStart()
     clock_gettime(CLOCK_BOOTTIME, &now);
     return (double(now.tv_sec) + now.tv_nsec * 1e-9) * 1e3 - std::stod(field) * 1e3 / double(sysconf(_SC_CLK_TCK));
 }
+// --time-select N: the latency a user feels when clicking an image (warm: the model loaded, the first image done).
+// Each selection is timed to its heatmap drawn (imageReady, then a repaint) and to its analysis (the analysisReady
+// that leaves the worker idle); the next selection starts `pauseMs` after the worker went idle (OpenMP's threads
+// sleep after a while, so a long pause times what a user who looks at the result meets).
+void timeSelections(MainWindow& window, int count, int pauseMs)
+{
+    struct Timing {
+        QElapsedTimer timer;
+        int started = 0; // selections made so far; 0: waiting for the startup image
+        bool heatmapSeen = false;
+        double heatmapMs = 0;
+        QString rows;
+        quint64 forwardSets = 0;
+    };
+    auto* t = new Timing;
+    const auto selectNext = [&window, t, count] {
+        if (t->started == count) {
+            std::printf("{\"selections\": [%s]}\n", qPrintable(t->rows));
+            std::fflush(stdout);
+            QApplication::quit();
+            return;
+        }
+        ++t->started;
+        t->heatmapSeen = false;
+        t->forwardSets = window.forwardSets();
+        t->timer.start();
+        window.selectImage(0);
+    };
+    QObject::connect(&window, &MainWindow::imageReady, &window, [&window, t] {
+        if (t->started == 0 || t->heatmapSeen)
+            return;
+        window.repaint(); // the heatmap painted, not only scheduled
+        t->heatmapSeen = true;
+        t->heatmapMs = t->timer.nsecsElapsed() * 1e-6;
+    });
+    QObject::connect(&window, &MainWindow::analysisReady, &window, [&window, t, selectNext, pauseMs] {
+        if (window.busy())
+            return; // the analysis of another channel, or the variant reset at the selection
+        if (t->started > 0) {
+            const double analysisMs = t->timer.nsecsElapsed() * 1e-6;
+            t->rows += QStringLiteral("%1{\"heatmap_ms\": %2, \"analysis_ms\": %3, \"forward_sets\": %4}")
+                           .arg(t->rows.isEmpty() ? "" : ", ")
+                           .arg(t->heatmapMs, 0, 'f', 1)
+                           .arg(analysisMs, 0, 'f', 1)
+                           .arg(window.forwardSets() - t->forwardSets);
+        }
+        QTimer::singleShot(pauseMs, &window, selectNext); // the plots settle; a user looks at them
+    });
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -53,7 +104,11 @@ int main(int argc, char** argv)
     QCommandLineOption set("analyse-set", "analyse the image set (before the screenshot)");
     QCommandLineOption setFigure("set-figure", "figure of the image-set dock (raised): 0 token similarity ... 4 distance", "N");
     QCommandLineOption timeStartup("time-startup", "print the milliseconds from process start to the first heatmap, then quit");
-    parser.addOptions({ compare, screenshot, layer, head, query, variant, figure, set, setFigure, timeStartup });
+    QCommandLineOption timeSelect("time-select",
+                                  "once the first image is analysed, select it again N times, PAUSE ms apart (default 50); print the "
+                                  "milliseconds from each selection to its heatmap drawn and to its analysis, then quit",
+                                  "N[,PAUSE]");
+    parser.addOptions({ compare, screenshot, layer, head, query, variant, figure, set, setFigure, timeStartup, timeSelect });
     parser.process(app);
     const QStringList args = parser.positionalArguments();
     MainWindow window;
@@ -70,6 +125,9 @@ int main(int argc, char** argv)
             std::fflush(stdout);
             app.quit();
         });
+    if (parser.isSet(timeSelect))
+        timeSelections(window, parser.value(timeSelect).section(',', 0, 0).toInt(),
+                       parser.value(timeSelect).section(',', 1, 1).isEmpty() ? 50 : parser.value(timeSelect).section(',', 1, 1).toInt());
     if (parser.isSet(screenshot)) {
         // `make screenshots`: drive the window to a state, wait for the engine to finish, picture it, quit.
         QObject::connect(&window, &MainWindow::imageReady, &window, [&] {

@@ -175,10 +175,13 @@ Result<bool> AnalysisRun::addImages(const std::vector<const Model::Prepared*>& i
     auto traces = m_model->runBatch(inputs, run);
     if (!traces)
         return traces.error();
+    const size_t stride = 1 + noisyPerImage;
+    if (m_options.cleanTraceReady)
+        for (size_t i = 0; i < images.size(); ++i)
+            m_options.cleanTraceReady(i, (*traces)[i * stride]);
     // Every analysis of every image is a task of its own, spread over the threads (each analysis is sequential
     // inside); the SNRs, the longest, go first so that the threads finish together. The results enter the
     // statistics afterwards in one fixed order, so the numbers do not depend on the thread count.
-    const size_t stride = 1 + noisyPerImage;
     std::vector<ImageResults> results(images.size());
     std::vector<std::function<void()>> tasks;
     for (size_t i = 0; i < images.size(); ++i) {

@@ -159,6 +159,35 @@ TEST(InterOp, BatchAtTwoThreadsIsBitwiseOneThreadForwards)
     EXPECT_GT(maxDifference((*batch)[0].logits, (*batch)[1].logits), 1e-3);
 }
 
+// cleanTraceReady hands each image's clean trace out after the forward and before the analyses (the GUI shows
+// the heatmap while the curves are computed): once per image, in order, the very traces addImages returns.
+TEST(Batching, CleanTracesComeOutBeforeTheAnalyses)
+{
+    auto model = Model::load("builtin:fmnist-vit");
+    ASSERT_TRUE(model) << model.message();
+    const auto images = sampleImages(**model, 2);
+    ASSERT_EQ(images.size(), 2u);
+    AnalysisOptions options;
+    options.perturbations.push_back(*Perturbation::parse("gaussian:sigma=8"));
+    std::vector<size_t> seen;
+    std::vector<Trace> early;
+    AnalysisRun* self = nullptr;
+    options.cleanTraceReady = [&](size_t image, const Trace& clean) {
+        seen.push_back(image);
+        early.push_back(clean);
+        EXPECT_EQ(self->images(), 0); // nothing analysed yet
+    };
+    AnalysisRun run(*model, options);
+    self = &run;
+    std::vector<Trace> returned;
+    ASSERT_TRUE(run.addImages({ &images[0], &images[1] }, { 0, 1 }, {}, &returned));
+    EXPECT_EQ(run.images(), 2);
+    EXPECT_EQ(seen, (std::vector<size_t> { 0, 1 }));
+    ASSERT_EQ(returned.size(), 2u);
+    for (size_t i = 0; i < 2; ++i)
+        EXPECT_EQ(early[i].logits.data(), returned[i].logits.data()); // the same tensors, not a rerun
+}
+
 // The analyses of an image run as parallel tasks at two threads; the statistics must not depend on that.
 TEST(InterOp, AnalysisStatisticsDoNotDependOnThreads)
 {

@@ -139,6 +139,59 @@ private slots:
             small.showSetFigure(i);
     }
 
+    // One forward set (Model::runBatch: the clean input and its perturbed copy) per selected image and channel: the
+    // heatmap's trace and the curves come from the same forwards. It used to be two (a trace job, then an
+    // analysis job that ran the clean forward again). The worker counts the forward sets its jobs start.
+    void eachSelectionRunsOneForwardSetPerChannel()
+    {
+        MainWindow w;
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        w.openModel(QStringLiteral("builtin:fmnist-vit"));
+        QVERIFY(modelReady.wait(20000));
+        w.addImages({ kSamples + "/fashion-mnist/test-0000-ankle-boot.png", kSamples + "/coffee.png" });
+        QCOMPARE(w.images()->rowCount(), 2);
+        const QString boot = w.images()->path(0), coffee = w.images()->path(1); // as the strip keeps them
+        const ModelSlot* slot = w.slot(0);
+        const auto settled = [&](const QString& path, bool variant) {
+            const auto has = [&](const auto& result) { return result && result->path == path; };
+            return !w.busy() && has(slot->trace()) && has(slot->analysis())
+                && (!variant || (has(slot->variantTrace()) && has(slot->variantAnalysis())));
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(settled(boot, false), 30000);
+
+        QString analysedWhenShown; // the heatmap comes first: the curves are still the previous image's
+        connect(&w, &MainWindow::imageReady, this, [&] { analysedWhenShown = slot->analysis()->path; });
+        quint64 before = w.forwardSets();
+        w.selectImage(1);
+        QTRY_VERIFY_WITH_TIMEOUT(settled(coffee, false), 30000);
+        QCOMPARE(w.forwardSets() - before, quint64(1));
+        QCOMPARE(analysedWhenShown, boot);
+        QVERIFY(!slot->analysis()->summary.snr.empty()); // the perturbed input went through as well
+
+        // A variant is one channel more: one forward set when it is set, two per selection.
+        before = w.forwardSets();
+        w.runVariant(0.6, 0.3);
+        QTRY_VERIFY_WITH_TIMEOUT(settled(coffee, true), 30000);
+        QCOMPARE(w.forwardSets() - before, quint64(1));
+        QCOMPARE(slot->variantTrace()->trace.neutrenoLambda, 0.6);
+        before = w.forwardSets();
+        w.selectImage(0);
+        QTRY_VERIFY_WITH_TIMEOUT(settled(boot, true), 30000);
+        QCOMPARE(w.forwardSets() - before, quint64(2));
+
+        // Another perturbation reruns the curves (the clean forward is part of their set), not the heatmap.
+        QSignalSpy imageReady(&w, &MainWindow::imageReady);
+        before = w.forwardSets();
+        w.setPerturbation(*attnscope::Perturbation::parse("blur:sigma=1.5"));
+        const auto blurred = [](const auto& analysis) {
+            return analysis && !analysis->summary.snr.empty()
+                && analysis->summary.snr.front().perturbation == "blur:sigma=1.5";
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(!w.busy() && blurred(slot->analysis()) && blurred(slot->variantAnalysis()), 30000);
+        QCOMPARE(w.forwardSets() - before, quint64(2));
+        QCOMPARE(imageReady.count(), 0);
+    }
+
     void supersededImageIsDropped()
     {
         MainWindow w;

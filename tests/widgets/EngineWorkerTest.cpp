@@ -89,6 +89,65 @@ private slots:
             QCOMPARE(n, 1);
     }
 
+    // One image job gives the trace and the analyses from one forward set: the trace first (not terminal), then the
+    // analyses, which end the job; it supersedes its own kind on its channel and leaves analysis-only jobs alone.
+    void anImageJobTracesThenAnalysesFromOneForwardSet()
+    {
+        EngineWorker worker;
+        auto model = loadModel(worker);
+        QVERIFY(model);
+        AnalysisOptions options;
+        options.perturbations = { *Perturbation::parse("gaussian:sigma=8") };
+        std::map<quint64, QStringList> events;
+        std::shared_ptr<const ImageTrace> trace;
+        connect(&worker, &EngineWorker::imageTraced, this, [&](quint64 j, std::shared_ptr<const ImageTrace> t) {
+            events[j] << "traced";
+            trace = t;
+        });
+        connect(&worker, &EngineWorker::imageAnalysed, this, [&](quint64 j, auto) { events[j] << "analysed"; });
+        connect(&worker, &EngineWorker::failed, this, [&](quint64 j, const QString&) { events[j] << "failed"; });
+        connect(&worker, &EngineWorker::cancelled, this, [&](quint64 j) { events[j] << "cancelled"; });
+
+        const quint64 before = worker.forwardSets();
+        const quint64 job = worker.traceAndAnalyseImage(model, kImage, options, 0);
+        QTRY_VERIFY_WITH_TIMEOUT(!worker.busy(), 30000);
+        QTest::qWait(50);
+        QCOMPARE(events[job], QStringList({ "traced", "analysed" }));
+        QCOMPARE(worker.forwardSets() - before, quint64(1));
+        // The trace the view needs: every tap of the clean forward, as a trace-only job records it.
+        QVERIFY(trace && trace->path == kImage);
+        const Trace& t = trace->trace;
+        QCOMPARE(int(t.attention.size()), t.depth + 1);
+        for (int l = 1; l <= t.depth; ++l)
+            QVERIFY(!t.attention[l].empty() && !t.attnBranch[l].empty() && !t.residual[l].empty()
+                    && !t.blocks[l].empty());
+        const auto combined = trace;
+        const quint64 traced = worker.traceImage(model, kImage);
+        QTRY_VERIFY_WITH_TIMEOUT(events[traced] == QStringList({ "traced" }), 30000);
+        const Tensor& a = combined->trace.attention[t.depth];
+        const Tensor& b = trace->trace.attention[t.depth];
+        QCOMPARE(a.shape(), b.shape());
+        for (int64_t i = 0; i < a.numel(); ++i) // one forward alone or beside the perturbed one: float rounding apart
+            QVERIFY(std::abs(a.data()[i] - b.data()[i]) < 1e-5f);
+
+        // Superseded by its kind on its channel only; every job ends once.
+        std::vector<quint64> jobs;
+        for (int i = 0; i < 3; ++i)
+            jobs.push_back(worker.traceAndAnalyseImage(model, kImage, options, 0));
+        const quint64 reanalysis = worker.analyseImage(model, kImage, options, 0);
+        const quint64 variant = worker.traceAndAnalyseImage(model, kImage, options, 1);
+        const quint64 broken = worker.traceAndAnalyseImage(model, QStringLiteral("/nonexistent/image.png"), options, 2);
+        QTRY_VERIFY_WITH_TIMEOUT(!worker.busy(), 30000);
+        QTest::qWait(50);
+        for (size_t i = 0; i + 1 < jobs.size(); ++i)
+            QVERIFY(events[jobs[i]] == QStringList({ "cancelled" })
+                    || events[jobs[i]] == QStringList({ "traced", "cancelled" }));
+        QCOMPARE(events[jobs.back()], QStringList({ "traced", "analysed" }));
+        QCOMPARE(events[reanalysis], QStringList({ "analysed" }));
+        QCOMPARE(events[variant], QStringList({ "traced", "analysed" }));
+        QCOMPARE(events[broken], QStringList({ "failed" }));
+    }
+
     void aSetRunLetsClicksThroughAndCancels()
     {
         EngineWorker worker;

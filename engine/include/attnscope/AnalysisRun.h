@@ -8,6 +8,7 @@
 #include "attnscope/Statistics.h"
 #include "attnscope/Summary.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,10 @@ struct AnalysisOptions {
     std::optional<double> neutrenoLambda;
     std::optional<double> boostT;
     RecordSpec alsoRecord; // taps the caller wants from the clean forward (e.g. to dump them)
+    // Called on the calling thread as soon as the forward is done, before the analyses start, with each image's
+    // clean trace (`image`: its position among the images of the call): to show it while the analyses run.
+    // The trace's tensors are shared with the analyses, which only read them.
+    std::function<void(size_t image, const Trace& clean)> cleanTraceReady;
 
     static Result<std::vector<std::string>> parseList(const std::string& commaSeparated); // validates names
 };
