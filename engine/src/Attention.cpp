@@ -1,5 +1,7 @@
 #include "Attention.h"
 
+#include "PackedLinear.h"
+
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -59,11 +61,11 @@ at::Tensor StandardAttention::forward(const at::Tensor& x, AttentionContext& ctx
 {
     // x [B, N, D] -> qkv [B, N, 3, H, d] -> [3, B, H, N, d]; rows of qkv.weight are q|k|v, head-major in each.
     const int64_t B = x.size(0), N = x.size(1), D = x.size(2);
-    auto qkvOut = qkv->forward(x).reshape({ B, N, 3, m_heads, D / m_heads }).permute({ 2, 0, 3, 1, 4 });
+    auto qkvOut = applyLinear(qkv, x, ctx.linears).reshape({ B, N, 3, m_heads, D / m_heads }).permute({ 2, 0, 3, 1, 4 });
     auto q = qkvOut[0], k = qkvOut[1], v = qkvOut[2];
     // Explicit softmax(QK^T / sqrt(d)): the map is recorded by construction, never hidden in a fused kernel.
     auto logits = at::matmul(q * m_scale, k.transpose(-2, -1));
-    return proj->forward(mix(logits, v, ctx));
+    return applyLinear(proj, mix(logits, v, ctx), ctx.linears);
 }
 
 BilateralAttention::BilateralAttention(const ModelConfig& c)
@@ -77,7 +79,7 @@ at::Tensor BilateralAttention::forward(const at::Tensor& x, AttentionContext& ct
 {
     // x [B, N, D] (tokens without positions), ctx.positions [1, N, D]
     const int64_t B = x.size(0), N = x.size(1), D = x.size(2), d = D / m_heads;
-    auto qkvOut = qkv->forward(x).reshape({ B, N, 3, m_heads, d }).permute({ 2, 0, 3, 1, 4 });
+    auto qkvOut = applyLinear(qkv, x, ctx.linears).reshape({ B, N, 3, m_heads, d }).permute({ 2, 0, 3, 1, 4 });
     auto q = qkvOut[0], k = qkvOut[1], v = qkvOut[2];
     // W_Q p and W_K p: the first two row blocks of qkv.weight, no bias.
     const auto& w = qkv->weight;
@@ -86,7 +88,7 @@ at::Tensor BilateralAttention::forward(const at::Tensor& x, AttentionContext& ct
     const auto hy = (at::exp(log_hy) * std::sqrt(double(d))).view({ 1, -1, 1, 1 });
     const auto hp = (at::exp(log_hp) * std::sqrt(double(d))).view({ 1, -1, 1, 1 });
     auto logits = at::matmul(q, k.transpose(-2, -1)) / hy + at::matmul(pq, pk.transpose(-2, -1)) / hp;
-    return proj->forward(mix(logits, v, ctx));
+    return applyLinear(proj, mix(logits, v, ctx), ctx.linears);
 }
 
 QuadraticAttention::QuadraticAttention(const ModelConfig& c)
@@ -109,8 +111,8 @@ at::Tensor QuadraticAttention::forward(const at::Tensor& x, AttentionContext& ct
     auto c = centre.view({ m_heads, 1, 1, 2 });
     auto dist = (delta.unsqueeze(0) - c).pow(2).sum(-1);            // [H, N, N] |delta - Delta_h|^2
     auto logits = -alpha.view({ m_heads, 1, 1 }) * (dist - c.pow(2).sum(-1)); // [H, N, N]
-    auto values = v->forward(x).reshape({ B, N, m_heads, D / m_heads }).transpose(1, 2);
-    return proj->forward(mix(logits.unsqueeze(0).expand({ B, -1, -1, -1 }), values, ctx));
+    auto values = applyLinear(v, x, ctx.linears).reshape({ B, N, m_heads, D / m_heads }).transpose(1, 2);
+    return applyLinear(proj, mix(logits.unsqueeze(0).expand({ B, -1, -1, -1 }), values, ctx), ctx.linears);
 }
 
 std::shared_ptr<AttentionBase> makeAttention(const ModelConfig& c)

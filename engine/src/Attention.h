@@ -7,6 +7,8 @@
 
 namespace attnscope {
 
+class PackedLinears;
+
 // Parameter initialisation of newly built modules. Loading a checkpoint overwrites every parameter, so
 // Model::load builds its network under a SkipParameterInit: the large matrices are then left unallocated
 // (at::empty) instead of being filled with random numbers (0.4 s of a 330 MB ViT-B load; docs/performance.md).
@@ -35,6 +37,7 @@ struct AttentionContext {
     bool isFirstLayer = false;
     at::Tensor positions; // bilateral: the position embedding of every token [1, N, D], kept out of the stream
     int gridH = 0, gridW = 0, prefix = 0;
+    PackedLinears* linears = nullptr; // the inference forward's linear layers (PackedLinear.h)
 };
 
 // The three attention kinds share this interface so that a Block holds whichever its config names.

@@ -69,12 +69,17 @@ std::string executableDir()
 
 std::once_flag g_threadsChosen;
 
+// With the linear layers on oneDNN (PackedLinear.h) OpenBLAS is left only the attention's small batched products;
+// its pthread pool spinning beside LibTorch's OpenMP team costs more than they gain (a 2-thread ViT-S forward
+// 80 -> 97-117 ms), so it keeps one thread.
+int blasThreadsFor(int threads) { return PackedLinears::available() ? 1 : threads; }
+
 // A count the user gave OpenBLAS in its environment is theirs.
 void alignBlasThreads()
 {
     std::call_once(g_threadsChosen, [] {
         if (!std::getenv("OPENBLAS_NUM_THREADS"))
-            setBlasThreads(at::get_num_threads());
+            setBlasThreads(blasThreadsFor(at::get_num_threads()));
     });
 }
 
@@ -89,6 +94,7 @@ std::vector<Trace> forwardGroup(Model::Impl& impl, const std::vector<at::Tensor>
     state.neutrenoLambda = options.neutrenoLambda.value_or(c.neutrenoLambda);
     state.boostT = options.boostT.value_or(c.boostT);
     state.reset(c.depth);
+    state.linears = impl.linears.get();
     const at::Tensor x = xs.size() == 1 ? xs.front().unsqueeze(0) : at::stack(xs);
     at::Tensor logits = impl.net->forward(x.to(impl.device), state);
     // One copy to the host per recorded tensor (not per image), after the forward: nothing inside it waits.
@@ -329,7 +335,7 @@ void setNumThreads(int threads)
         return;
     std::call_once(g_threadsChosen, [] {});
     at::set_num_threads(threads);
-    setBlasThreads(threads);
+    setBlasThreads(blasThreadsFor(threads));
     setInterOpThreads(threads);
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "PackedLinear.h"
 #include "VisionTransformer.h"
 #include "attnscope/Model.h"
 
@@ -11,6 +12,7 @@ struct Model::Impl {
     ModelInfo info;
     VisionTransformer net { nullptr };
     at::Device device = at::kCPU;
+    std::unique_ptr<PackedLinears> linears = std::make_unique<PackedLinears>(); // the inference forward's
 };
 
 inline const Model::Impl& implOf(const Model& model) { return *model.m_impl; }

@@ -1,5 +1,7 @@
 #include "VisionTransformer.h"
 
+#include "PackedLinear.h"
+
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -60,10 +62,10 @@ MlpImpl::MlpImpl(const ModelConfig& c)
     fc2 = register_module("fc2", makeLinear(c.mlpHidden, c.width));
 }
 
-at::Tensor MlpImpl::forward(const at::Tensor& x)
+at::Tensor MlpImpl::forward(const at::Tensor& x, PackedLinears* linears)
 {
     // [B, N, D] -> [B, N, M] -> [B, N, D]
-    return fc2->forward(activate(fc1->forward(x), activation));
+    return applyLinear(fc2, activate(applyLinear(fc1, x, linears), activation), linears);
 }
 
 LayerScaleImpl::LayerScaleImpl(int width, bool enabled)
@@ -101,6 +103,7 @@ at::Tensor BlockImpl::forward(const at::Tensor& x, int layer, ForwardState& stat
     ctx.positions = state.positions;
     ctx.gridH = state.gridH;
     ctx.gridW = state.gridW;
+    ctx.linears = state.linears;
     const auto record = [&](const at::Tensor& u, const at::Tensor& r) {
         if (keep && state.spec.attnBranch)
             state.attnBranch[size_t(layer)] = u;
@@ -122,14 +125,14 @@ at::Tensor BlockImpl::forward(const at::Tensor& x, int layer, ForwardState& stat
         auto u = ls1->forward(attn->forward(norm1->forward(x), ctx)); // U_l
         auto r = skip(x) + u;                                          // R_l
         record(u, r);
-        return r + ls2->forward(mlp->forward(norm2->forward(r)));
+        return r + ls2->forward(mlp->forward(norm2->forward(r), state.linears));
     }
     // Post-norm (nn.TransformerEncoderLayer's default): the taps sit at the same places, before each norm.
     auto u = ls1->forward(attn->forward(x, ctx));
     auto r = skip(x) + u;
     record(u, r);
     auto h = norm1->forward(r);
-    return norm2->forward(h + ls2->forward(mlp->forward(h)));
+    return norm2->forward(h + ls2->forward(mlp->forward(h, state.linears)));
 }
 
 VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& c)

@@ -14,6 +14,8 @@
 
 namespace attnscope {
 
+class PackedLinears;
+
 // One forward's state: the variant values, what to record and the recorded tensors, batched ([B, ...]) and
 // indexed by layer as in Trace.
 struct ForwardState {
@@ -27,6 +29,7 @@ struct ForwardState {
     at::Tensor firstValues; // V_1, for NeuTRENO
     at::Tensor positions;   // bilateral attention's position table [1, N, D]
     int gridH = 0, gridW = 0;
+    PackedLinears* linears = nullptr; // set by the inference forward: its linear layers (PackedLinear.h)
 
     void reset(int depth);
     bool wants(int layer) const { return spec.wants(layer); }
@@ -48,7 +51,7 @@ TORCH_MODULE(PatchEmbed);
 class MlpImpl : public torch::nn::Module {
 public:
     explicit MlpImpl(const ModelConfig& c);
-    at::Tensor forward(const at::Tensor& x); // [B, N, D] -> [B, N, D]
+    at::Tensor forward(const at::Tensor& x, PackedLinears* linears); // [B, N, D] -> [B, N, D]
     torch::nn::Linear fc1 { nullptr };
     torch::nn::Linear fc2 { nullptr };
     Activation activation;

@@ -20,9 +20,10 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 
 
 def env_for(threads, **extra):
+    """The engine picks OpenBLAS's count itself (1 beside oneDNN, see Thread policy); the peer gets it set."""
     env = dict(os.environ)
-    env.update({"OMP_NUM_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE",
-                "QT_QPA_PLATFORM": "offscreen"})
+    env.update({"OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE", "QT_QPA_PLATFORM": "offscreen"})
+    env.pop("OPENBLAS_NUM_THREADS", None)
     env.update(extra)
     return {k: v for k, v in env.items() if v is not None}  # None: leave the variable unset
 
@@ -54,7 +55,7 @@ def ms(b):
 def peer(mode, threads, args):
     cmd = [sys.executable, os.path.join(HERE, "peer.py"), "--mode", mode, "--threads", str(threads)] + args
     # The peer gets libgomp's spin fix too (GOMP_SPINCOUNT=0): without it torch at 2 threads is 5x slower here.
-    return json.loads(run(cmd, env_for(threads, GOMP_SPINCOUNT="0")))
+    return json.loads(run(cmd, env_for(threads, GOMP_SPINCOUNT="0", OPENBLAS_NUM_THREADS=str(threads))))
 
 
 def gui_start(build, runs=3):

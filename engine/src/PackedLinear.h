@@ -1,0 +1,42 @@
+#pragma once
+
+#include <torch/nn/modules/linear.h>
+
+#include <memory>
+
+namespace attnscope {
+
+// The CPU float32 forward's linear layers through oneDNN's matmul with the weights reordered once into its blocked
+// layout, instead of at::linear, where OpenBLAS packs every weight again at every call: a ViT-S forward's products
+// go from 84 to 103 GFLOP/s on one thread here (docs/performance.md). Everything else (another device or dtype, a
+// build without oneDNN, a shape or ISA oneDNN has no fast kernel for, autograd) goes through at::linear, so the
+// results never depend on whether this path ran beyond float rounding.
+//
+// One per loaded model, shared by the threads that run its forwards: the packed weights and primitives are made on
+// the first forward that needs them (per layer, row count and thread count) and kept until the model goes. The
+// layers' weights must not change while it lives (a loaded Model's never do).
+class PackedLinears {
+public:
+    PackedLinears();
+    ~PackedLinears();
+    PackedLinears(const PackedLinears&) = delete;
+    PackedLinears& operator=(const PackedLinears&) = delete;
+
+    // y = x W^T + b for x [..., in]: the packed path when it applies, else layer->forward(x).
+    at::Tensor forward(torch::nn::Linear& layer, const at::Tensor& x);
+
+    // Whether this build has the packed path at all (oneDNN found at configure time).
+    static bool available();
+
+private:
+    struct State;
+    std::unique_ptr<State> m_state;
+};
+
+// layer->forward(x), through `packed` when given (the inference forward) and straight otherwise (training).
+inline at::Tensor applyLinear(torch::nn::Linear& layer, const at::Tensor& x, PackedLinears* packed)
+{
+    return packed ? packed->forward(layer, x) : layer->forward(x);
+}
+
+} // namespace attnscope

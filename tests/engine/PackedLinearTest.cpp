@@ -1,0 +1,105 @@
+// The forward's linear layers on oneDNN with packed weights (engine/src/PackedLinear.h) against at::linear.
+#include "PackedLinear.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+using namespace attnscope;
+
+namespace {
+
+torch::nn::Linear randomLinear(int64_t in, int64_t out, bool bias, uint64_t seed)
+{
+    torch::nn::Linear layer(torch::nn::LinearOptions(in, out).bias(bias));
+    at::Generator gen = at::detail::createCPUGenerator(seed);
+    at::NoGradGuard noGrad;
+    layer->weight.copy_(at::normal(0.0, 0.05, { out, in }, gen));
+    if (bias)
+        layer->bias.copy_(at::normal(0.0, 0.5, { out }, gen));
+    return layer;
+}
+
+// |a - b| <= 2e-5 + 1e-5 |b| everywhere: float32 sums of a few hundred O(1) products, in another order.
+void expectClose(const at::Tensor& a, const at::Tensor& b)
+{
+    ASSERT_EQ(a.sizes(), b.sizes());
+    const at::Tensor excess = (a - b).abs() - (2e-5 + 1e-5 * b.abs());
+    EXPECT_LE(excess.max().item<double>(), 0.0) << "max |a - b| = " << (a - b).abs().max().item<double>();
+}
+
+} // namespace
+
+TEST(PackedLinear, MatchesAtLinearOverShapesAndLayouts)
+{
+    if (!PackedLinears::available())
+        GTEST_SKIP() << "built without oneDNN (libdnnl-dev): at::linear is used throughout";
+    c10::InferenceMode inference;
+    PackedLinears packed;
+    at::Generator gen = at::detail::createCPUGenerator(7);
+    struct Case {
+        int64_t rows, in, out;
+        bool bias;
+    };
+    for (const Case c : { Case { 197, 384, 1152, true }, Case { 197, 1536, 384, true }, Case { 17, 64, 192, false },
+                          Case { 5, 19, 7, true }, Case { 1, 3, 1, false } }) {
+        auto layer = randomLinear(c.in, c.out, c.bias, uint64_t(c.rows * 1000 + c.in));
+        const at::Tensor x2 = at::normal(0.0, 1.0, { c.rows, c.in }, gen);
+        expectClose(packed.forward(layer, x2), layer->forward(x2));
+        const at::Tensor x3 = x2.view({ 1, c.rows, c.in });
+        expectClose(packed.forward(layer, x3), layer->forward(x3));
+        const at::Tensor strided = at::normal(0.0, 1.0, { c.in, c.rows }, gen).t(); // not contiguous
+        expectClose(packed.forward(layer, strided), layer->forward(strided));
+        // The second call reuses the packed weights: the same answer.
+        EXPECT_TRUE(at::equal(packed.forward(layer, x2), packed.forward(layer, x2)));
+    }
+}
+
+TEST(PackedLinear, EverythingElseGoesThroughAtLinear)
+{
+    PackedLinears packed;
+    auto layer = randomLinear(8, 4, true, 3);
+    // float64 input: at::linear's own result, bit for bit
+    {
+        auto wide = randomLinear(8, 4, true, 3);
+        wide->to(at::kDouble);
+        const at::Tensor x = at::randn({ 3, 8 }, at::kDouble);
+        EXPECT_TRUE(at::equal(packed.forward(wide, x), wide->forward(x)));
+    }
+    // autograd on: at::linear, so the gradient flows
+    const at::Tensor x = at::randn({ 3, 8 });
+    const at::Tensor y = packed.forward(layer, x);
+    EXPECT_TRUE(y.requires_grad());
+    y.sum().backward();
+    EXPECT_TRUE(layer->weight.grad().defined());
+    // an empty input
+    EXPECT_EQ(packed.forward(layer, at::empty({ 0, 8 })).sizes(), (std::vector<int64_t> { 0, 4 }));
+}
+
+TEST(PackedLinear, ThreadsShareOneCache)
+{
+    if (!PackedLinears::available())
+        GTEST_SKIP() << "built without oneDNN (libdnnl-dev)";
+    PackedLinears packed;
+    auto layer = randomLinear(64, 96, true, 11);
+    const at::Tensor x = at::randn({ 50, 64 });
+    at::Tensor expected;
+    {
+        c10::InferenceMode inference;
+        expected = layer->forward(x);
+    }
+    std::vector<at::Tensor> results(4);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < results.size(); ++t)
+        threads.emplace_back([&, t] {
+            c10::InferenceMode inference;
+            for (int i = 0; i < 20; ++i)
+                results[t] = packed.forward(layer, x);
+        });
+    for (auto& t : threads)
+        t.join();
+    for (const auto& r : results)
+        expectClose(r, expected);
+}
