@@ -13,7 +13,12 @@
 #include <ATen/Parallel.h>
 #include <benchmark/benchmark.h>
 
+#include <dlfcn.h>
 #include <filesystem>
+
+#ifdef ATTNSCOPE_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 using namespace attnscope;
 using namespace attnscope::bench;
@@ -130,18 +135,43 @@ void BM_LoadModel(benchmark::State& state)
 }
 BENCHMARK(BM_LoadModel)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// The machine's sgemm (LibTorch's BLAS, same threads as the forwards): the peak the forwards are compared to.
+// The machine's sgemm at the run's thread count, the peak the forwards are compared to: OpenBLAS (LibTorch's at::mm,
+// given as many threads as OpenMP has for the measurement; the engine otherwise keeps it at one) and oneDNN's
+// sgemm, which the forward's linear layers use. run_bench.py takes the higher.
 void BM_SgemmPeak(benchmark::State& state)
 {
     const int64_t n = state.range(0);
     const at::Tensor a = at::randn({ n, n }), b = at::randn({ n, n });
     at::Tensor c = at::empty({ n, n });
+    using SetThreads = void (*)(int);
+    using GetThreads = int (*)();
+    const auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+    const auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+    const int before = get ? get() : 0;
+    if (set)
+        set(at::get_num_threads());
     for (auto _ : state)
         at::mm_out(c, a, b);
+    if (set && before > 0)
+        set(before);
     state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
-    state.SetLabel("at::mm " + std::to_string(n) + "^3, " + std::to_string(at::get_num_threads()) + " intra-op threads");
+    state.SetLabel("OpenBLAS sgemm " + std::to_string(n) + "^3, " + std::to_string(at::get_num_threads()) + " threads");
 }
 BENCHMARK(BM_SgemmPeak)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+#ifdef ATTNSCOPE_HAVE_DNNL
+void BM_SgemmPeakOneDnn(benchmark::State& state)
+{
+    const int64_t n = state.range(0);
+    const at::Tensor a = at::randn({ n, n }), b = at::randn({ n, n });
+    at::Tensor c = at::empty({ n, n });
+    for (auto _ : state)
+        dnnl_sgemm('N', 'N', n, n, n, 1.f, a.data_ptr<float>(), n, b.data_ptr<float>(), n, 0.f, c.data_ptr<float>(), n);
+    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+    state.SetLabel("oneDNN sgemm " + std::to_string(n) + "^3, " + std::to_string(at::get_num_threads()) + " threads");
+}
+BENCHMARK(BM_SgemmPeakOneDnn)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
 
 } // namespace
 
