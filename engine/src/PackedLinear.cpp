@@ -15,6 +15,32 @@
 
 namespace attnscope {
 
+at::Tensor applyActivation(const at::Tensor& x, Activation a)
+{
+    switch (a) {
+    case Activation::Gelu:
+        return at::gelu(x);
+    case Activation::GeluTanh:
+        return at::gelu(x, "tanh");
+    case Activation::QuickGelu:
+        return x * at::sigmoid(1.702 * x); // CLIP's approximation (NAMING.md 5.7)
+    case Activation::Relu:
+        return at::relu(x);
+    case Activation::Silu:
+        return at::silu(x);
+    }
+    return x;
+}
+
+namespace {
+
+at::Tensor plainForward(torch::nn::Linear& layer, const at::Tensor& x, std::optional<Activation> activation)
+{
+    return activation ? applyActivation(layer->forward(x), *activation) : layer->forward(x);
+}
+
+} // namespace
+
 #ifdef ATTNSCOPE_HAVE_DNNL
 
 namespace {
@@ -39,22 +65,23 @@ struct PackedLinears::State {
     };
     // layer, its weights' memory and shape (a layer freed and another made at its address is another key), rows,
     // threads
-    using Key = std::tuple<const void*, const void*, int64_t, int64_t, int64_t, int>;
+    using Key = std::tuple<const void*, const void*, int64_t, int64_t, int64_t, int, int>; // ..., activation + 1
     dnnl::engine engine { dnnl::engine::kind::cpu, 0 };
     const bool disabled = std::getenv("ATTNSCOPE_PLAIN_LINEAR") != nullptr; // at::linear throughout (to compare)
     std::mutex mutex;
     std::map<Key, std::shared_ptr<const Entry>> entries;
     std::map<std::tuple<const void*, const void*>, std::vector<std::shared_ptr<dnnl::memory>>> packedByLayer;
 
-    std::shared_ptr<const Entry> entryFor(const torch::nn::LinearImpl& layer, int64_t rows)
+    std::shared_ptr<const Entry> entryFor(const torch::nn::LinearImpl& layer, int64_t rows, std::optional<Activation> activation)
     {
-        const Key key { &layer, layer.weight.data_ptr(), layer.weight.size(0), layer.weight.size(1), rows, ompThreadsHere() };
+        const Key key { &layer, layer.weight.data_ptr(), layer.weight.size(0), layer.weight.size(1), rows, ompThreadsHere(),
+                        activation ? int(*activation) + 1 : 0 };
         std::lock_guard lock(mutex);
         if (auto it = entries.find(key); it != entries.end())
             return it->second;
         auto entry = std::make_shared<Entry>();
         try {
-            build(*entry, layer, rows);
+            build(*entry, layer, rows, activation);
         } catch (const dnnl::error&) {
             entry->usable = false; // no kernel for this shape here: at::linear it is, from now on
         }
@@ -62,7 +89,21 @@ struct PackedLinears::State {
         return entry;
     }
 
-    void build(Entry& e, const torch::nn::LinearImpl& layer, int64_t rows)
+    // The epilogue computing the activation: oneDNN's eltwise algorithms, with the same definitions as
+    // VisionTransformer.cpp's activate() (QuickGelu x sigmoid(1.702 x) is swish with alpha 1.702).
+    static void appendActivation(dnnl::post_ops& ops, Activation a)
+    {
+        using alg = dnnl::algorithm;
+        switch (a) {
+        case Activation::Gelu: ops.append_eltwise(1.f, alg::eltwise_gelu_erf, 0.f, 0.f); return;
+        case Activation::GeluTanh: ops.append_eltwise(1.f, alg::eltwise_gelu_tanh, 0.f, 0.f); return;
+        case Activation::QuickGelu: ops.append_eltwise(1.f, alg::eltwise_swish, 1.702f, 0.f); return;
+        case Activation::Relu: ops.append_eltwise(1.f, alg::eltwise_relu, 0.f, 0.f); return;
+        case Activation::Silu: ops.append_eltwise(1.f, alg::eltwise_swish, 1.f, 0.f); return;
+        }
+    }
+
+    void build(Entry& e, const torch::nn::LinearImpl& layer, int64_t rows, std::optional<Activation> activation)
     {
         using dt = dnnl::memory::data_type;
         using tag = dnnl::memory::format_tag;
@@ -74,6 +115,11 @@ struct PackedLinears::State {
         const dnnl::memory::desc dst({ rows, out }, dt::f32, tag::ab);
         dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user); // each calling thread brings its own
+        if (activation) {
+            dnnl::post_ops ops;
+            appendActivation(ops, *activation);
+            attr.set_post_ops(ops);
+        }
         e.pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weightsAny, dnnl::memory::desc({ 1, out }, dt::f32, tag::ab), dst), attr, engine)
                     : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weightsAny, dst), attr, engine);
         // A reference kernel would be slower than OpenBLAS: only oneDNN's JIT kernels are worth it.
@@ -107,7 +153,7 @@ PackedLinears::~PackedLinears() = default;
 
 bool PackedLinears::available() { return true; }
 
-at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x)
+at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x, std::optional<Activation> activation)
 {
     const at::Tensor& w = layer->weight;
     const bool plain = x.device().is_cpu() && w.device().is_cpu() && x.scalar_type() == at::kFloat
@@ -115,13 +161,13 @@ at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x)
         && (!layer->bias.defined() || (layer->bias.scalar_type() == at::kFloat && layer->bias.is_contiguous() && layer->bias.device().is_cpu()))
         && (!c10::GradMode::is_enabled() || (!x.requires_grad() && !w.requires_grad()));
     if (!plain)
-        return layer->forward(x);
+        return plainForward(layer, x, activation);
     const int64_t in = w.size(1), out = w.size(0), rows = x.numel() / in;
     if (m_state->disabled)
-        return layer->forward(x);
-    const auto entry = m_state->entryFor(*layer, rows);
+        return plainForward(layer, x, activation);
+    const auto entry = m_state->entryFor(*layer, rows, activation);
     if (!entry->usable)
-        return layer->forward(x);
+        return plainForward(layer, x, activation);
     const at::Tensor src = x.contiguous();
     std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
     shape.back() = out;
@@ -151,7 +197,10 @@ struct PackedLinears::State { };
 PackedLinears::PackedLinears() = default;
 PackedLinears::~PackedLinears() = default;
 bool PackedLinears::available() { return false; }
-at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x) { return layer->forward(x); }
+at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x, std::optional<Activation> activation)
+{
+    return plainForward(layer, x, activation);
+}
 
 #endif
 

@@ -1,6 +1,10 @@
 #pragma once
 
+#include "attnscope/ModelConfig.h"
+
 #include <torch/nn/modules/linear.h>
+
+#include <optional>
 
 #include <memory>
 
@@ -22,8 +26,9 @@ public:
     PackedLinears(const PackedLinears&) = delete;
     PackedLinears& operator=(const PackedLinears&) = delete;
 
-    // y = x W^T + b for x [..., in]: the packed path when it applies, else layer->forward(x).
-    at::Tensor forward(torch::nn::Linear& layer, const at::Tensor& x);
+    // y = x W^T + b for x [..., in]: the packed path when it applies, else layer->forward(x). With an activation,
+    // act(x W^T + b), applied by the product's own epilogue on the packed path (the MLP's first layer).
+    at::Tensor forward(torch::nn::Linear& layer, const at::Tensor& x, std::optional<Activation> activation = {});
 
     // Whether this build has the packed path at all (oneDNN found at configure time).
     static bool available();
@@ -32,6 +37,9 @@ private:
     struct State;
     std::unique_ptr<State> m_state;
 };
+
+// The MLP's activation, as timm, Hugging Face and CLIP define each (NAMING.md 5.7).
+at::Tensor applyActivation(const at::Tensor& x, Activation a);
 
 // layer->forward(x), through `packed` when given (the inference forward) and straight otherwise (training).
 inline at::Tensor applyLinear(torch::nn::Linear& layer, const at::Tensor& x, PackedLinears* packed)

@@ -15,23 +15,6 @@ torch::nn::LayerNorm layerNorm(const ModelConfig& c)
     return torch::nn::LayerNorm(torch::nn::LayerNormOptions({ int64_t(c.width) }).eps(c.layerNormEps));
 }
 
-at::Tensor activate(const at::Tensor& x, Activation a)
-{
-    switch (a) {
-    case Activation::Gelu:
-        return at::gelu(x);
-    case Activation::GeluTanh:
-        return at::gelu(x, "tanh");
-    case Activation::QuickGelu:
-        return x * at::sigmoid(1.702 * x); // CLIP's approximation (NAMING.md 5.7)
-    case Activation::Relu:
-        return at::relu(x);
-    case Activation::Silu:
-        return at::silu(x);
-    }
-    return x;
-}
-
 } // namespace
 
 void ForwardState::reset(int depth)
@@ -65,7 +48,8 @@ MlpImpl::MlpImpl(const ModelConfig& c)
 at::Tensor MlpImpl::forward(const at::Tensor& x, PackedLinears* linears)
 {
     // [B, N, D] -> [B, N, M] -> [B, N, D]
-    return applyLinear(fc2, activate(applyLinear(fc1, x, linears), activation), linears);
+    const at::Tensor hidden = linears ? linears->forward(fc1, x, activation) : applyActivation(fc1->forward(x), activation);
+    return applyLinear(fc2, hidden, linears);
 }
 
 LayerScaleImpl::LayerScaleImpl(int width, bool enabled)
