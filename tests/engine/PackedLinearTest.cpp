@@ -103,3 +103,19 @@ TEST(PackedLinear, ThreadsShareOneCache)
     for (const auto& r : results)
         expectClose(r, expected);
 }
+
+// The MLP's first product with its activation as oneDNN's epilogue, against at::linear then the activation.
+TEST(PackedLinear, ActivationEpilogueMatchesTheSeparateActivation)
+{
+    if (!PackedLinears::available())
+        GTEST_SKIP() << "built without oneDNN (libdnnl-dev)";
+    c10::InferenceMode inference;
+    at::Generator gen = at::detail::createCPUGenerator(5);
+    auto layer = randomLinear(96, 200, true, 9);
+    const at::Tensor x = at::normal(0.0, 1.0, { 1, 37, 96 }, gen);
+    for (const Activation a : { Activation::Gelu, Activation::GeluTanh, Activation::QuickGelu, Activation::Relu, Activation::Silu }) {
+        PackedLinears packed;
+        SCOPED_TRACE(int(a));
+        expectClose(packed.forward(layer, x, a), applyActivation(layer->forward(x), a));
+    }
+}
