@@ -1,9 +1,10 @@
 #include "PackedLinear.h"
 
+#include "Threads.h"
+
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
-#include <dlfcn.h>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -42,18 +43,6 @@ at::Tensor plainForward(torch::nn::Linear& layer, const at::Tensor& x, std::opti
 } // namespace
 
 #ifdef ATTNSCOPE_HAVE_DNNL
-
-namespace {
-
-// OpenMP's count for the calling thread, which oneDNN's OpenMP build runs with (an inter-op worker's is 1).
-int ompThreadsHere()
-{
-    using Get = int (*)();
-    static const auto get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
-    return get ? get() : 1;
-}
-
-} // namespace
 
 struct PackedLinears::State {
     struct Entry {

@@ -32,12 +32,6 @@ void setOmpThreadsHere(int threads)
         set(threads);
 }
 
-int ompThreadsHere()
-{
-    static const auto get = lookup<int (*)()>("omp_get_max_threads");
-    return get ? get() : 1;
-}
-
 class ScopedOmpThreads {
 public:
     explicit ScopedOmpThreads(int threads)
@@ -94,6 +88,12 @@ private:
 };
 
 } // namespace
+
+int ompThreadsHere()
+{
+    static const auto get = lookup<int (*)()>("omp_get_max_threads");
+    return get ? get() : 1;
+}
 
 void setBlasThreads(int threads)
 {

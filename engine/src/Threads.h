@@ -8,6 +8,9 @@ namespace attnscope {
 // The engine's thread plumbing (docs/performance.md, Thread policy): LibTorch's OpenMP team, OpenBLAS's own pool
 // when it has one, and inter-op work spread over single-threaded workers.
 
+// OpenMP's thread count for the calling thread (its ICV): what OpenMP-built libraries (oneDNN) called from it use.
+int ompThreadsHere();
+
 // OpenBLAS's thread count (looked up at run time: a LibTorch built against another BLAS is left alone).
 void setBlasThreads(int threads);
 
