@@ -7,6 +7,10 @@
 #include <QSignalSpy>
 #include <QtTest>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include <map>
 
 using namespace attnscope;
@@ -62,6 +66,16 @@ private slots:
         Terminals t(worker);
         auto model = loadModel(worker);
         QVERIFY(model);
+        // A task holds the worker until everything below is queued: a trace of this model takes a millisecond, so
+        // without it the first trace could start (and finish) before the next one supersedes it.
+        std::atomic<bool> started { false }, release { false };
+        worker.runTask([&](const auto&, const auto&) {
+            started = true;
+            while (!release)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            return QString();
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(started, 20000);
         std::vector<quint64> jobs;
         for (int i = 0; i < 5; ++i)
             jobs.push_back(worker.traceImage(model, kImage, {}, {}, 0)); // only the last survives
@@ -74,6 +88,7 @@ private slots:
             progress(1, 1);
             return QString();
         });
+        release = true;
         QTRY_VERIFY_WITH_TIMEOUT(!worker.busy(), 30000);
         QTest::qWait(50); // the last queued signals
         for (size_t i = 0; i + 1 < jobs.size(); ++i) {
