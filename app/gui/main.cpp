@@ -9,6 +9,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <memory>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -43,7 +44,7 @@ void timeSelections(MainWindow& window, int count, int pauseMs)
         QString rows;
         quint64 forwardSets = 0;
     };
-    auto* t = new Timing;
+    auto t = std::make_shared<Timing>(); // held by the connections below, which live as long as the window
     const auto selectNext = [&window, t, count] {
         if (t->started == count) {
             std::printf("{\"selections\": [%s]}\n", qPrintable(t->rows));

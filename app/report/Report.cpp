@@ -255,6 +255,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
     results->decomposition = std::move(decomposition);
     const auto& info = primary.info();
     auto weightsSha = attnscope::sha256File(info.weightsPath);
+    const attnscope::ThreadSetup threads = attnscope::threadSetup();
     results->manifest = {
         { "tool", "attnscope" }, { "version", attnscope::version() },
         { "model", { { "path", info.path }, { "weights", info.weightsPath }, { "sha256", weightsSha ? *weightsSha : "" },
@@ -267,7 +268,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
         { "images", imageList },
         { "options", { { "analyses", request.analysesText }, { "noise", runs.front().output.options["noise"] }, { "draws", base.draws },
                        { "seed", base.seed }, { "device", info.device }, { "dump_tensors", dumping }, { "threads", request.threads },
-                       { "intra_op_threads", attnscope::threadSetup().intraOp }, { "inter_op_threads", attnscope::threadSetup().interOp },
+                       { "intra_op_threads", threads.intraOp }, { "inter_op_threads", threads.interOp },
                        { "omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "" },
                        { "description", request.description }, { "compare", request.compareSpec }, { "formats", request.formatsText },
                        { "neutreno_lambda", request.neutreno ? nlohmann::json(*request.neutreno) : nlohmann::json() },

@@ -56,7 +56,6 @@ struct PackedLinears::State {
     // threads
     using Key = std::tuple<const void*, const void*, int64_t, int64_t, int64_t, int, int>; // ..., activation + 1
     dnnl::engine engine { dnnl::engine::kind::cpu, 0 };
-    const bool disabled = std::getenv("ATTNSCOPE_PLAIN_LINEAR") != nullptr; // at::linear throughout (to compare)
     std::mutex mutex;
     std::map<Key, std::shared_ptr<const Entry>> entries;
     std::map<std::tuple<const void*, const void*>, std::vector<std::shared_ptr<dnnl::memory>>> packedByLayer;
@@ -79,7 +78,7 @@ struct PackedLinears::State {
     }
 
     // The epilogue computing the activation: oneDNN's eltwise algorithms, with the same definitions as
-    // VisionTransformer.cpp's activate() (QuickGelu x sigmoid(1.702 x) is swish with alpha 1.702).
+    // applyActivation() (QuickGelu x sigmoid(1.702 x) is swish with alpha 1.702).
     static void appendActivation(dnnl::post_ops& ops, Activation a)
     {
         using alg = dnnl::algorithm;
@@ -140,20 +139,23 @@ PackedLinears::PackedLinears()
 
 PackedLinears::~PackedLinears() = default;
 
-bool PackedLinears::available() { return true; }
+// ATTNSCOPE_PLAIN_LINEAR=1 turns the path off (at::linear throughout, OpenBLAS's threads as without oneDNN), to compare.
+bool PackedLinears::available()
+{
+    static const bool on = std::getenv("ATTNSCOPE_PLAIN_LINEAR") == nullptr;
+    return on;
+}
 
 at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x, std::optional<Activation> activation)
 {
     const at::Tensor& w = layer->weight;
-    const bool plain = x.device().is_cpu() && w.device().is_cpu() && x.scalar_type() == at::kFloat
+    const bool eligible = available() && x.device().is_cpu() && w.device().is_cpu() && x.scalar_type() == at::kFloat
         && w.scalar_type() == at::kFloat && w.dim() == 2 && x.dim() >= 1 && x.size(-1) == w.size(1) && x.numel() > 0
         && (!layer->bias.defined() || (layer->bias.scalar_type() == at::kFloat && layer->bias.is_contiguous() && layer->bias.device().is_cpu()))
         && (!c10::GradMode::is_enabled() || (!x.requires_grad() && !w.requires_grad()));
-    if (!plain)
+    if (!eligible)
         return plainForward(layer, x, activation);
     const int64_t in = w.size(1), out = w.size(0), rows = x.numel() / in;
-    if (m_state->disabled)
-        return plainForward(layer, x, activation);
     const auto entry = m_state->entryFor(*layer, rows, activation);
     if (!entry->usable)
         return plainForward(layer, x, activation);

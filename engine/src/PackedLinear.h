@@ -30,7 +30,7 @@ public:
     // act(x W^T + b), applied by the product's own epilogue on the packed path (the MLP's first layer).
     at::Tensor forward(torch::nn::Linear& layer, const at::Tensor& x, std::optional<Activation> activation = {});
 
-    // Whether this build has the packed path at all (oneDNN found at configure time).
+    // Whether the packed path is on: oneDNN found at configure time, and ATTNSCOPE_PLAIN_LINEAR not set.
     static bool available();
 
 private:

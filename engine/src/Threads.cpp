@@ -58,7 +58,8 @@ public:
             return;
         std::lock_guard lock(s_mutex);
         if (s_depth++ == 0) {
-            s_saved = lookup<int (*)()>("openblas_get_num_threads")();
+            static const auto get = lookup<int (*)()>("openblas_get_num_threads"); // present: pthreadPool() checked
+            s_saved = get();
             setBlasThreads(1);
         }
     }

@@ -37,6 +37,27 @@ double maxDifference(const Tensor& a, const Tensor& b)
     return d;
 }
 
+// Every recorded tap of `a` within `tolerance` of `b`'s (max |a - b|), logits too; 0 asks for the same bits.
+void expectTracesWithin(const Trace& a, const Trace& b, double tolerance, const std::string& what)
+{
+    EXPECT_LE(maxDifference(a.logits, b.logits), tolerance) << what;
+    for (int l = 1; l <= b.depth; ++l) {
+        EXPECT_LE(maxDifference(a.attention[size_t(l)], b.attention[size_t(l)]), tolerance) << what << " layer " << l;
+        EXPECT_LE(maxDifference(a.attnBranch[size_t(l)], b.attnBranch[size_t(l)]), tolerance) << what << " layer " << l;
+        EXPECT_LE(maxDifference(a.residual[size_t(l)], b.residual[size_t(l)]), tolerance) << what << " layer " << l;
+    }
+    for (int l = 0; l <= b.depth; ++l)
+        EXPECT_LE(maxDifference(a.blocks[size_t(l)], b.blocks[size_t(l)]), tolerance) << what << " layer " << l;
+}
+
+std::vector<Tensor> inputsOf(const std::vector<Model::Prepared>& images)
+{
+    std::vector<Tensor> inputs;
+    for (const auto& p : images)
+        inputs.push_back(p.input);
+    return inputs;
+}
+
 } // namespace
 
 TEST(Batching, RunBatchEqualsOneRunPerImage)
@@ -47,24 +68,13 @@ TEST(Batching, RunBatchEqualsOneRunPerImage)
     ASSERT_EQ(images.size(), 3u);
     RunOptions options;
     options.record = RecordSpec::everything();
-    std::vector<Tensor> inputs;
-    for (const auto& p : images)
-        inputs.push_back(p.input);
-    auto batch = (*model)->runBatch(inputs, options);
+    auto batch = (*model)->runBatch(inputsOf(images), options);
     ASSERT_TRUE(batch) << batch.message();
     ASSERT_EQ(batch->size(), 3u);
     for (size_t i = 0; i < images.size(); ++i) {
         auto one = (*model)->run(images[i].input, options);
         ASSERT_TRUE(one) << one.message();
-        const Trace& b = (*batch)[i];
-        EXPECT_LT(maxDifference(b.logits, one->logits), 1e-5);
-        for (int l = 1; l <= one->depth; ++l) {
-            EXPECT_LT(maxDifference(b.attention[size_t(l)], one->attention[size_t(l)]), 1e-5) << "layer " << l;
-            EXPECT_LT(maxDifference(b.attnBranch[size_t(l)], one->attnBranch[size_t(l)]), 1e-5) << "layer " << l;
-            EXPECT_LT(maxDifference(b.residual[size_t(l)], one->residual[size_t(l)]), 1e-5) << "layer " << l;
-        }
-        for (int l = 0; l <= one->depth; ++l)
-            EXPECT_LT(maxDifference(b.blocks[size_t(l)], one->blocks[size_t(l)]), 1e-5) << "layer " << l;
+        expectTracesWithin((*batch)[i], *one, 1e-5, "image " + std::to_string(i));
     }
     // The images differ, so a mix-up of batch rows would show.
     EXPECT_GT(maxDifference((*batch)[0].logits, (*batch)[1].logits), 1e-3);
@@ -137,25 +147,17 @@ TEST(InterOp, BatchAtTwoThreadsIsBitwiseOneThreadForwards)
     RunOptions options;
     options.record = RecordSpec::everything();
     std::vector<Trace> alone;
-    std::vector<Tensor> inputs;
     for (const auto& p : images) {
         auto one = (*model)->run(p.input, options);
         ASSERT_TRUE(one) << one.message();
         alone.push_back(*one);
-        inputs.push_back(p.input);
     }
     TwoThreads threads;
-    auto batch = (*model)->runBatch(inputs, options);
+    auto batch = (*model)->runBatch(inputsOf(images), options);
     ASSERT_TRUE(batch) << batch.message();
     ASSERT_EQ(batch->size(), alone.size());
-    for (size_t i = 0; i < alone.size(); ++i) {
-        EXPECT_EQ(maxDifference((*batch)[i].logits, alone[i].logits), 0.0) << "image " << i;
-        for (int l = 1; l <= alone[i].depth; ++l) {
-            EXPECT_EQ(maxDifference((*batch)[i].attention[size_t(l)], alone[i].attention[size_t(l)]), 0.0) << i << " layer " << l;
-            EXPECT_EQ(maxDifference((*batch)[i].residual[size_t(l)], alone[i].residual[size_t(l)]), 0.0) << i << " layer " << l;
-            EXPECT_EQ(maxDifference((*batch)[i].blocks[size_t(l)], alone[i].blocks[size_t(l)]), 0.0) << i << " layer " << l;
-        }
-    }
+    for (size_t i = 0; i < alone.size(); ++i)
+        expectTracesWithin((*batch)[i], alone[i], 0.0, "image " + std::to_string(i));
     EXPECT_GT(maxDifference((*batch)[0].logits, (*batch)[1].logits), 1e-3);
 }
 
@@ -223,9 +225,7 @@ TEST(InterOp, CancelDuringABatchSpreadOverThreads)
     ASSERT_TRUE(model) << model.message();
     const auto images = sampleImages(**model, 4);
     ASSERT_EQ(images.size(), 4u);
-    std::vector<Tensor> inputs;
-    for (const auto& p : images)
-        inputs.push_back(p.input);
+    const std::vector<Tensor> inputs = inputsOf(images);
     std::atomic<int> polls { 0 };
     RunOptions options;
     options.isCancelled = [&] { return ++polls > 5; };
