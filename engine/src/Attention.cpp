@@ -1,5 +1,6 @@
 #include "Attention.h"
 
+#include "AttentionProducts.h"
 #include "PackedLinear.h"
 
 #include <ATen/ATen.h>
@@ -38,7 +39,7 @@ at::Tensor AttentionBase::mix(const at::Tensor& logits, const at::Tensor& v, Att
     auto attn = at::softmax(logits, -1); // [B, H, N, N], rows sum to 1
     if (ctx.attnOut)
         *ctx.attnOut = attn;
-    auto o = at::matmul(attn, v); // [B, H, N, d]
+    auto o = attentionMix(attn, v, ctx.products); // [B, H, N, d]
     if (ctx.firstValues) {
         if (ctx.isFirstLayer)
             *ctx.firstValues = v; // V_1: the term below is zero in layer 1
@@ -64,7 +65,7 @@ at::Tensor StandardAttention::forward(const at::Tensor& x, AttentionContext& ctx
     auto qkvOut = applyLinear(qkv, x, ctx.linears).reshape({ B, N, 3, m_heads, D / m_heads }).permute({ 2, 0, 3, 1, 4 });
     auto q = qkvOut[0], k = qkvOut[1], v = qkvOut[2];
     // Explicit softmax(QK^T / sqrt(d)): the map is recorded by construction, never hidden in a fused kernel.
-    auto logits = at::matmul(q * m_scale, k.transpose(-2, -1));
+    auto logits = attentionScores(q, k, m_scale, ctx.products);
     return applyLinear(proj, mix(logits, v, ctx), ctx.linears);
 }
 

@@ -7,6 +7,7 @@
 
 namespace attnscope {
 
+class AttentionProducts;
 class PackedLinears;
 
 // Parameter initialisation of newly built modules. Loading a checkpoint overwrites every parameter, so
@@ -37,7 +38,8 @@ struct AttentionContext {
     bool isFirstLayer = false;
     at::Tensor positions; // bilateral: the position embedding of every token [1, N, D], kept out of the stream
     int gridH = 0, gridW = 0, prefix = 0;
-    PackedLinears* linears = nullptr; // the inference forward's linear layers (PackedLinear.h)
+    PackedLinears* linears = nullptr;      // the inference forward's linear layers (PackedLinear.h)
+    AttentionProducts* products = nullptr; // ... and attention products (AttentionProducts.h)
 };
 
 // The three attention kinds share this interface so that a Block holds whichever its config names.

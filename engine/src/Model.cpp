@@ -95,6 +95,7 @@ std::vector<Trace> forwardGroup(Model::Impl& impl, const std::vector<at::Tensor>
     state.boostT = options.boostT.value_or(c.boostT);
     state.reset(c.depth);
     state.linears = impl.linears.get();
+    state.products = impl.products.get();
     const at::Tensor x = xs.size() == 1 ? xs.front().unsqueeze(0) : at::stack(xs);
     at::Tensor logits = impl.net->forward(x.to(impl.device), state);
     // One copy to the host per recorded tensor (not per image), after the forward: nothing inside it waits.

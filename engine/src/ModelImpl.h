@@ -1,5 +1,6 @@
 #pragma once
 
+#include "AttentionProducts.h"
 #include "PackedLinear.h"
 #include "VisionTransformer.h"
 #include "attnscope/Model.h"
@@ -13,6 +14,7 @@ struct Model::Impl {
     VisionTransformer net { nullptr };
     at::Device device = at::kCPU;
     std::unique_ptr<PackedLinears> linears = std::make_unique<PackedLinears>(); // the inference forward's
+    std::unique_ptr<AttentionProducts> products = std::make_unique<AttentionProducts>(); // ... and its attention's
 };
 
 inline const Model::Impl& implOf(const Model& model) { return *model.m_impl; }

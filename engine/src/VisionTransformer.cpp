@@ -88,6 +88,7 @@ at::Tensor BlockImpl::forward(const at::Tensor& x, int layer, ForwardState& stat
     ctx.gridH = state.gridH;
     ctx.gridW = state.gridW;
     ctx.linears = state.linears;
+    ctx.products = state.products;
     const auto record = [&](const at::Tensor& u, const at::Tensor& r) {
         if (keep && state.spec.attnBranch)
             state.attnBranch[size_t(layer)] = u;

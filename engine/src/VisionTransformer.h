@@ -14,6 +14,7 @@
 
 namespace attnscope {
 
+class AttentionProducts;
 class PackedLinears;
 
 // One forward's state: the variant values, what to record and the recorded tensors, batched ([B, ...]) and
@@ -29,7 +30,8 @@ struct ForwardState {
     at::Tensor firstValues; // V_1, for NeuTRENO
     at::Tensor positions;   // bilateral attention's position table [1, N, D]
     int gridH = 0, gridW = 0;
-    PackedLinears* linears = nullptr; // set by the inference forward: its linear layers (PackedLinear.h)
+    PackedLinears* linears = nullptr;        // set by the inference forward: its linear layers (PackedLinear.h)
+    AttentionProducts* products = nullptr;   // ... and its attention products (AttentionProducts.h)
 
     void reset(int depth);
     bool wants(int layer) const { return spec.wants(layer); }
