@@ -10,7 +10,9 @@ namespace attnscope {
 // projection left them (strided views, no copies) and writing A V straight into the [B, N, H, d] layout the output
 // projection reads. at::matmul would copy the views, call OpenBLAS once per head (packing both operands each time)
 // and run on one thread when OpenBLAS is held at one beside oneDNN (Model.cpp), and a further copy would
-// interleave the heads. Like PackedLinears, everything oneDNN has no fast kernel for (another device or dtype,
+// interleave the heads. On strided views oneDNN picks its jit gemm rather than brgemm; dense copies of q, k and v
+// for brgemm were measured and lost (a 1-thread ViT-S forward 106-109 ms against 100-103), at the price of the jit
+// gemm generating its kernels on its first call in a process (about 40 ms, once). Like PackedLinears, everything oneDNN has no fast kernel for (another device or dtype,
 // autograd, a build without oneDNN, a layout only its reference kernel takes) goes through at::matmul, so the
 // results never depend on which path ran beyond float rounding.
 //
