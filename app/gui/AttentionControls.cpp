@@ -79,7 +79,9 @@ AttentionControls::AttentionControls(QWidget* parent)
     m_noisePause->setInterval(350);
     connect(m_noisePause, &QTimer::timeout, this, &AttentionControls::perturbationChanged);
 
-    auto* variantBox = new QGroupBox(tr("Variant (reruns in the background)"), this);
+    // A short title: a group box is at least as wide as its title, and the dock is narrow on a 1280-pixel screen.
+    auto* variantBox = new QGroupBox(tr("Variant and noise"), this);
+    variantBox->setToolTip(tr("Changing these reruns the model in the background"));
     auto* variantForm = new QFormLayout(variantBox);
     m_lambda = new QDoubleSpinBox(variantBox);
     m_lambda->setRange(-2, 2);
@@ -119,6 +121,11 @@ AttentionControls::AttentionControls(QWidget* parent)
     variantForm->addRow(tr("SNR noise"), m_noiseKind);
     variantForm->addRow(tr("Strength"), m_noiseStrength);
     layout->addRow(variantBox);
+    // Combo boxes as wide as the dock allows rather than as their longest item: no horizontal scroll bar in the dock.
+    for (auto* combo : { m_head, m_colormap, m_noiseKind }) {
+        combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        combo->setMinimumContentsLength(8);
+    }
 
     // How maps are drawn persists; what is computed (variant, noise) starts from the model each time.
     QSettings settings;

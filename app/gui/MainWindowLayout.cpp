@@ -204,7 +204,8 @@ void MainWindow::buildDocks()
     });
     m_setProgress = new QProgressBar(setWidget);
     m_setProgress->setTextVisible(true);
-    m_setProgress->setFormat(tr("every image in the strip, with the SNR noise of the variant box"));
+    m_setProgress->setFormat(tr("every image in the strip")); // short: the bar's text does not wrap
+    m_setProgress->setToolTip(tr("Analyses every image in the strip, with the SNR noise chosen under Variant and noise"));
     m_setProgress->setValue(0);
     setRow->addWidget(m_setButton);
     setRow->addWidget(m_setProgress, 1);
