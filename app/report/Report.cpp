@@ -168,6 +168,9 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
     fs::create_directories(out, ec);
     if (ec)
         return Error { out + ": cannot create output folder (" + ec.message() + ")" };
+    // A rerun into the folder of a killed run: its half-written temporaries go (the files it finished stay, and are
+    // replaced as this run writes them).
+    attnscope::removeStaleTemporaries(out);
     const auto stems = attnscope::uniqueImageStems(paths);
     std::vector<size_t> mine;
     for (size_t i = 0; i < paths.size(); ++i)

@@ -3,11 +3,18 @@
 #include "AtomicFile.h"
 #include "LoadError.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -137,6 +144,50 @@ std::string csvNumber(double v)
     char buf[40];
     std::snprintf(buf, sizeof buf, "%.10g", v);
     return buf;
+}
+
+namespace {
+
+bool isOutputName(const std::string& name)
+{
+    for (const char* ext : { ".csv", ".json", ".npy", ".png", ".svg", ".pdf" }) {
+        const size_t n = std::strlen(ext);
+        if (name.size() > n && name.compare(name.size() - n, n, ext) == 0)
+            return true;
+    }
+    return false;
+}
+
+bool allOf(const std::string& s, int (*pred)(int)) { return !s.empty() && std::all_of(s.begin(), s.end(), [&](char c) { return pred((unsigned char)c) != 0; }); }
+
+} // namespace
+
+int removeStaleTemporaries(const std::string& dir, double quietSeconds)
+{
+    int removed = 0;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (!it->is_regular_file(ec))
+            continue;
+        const std::string name = it->path().filename().string();
+        const size_t dot = name.rfind('.');
+        if (dot == std::string::npos || !isOutputName(name.substr(0, dot)))
+            continue;
+        const std::string suffix = name.substr(dot + 1);
+        bool stale = false;
+        if (suffix.rfind("tmp-", 0) == 0 && allOf(suffix.substr(4), isdigit) && suffix.size() <= 4 + 9) {
+            const pid_t pid = pid_t(std::stol(suffix.substr(4)));
+            stale = pid != ::getpid() && ::kill(pid, 0) == -1 && errno == ESRCH; // its writer is gone
+        } else if (suffix.size() == 6 && allOf(suffix, isalnum)) {
+            const auto written = fs::last_write_time(it->path(), ec);
+            stale = !ec && std::chrono::duration<double>(fs::file_time_type::clock::now() - written).count() > quietSeconds;
+        }
+        if (stale && fs::remove(it->path(), ec))
+            ++removed;
+        ec.clear();
+    }
+    return removed;
 }
 
 Result<bool> writeTextFile(const std::string& path, const std::string& contents)

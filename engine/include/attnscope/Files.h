@@ -16,6 +16,12 @@ std::string csvNumber(double value);
 // Writes a text file under a temporary name and renames it onto `path`.
 Result<bool> writeTextFile(const std::string& path, const std::string& contents);
 
+// Removes, under `dir` (recursively), what killed runs left of their outputs: `<file>.tmp-<pid>` (the engine's
+// atomic writes) whose process is gone, and `<file>.XXXXXX` (Qt's QSaveFile, the figures) not written to for
+// `quietSeconds`. Only names of the kinds a run writes (.csv .json .npy .png .svg .pdf before the suffix) are
+// touched, so that a run sharing the folder (another shard) keeps the files it is writing. Returns how many went.
+int removeStaleTemporaries(const std::string& dir, double quietSeconds = 60.0);
+
 // Expands image arguments: files as given, folders recursively (sorted), and text files listing one image path
 // per line (relative to the list's folder; '#' starts a comment). Unknown paths are an Error.
 Result<std::vector<std::string>> expandImagePaths(const std::vector<std::string>& args);
