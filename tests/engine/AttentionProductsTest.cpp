@@ -3,13 +3,14 @@
 #include "AttentionProducts.h"
 #include "PackedLinear.h"
 
+#include "TorchTestSupport.h"
+
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 #include <gtest/gtest.h>
 
-#include <thread>
-
 using namespace attnscope;
+using attnscope::test::expectClose;
 
 namespace {
 
@@ -21,14 +22,6 @@ Qkv viewsOfProjection(int64_t B, int64_t N, int64_t H, int64_t d, at::Generator&
 {
     const at::Tensor qkv = at::normal(0.0, 1.0, { B, N, 3 * H * d }, gen).reshape({ B, N, 3, H, d }).permute({ 2, 0, 3, 1, 4 });
     return { qkv[0], qkv[1], qkv[2] };
-}
-
-// |a - b| <= 2e-5 + 1e-5 |b| everywhere: float32 sums of up to a few hundred O(1) products, in another order.
-void expectClose(const at::Tensor& a, const at::Tensor& b)
-{
-    ASSERT_EQ(a.sizes(), b.sizes());
-    const at::Tensor excess = (a - b).abs() - (2e-5 + 1e-5 * b.abs());
-    EXPECT_LE(excess.max().item<double>(), 0.0) << "max |a - b| = " << (a - b).abs().max().item<double>();
 }
 
 } // namespace
@@ -93,16 +86,5 @@ TEST(AttentionProducts, ThreadsShareOneCache)
         c10::InferenceMode inference;
         expected = at::matmul(at::softmax(at::matmul(q * 0.25, k.transpose(-2, -1)), -1), v);
     }
-    std::vector<at::Tensor> results(4);
-    std::vector<std::thread> threads;
-    for (size_t t = 0; t < results.size(); ++t)
-        threads.emplace_back([&, t] {
-            c10::InferenceMode inference;
-            for (int i = 0; i < 20; ++i)
-                results[t] = products.mix(at::softmax(products.scores(q, k, 0.25), -1), v);
-        });
-    for (auto& t : threads)
-        t.join();
-    for (const auto& r : results)
-        expectClose(r, expected);
+    test::expectSameOnFourThreads([&] { return products.mix(at::softmax(products.scores(q, k, 0.25), -1), v); }, expected);
 }

@@ -1,13 +1,14 @@
 // The forward's linear layers on oneDNN with packed weights (engine/src/PackedLinear.h) against at::linear.
 #include "PackedLinear.h"
 
+#include "TorchTestSupport.h"
+
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 #include <gtest/gtest.h>
 
-#include <thread>
-
 using namespace attnscope;
+using attnscope::test::expectClose;
 
 namespace {
 
@@ -20,14 +21,6 @@ torch::nn::Linear randomLinear(int64_t in, int64_t out, bool bias, uint64_t seed
     if (bias)
         layer->bias.copy_(at::normal(0.0, 0.5, { out }, gen));
     return layer;
-}
-
-// |a - b| <= 2e-5 + 1e-5 |b| everywhere: float32 sums of a few hundred O(1) products, in another order.
-void expectClose(const at::Tensor& a, const at::Tensor& b)
-{
-    ASSERT_EQ(a.sizes(), b.sizes());
-    const at::Tensor excess = (a - b).abs() - (2e-5 + 1e-5 * b.abs());
-    EXPECT_LE(excess.max().item<double>(), 0.0) << "max |a - b| = " << (a - b).abs().max().item<double>();
 }
 
 } // namespace
@@ -90,18 +83,7 @@ TEST(PackedLinear, ThreadsShareOneCache)
         c10::InferenceMode inference;
         expected = layer->forward(x);
     }
-    std::vector<at::Tensor> results(4);
-    std::vector<std::thread> threads;
-    for (size_t t = 0; t < results.size(); ++t)
-        threads.emplace_back([&, t] {
-            c10::InferenceMode inference;
-            for (int i = 0; i < 20; ++i)
-                results[t] = packed.forward(layer, x);
-        });
-    for (auto& t : threads)
-        t.join();
-    for (const auto& r : results)
-        expectClose(r, expected);
+    test::expectSameOnFourThreads([&] { return packed.forward(layer, x); }, expected);
 }
 
 // The MLP's first product with its activation as oneDNN's epilogue, against at::linear then the activation.
