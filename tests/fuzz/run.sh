@@ -9,7 +9,7 @@ build=${1:?usage: run.sh BUILD_DIR SECONDS [HARNESS...]}
 seconds=${2:?usage: run.sh BUILD_DIR SECONDS [HARNESS...]}
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-harnesses=${*:-safetensors config npy torch_checkpoint}
+harnesses=${*:-safetensors config npy torch_checkpoint image}
 
 # libgomp/OpenBLAS threads add nothing to single inputs; torch ops run on one thread.
 export OMP_NUM_THREADS=1

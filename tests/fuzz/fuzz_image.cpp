@@ -1,0 +1,146 @@
+// libFuzzer harness of the image header reader (engine/src/ImageHeader.h) and the decoder
+// (engine/include/attnscope/Image.h). The input is a whole image file.
+//
+// readImageHeader gets a copy of the input in a heap buffer of exactly its size, so that a read past `size` is a
+// heap-buffer-overflow under ASan. Its result must keep the header's documented promises: the format is empty or
+// one of the names listed there; width and height are -1 (truncated) or >= 0; an unrecognised input has no size,
+// `complete` false only for JPEG, `grey` only for PNG.
+//
+// decodeImage gets the same bytes through a memfd (its /proc/self/fd path), with a pixel budget of 1 megapixel. It
+// must return an image or an Error and never throw; an Error is one line naming the path; an image has 1 or 3
+// channels, positive sides within the budget and width x height x channels pixels. Image.h promises that the
+// budget bounds the memory of decoding (100 megapixels: ~800 MB, 16-bit RGBA), the declared size being checked
+// before anything is allocated: under the sanitizers a malloc hook records the largest block allocated during
+// the decode (OpenCV and the codec libraries included), and more than 64 MB for this 1-megapixel budget (8 times
+// a 16-bit RGBA image of the budget) is a failure: a header this reader misread while the decoder saw a larger
+// size.
+//
+// decodeImage sends fd 2 to a temporary file while OpenCV decodes (Image.cpp, StderrCapture). Sanitizer reports
+// of a bug inside a decoder would go there and be lost with the process, so LLVMFuzzerInitialize points the
+// sanitizers' report fd at a copy of the original stderr (when built with sanitizers).
+//
+// Seeds: tests/fuzz/corpus/image (make_seeds.py). Dictionary: image.dict.
+#include "FuzzSupport.h"
+#include "ImageHeader.h"
+
+#include <attnscope/Image.h>
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include <atomic>
+
+extern "C" void __sanitizer_set_report_fd(void* fd) __attribute__((weak));
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, size_t),
+                                                         void (*free_hook)(const volatile void*))
+    __attribute__((weak));
+
+namespace {
+
+using attnscope::fuzz::fail;
+
+constexpr int64_t kBudget = 1 << 20;
+constexpr size_t kMaxBlock = size_t(64) << 20;
+
+// The largest block allocated while `g_measuring` (any thread: OpenCV may decode in parallel).
+std::atomic<bool> g_measuring { false };
+std::atomic<size_t> g_largest { 0 };
+
+void onMalloc(const volatile void*, size_t size)
+{
+    if (!g_measuring.load(std::memory_order_relaxed))
+        return;
+    size_t seen = g_largest.load(std::memory_order_relaxed);
+    while (size > seen && !g_largest.compare_exchange_weak(seen, size, std::memory_order_relaxed)) {
+    }
+}
+
+void onFree(const volatile void*) { }
+
+const char* const kFormats[] = { "PNG",  "JPEG", "GIF", "BMP",       "TIFF",      "WebP",
+                                 "PNM",  "PFM",  "Sun raster", "JPEG 2000", "Radiance HDR" };
+
+void checkHeader(const uint8_t* data, size_t size)
+{
+    // new[] of exactly `size` bytes: ASan's redzone starts right after the last byte (libFuzzer's own buffer is
+    // exact too, the replay driver's std::string is not).
+    const std::unique_ptr<uint8_t[]> copy(new uint8_t[size]);
+    if (size)
+        std::memcpy(copy.get(), data, size);
+    const attnscope::ImageHeader h = attnscope::readImageHeader(copy.get(), size);
+
+    bool known = h.format.empty();
+    for (const char* f : kFormats)
+        known = known || h.format == f;
+    if (!known)
+        fail("unknown format name \"" + h.format + "\"");
+    if (h.width < -1 || h.height < -1)
+        fail(h.format + " header with a negative size " + std::to_string(h.width) + "x" + std::to_string(h.height));
+    if (h.hasSize() && !h.recognised())
+        fail("a size without a format");
+    if (!h.recognised() && (h.width != -1 || h.height != -1 || !h.complete || h.grey))
+        fail("an unrecognised input with header fields set");
+    if (!h.complete && h.format != "JPEG")
+        fail(h.format + " header marked incomplete (only JPEGs are)");
+    if (h.grey && h.format != "PNG")
+        fail(h.format + " header marked grey (only PNGs are)");
+}
+
+void checkDecode(const uint8_t* data, size_t size)
+{
+    static attnscope::fuzz::MemFile file("fuzz.image");
+    const std::string& path = file.write(data, size);
+    attnscope::DecodeOptions options;
+    options.maxPixels = kBudget;
+    // Any exception escapes and is reported by libFuzzer (or terminates the replay): decodeImage must not throw.
+    g_largest = 0;
+    g_measuring = true;
+    const auto result = attnscope::decodeImage(path, options);
+    g_measuring = false;
+    if (g_largest > kMaxBlock)
+        fail("decodeImage allocated a block of " + std::to_string(g_largest >> 20) + " MB for a budget of "
+             + std::to_string(kBudget) + " pixels (" + (result ? "decoded" : result.message()) + ")");
+    if (!result) {
+        const std::string& message = result.message();
+        if (message.find('\n') != std::string::npos || message.find('\r') != std::string::npos)
+            fail("error message of more than one line: " + message);
+        if (message.find(path) == std::string::npos)
+            fail("error message does not name the file: " + message);
+        return;
+    }
+    const attnscope::Image& img = *result;
+    if (img.channels != 1 && img.channels != 3)
+        fail("image with " + std::to_string(img.channels) + " channels");
+    if (img.width <= 0 || img.height <= 0)
+        fail("image of " + std::to_string(img.width) + "x" + std::to_string(img.height));
+    if (int64_t(img.width) * img.height > kBudget)
+        fail("image of " + std::to_string(img.width) + "x" + std::to_string(img.height) + " exceeds the budget");
+    if (img.pixels.size() != size_t(img.width) * size_t(img.height) * size_t(img.channels))
+        fail("pixel count differs from width x height x channels");
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***)
+{
+    if (__sanitizer_install_malloc_and_free_hooks)
+        __sanitizer_install_malloc_and_free_hooks(onMalloc, onFree);
+    if (__sanitizer_set_report_fd) {
+        const int fd = ::dup(2);
+        if (fd >= 0)
+            __sanitizer_set_report_fd(reinterpret_cast<void*>(intptr_t(fd)));
+    }
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
+{
+    checkHeader(data, size);
+    checkDecode(data, size);
+    return 0;
+}
