@@ -15,9 +15,11 @@
 // a 16-bit RGBA image of the budget) is a failure: a header this reader misread while the decoder saw a larger
 // size.
 //
-// decodeImage sends fd 2 to a temporary file while OpenCV decodes (Image.cpp, StderrCapture). Sanitizer reports
-// of a bug inside a decoder would go there and be lost with the process, so LLVMFuzzerInitialize points the
-// sanitizers' report fd at a copy of the original stderr (when built with sanitizers).
+// decodeImage sends fd 2 to a temporary file while OpenCV decodes (Image.cpp, StderrCapture). A report written
+// there during a decode would be lost with the process, so LLVMFuzzerInitialize keeps a copy of the original
+// stderr: the sanitizers report to it (when built with them), and so do this harness's failures. run.sh runs
+// this harness with -close_fd_mask=2, which gives libFuzzer's own messages (crash, timeout, oversized malloc,
+// artifact path) a copy of stderr too and sends fd 2 to /dev/null outside the captures.
 //
 // Seeds: tests/fuzz/corpus/image (make_seeds.py). Dictionary: image.dict.
 #include "FuzzSupport.h"
@@ -27,13 +29,12 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <memory>
 #include <string>
-
-#include <atomic>
 
 extern "C" void __sanitizer_set_report_fd(void* fd) __attribute__((weak));
 extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, size_t),
@@ -42,7 +43,16 @@ extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(con
 
 namespace {
 
-using attnscope::fuzz::fail;
+// A copy of stderr made before libFuzzer or decodeImage redirect fd 2 (LLVMFuzzerInitialize).
+int g_stderr = 2;
+
+// FuzzSupport.h's fail, written to the copy of stderr.
+[[noreturn]] void fail(const std::string& why)
+{
+    const std::string line = "harness check failed: " + why + "\n";
+    [[maybe_unused]] const ssize_t written = ::write(g_stderr, line.data(), line.size());
+    std::abort();
+}
 
 constexpr int64_t kBudget = 1 << 20;
 constexpr size_t kMaxBlock = size_t(64) << 20;
@@ -62,8 +72,9 @@ void onMalloc(const volatile void*, size_t size)
 
 void onFree(const volatile void*) { }
 
-const char* const kFormats[] = { "PNG",  "JPEG", "GIF", "BMP",       "TIFF",      "WebP",
-                                 "PNM",  "PFM",  "Sun raster", "JPEG 2000", "Radiance HDR" };
+// The names ImageHeader.h lists.
+const char* const kFormats[] = { "PNG", "JPEG", "GIF", "BMP", "TIFF", "WebP", "PNM", "PFM", "Sun raster", "JPEG 2000",
+                                 "Radiance HDR" };
 
 void checkHeader(const uint8_t* data, size_t size)
 {
@@ -130,9 +141,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***)
 {
     if (__sanitizer_install_malloc_and_free_hooks)
         __sanitizer_install_malloc_and_free_hooks(onMalloc, onFree);
-    if (__sanitizer_set_report_fd) {
-        const int fd = ::dup(2);
-        if (fd >= 0)
+    const int fd = ::dup(2);
+    if (fd >= 0) {
+        g_stderr = fd;
+        if (__sanitizer_set_report_fd)
             __sanitizer_set_report_fd(reinterpret_cast<void*>(intptr_t(fd)));
     }
     return 0;
