@@ -78,6 +78,11 @@ ImageHeader jpeg(const Bytes& b)
             ++i;
             continue;
         }
+        // FF 00 is a stuffed zero, not a marker: libjpeg discards it as garbage and scans on for the next FF, so
+        // it reads the markers inside what this reader took for a segment's length (a frame of 20000x20000 there,
+        // one of 8x8 after it: crash-jpeg-stuffed-zero-hides-frame). Refused like any other garbage.
+        if (marker == 0x00)
+            return truncated("JPEG");
         if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) {
             i += 2;
             continue;
