@@ -213,10 +213,26 @@ ImageHeader ascii(const Bytes& b, const char* format)
 ImageHeader jpeg2000(const Bytes& b, bool codestream)
 {
     int64_t w, h, x0, y0;
-    if (codestream) { // SOC, then SIZ: Lsiz, Rsiz, Xsiz, Ysiz, XOsiz, YOsiz
+    if (codestream) { // SOC, then SIZ: Lsiz, Rsiz, Xsiz, Ysiz, XOsiz, YOsiz, XTsiz, YTsiz, XTOsiz, YTOsiz, Csiz
         if (!b.be32(8, w) || !b.be32(12, h) || !b.be32(16, x0) || !b.be32(20, y0))
             return truncated("JPEG 2000");
-        return sized("JPEG 2000", w > x0 ? w - x0 : 0, h > y0 ? h - y0 : 0);
+        ImageHeader header = sized("JPEG 2000", w > x0 ? w - x0 : 0, h > y0 ? h - y0 : 0);
+        // OpenJPEG's per-tile and per-component allocations (ImageHeader::refused; found by fuzz_image:
+        // crash-jpeg2000-15617-tiles, a 4x3604483 tile grid 15617 tiles wide, 84 MB of tile parameters for a
+        // 62468x4 image). Without these fields OpenJPEG refuses the header itself.
+        int64_t tw, th, tx0, ty0, components;
+        if (b.be32(24, tw) && b.be32(28, th) && b.be32(32, tx0) && b.be32(36, ty0) && b.be16(40, components)) {
+            constexpr int64_t kMaxTiles = 4096;
+            const int64_t across = tw > 0 && w > tx0 ? (w - tx0 + tw - 1) / tw : 0;
+            const int64_t down = th > 0 && h > ty0 ? (h - ty0 + th - 1) / th : 0;
+            if (components > 4)
+                header.refused = "JPEG 2000 image of " + std::to_string(components)
+                    + " components (at most 4 are decoded); not decoded";
+            else if (across > kMaxTiles || down > kMaxTiles || across * down > kMaxTiles)
+                header.refused = "JPEG 2000 image of " + std::to_string(across) + "x" + std::to_string(down)
+                    + " tiles (at most " + std::to_string(kMaxTiles) + " are decoded); not decoded";
+        }
+        return header;
     }
     // JP2: the size OpenJPEG allocates is the codestream's SIZ (it refuses an "ihdr" box that disagrees), so the
     // top-level boxes are walked, as OpenJPEG reads them, to the codestream box "jp2c". Searching the bytes for

@@ -4,16 +4,16 @@
 // readImageHeader gets a copy of the input in a heap buffer of exactly its size, so that a read past `size` is a
 // heap-buffer-overflow under ASan. Its result must keep the header's documented promises: the format is empty or
 // one of the names listed there; width and height are -1 (truncated) or >= 0; an unrecognised input has no size,
-// `complete` false only for JPEG, `grey` only for PNG.
+// `complete` false only for JPEG, `grey` only for PNG, `refused` only for JPEG 2000.
 //
 // decodeImage gets the same bytes through a memfd (its /proc/self/fd path), with a pixel budget of 1 megapixel. It
 // must return an image or an Error and never throw; an Error is one line naming the path; an image has 1 or 3
 // channels, positive sides within the budget and width x height x channels pixels. Image.h promises that the
 // budget bounds the memory of decoding (100 megapixels: ~800 MB, 16-bit RGBA), the declared size being checked
 // before anything is allocated: under the sanitizers a malloc hook records the largest block allocated during
-// the decode (OpenCV and the codec libraries included), and more than 64 MB for this 1-megapixel budget (8 times
-// a 16-bit RGBA image of the budget) is a failure: a header this reader misread while the decoder saw a larger
-// size.
+// the decode and the most bytes allocated at once (OpenCV and the codec libraries included). More than 64 MB in
+// one block or 128 MB in all for this 1-megapixel budget (8 MB as 16-bit RGBA) is a failure: a header misread
+// while the decoder saw a larger size, or a decoder allocating out of proportion to the size.
 //
 // decodeImage sends fd 2 to a temporary file while OpenCV decodes (Image.cpp, StderrCapture). A report written
 // there during a decode would be lost with the process, so LLVMFuzzerInitialize keeps a copy of the original
@@ -37,6 +37,7 @@
 #include <string>
 
 extern "C" void __sanitizer_set_report_fd(void* fd) __attribute__((weak));
+extern "C" size_t __sanitizer_get_current_allocated_bytes() __attribute__((weak));
 extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, size_t),
                                                          void (*free_hook)(const volatile void*))
     __attribute__((weak));
@@ -56,18 +57,28 @@ int g_stderr = 2;
 
 constexpr int64_t kBudget = 1 << 20;
 constexpr size_t kMaxBlock = size_t(64) << 20;
+constexpr size_t kMaxLive = size_t(128) << 20;
 
-// The largest block allocated while `g_measuring` (any thread: OpenCV may decode in parallel).
+// While `g_measuring`: the largest block allocated and the most bytes allocated at once (any thread: OpenCV may
+// decode in parallel).
 std::atomic<bool> g_measuring { false };
 std::atomic<size_t> g_largest { 0 };
+std::atomic<size_t> g_peakLive { 0 };
+
+void raise(std::atomic<size_t>& max, size_t value)
+{
+    size_t seen = max.load(std::memory_order_relaxed);
+    while (value > seen && !max.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+    }
+}
 
 void onMalloc(const volatile void*, size_t size)
 {
     if (!g_measuring.load(std::memory_order_relaxed))
         return;
-    size_t seen = g_largest.load(std::memory_order_relaxed);
-    while (size > seen && !g_largest.compare_exchange_weak(seen, size, std::memory_order_relaxed)) {
-    }
+    raise(g_largest, size);
+    if (__sanitizer_get_current_allocated_bytes)
+        raise(g_peakLive, __sanitizer_get_current_allocated_bytes());
 }
 
 void onFree(const volatile void*) { }
@@ -94,8 +105,10 @@ void checkHeader(const uint8_t* data, size_t size)
         fail(h.format + " header with a negative size " + std::to_string(h.width) + "x" + std::to_string(h.height));
     if (h.hasSize() && !h.recognised())
         fail("a size without a format");
-    if (!h.recognised() && (h.width != -1 || h.height != -1 || !h.complete || h.grey))
+    if (!h.recognised() && (h.width != -1 || h.height != -1 || !h.complete || h.grey || !h.refused.empty()))
         fail("an unrecognised input with header fields set");
+    if (!h.refused.empty() && h.format != "JPEG 2000")
+        fail(h.format + " header refused (only JPEG 2000 ones are): " + h.refused);
     if (!h.complete && h.format != "JPEG")
         fail(h.format + " header marked incomplete (only JPEGs are)");
     if (h.grey && h.format != "PNG")
@@ -109,13 +122,19 @@ void checkDecode(const uint8_t* data, size_t size)
     attnscope::DecodeOptions options;
     options.maxPixels = kBudget;
     // Any exception escapes and is reported by libFuzzer (or terminates the replay): decodeImage must not throw.
+    const size_t before = __sanitizer_get_current_allocated_bytes ? __sanitizer_get_current_allocated_bytes() : 0;
     g_largest = 0;
+    g_peakLive = before;
     g_measuring = true;
     const auto result = attnscope::decodeImage(path, options);
     g_measuring = false;
+    const std::string outcome = result ? "decoded" : result.message();
     if (g_largest > kMaxBlock)
         fail("decodeImage allocated a block of " + std::to_string(g_largest >> 20) + " MB for a budget of "
-             + std::to_string(kBudget) + " pixels (" + (result ? "decoded" : result.message()) + ")");
+             + std::to_string(kBudget) + " pixels (" + outcome + ")");
+    if (g_peakLive - before > kMaxLive)
+        fail("decodeImage had " + std::to_string((g_peakLive - before) >> 20) + " MB allocated at once for a budget of "
+             + std::to_string(kBudget) + " pixels (" + outcome + ")");
     if (!result) {
         const std::string& message = result.message();
         if (message.find('\n') != std::string::npos || message.find('\r') != std::string::npos)
