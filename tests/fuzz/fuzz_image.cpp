@@ -65,7 +65,7 @@ std::atomic<bool> g_measuring { false };
 std::atomic<size_t> g_largest { 0 };
 std::atomic<size_t> g_peakLive { 0 };
 
-void raise(std::atomic<size_t>& max, size_t value)
+void raiseTo(std::atomic<size_t>& max, size_t value)
 {
     size_t seen = max.load(std::memory_order_relaxed);
     while (value > seen && !max.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
@@ -76,9 +76,9 @@ void onMalloc(const volatile void*, size_t size)
 {
     if (!g_measuring.load(std::memory_order_relaxed))
         return;
-    raise(g_largest, size);
+    raiseTo(g_largest, size);
     if (__sanitizer_get_current_allocated_bytes)
-        raise(g_peakLive, __sanitizer_get_current_allocated_bytes());
+        raiseTo(g_peakLive, __sanitizer_get_current_allocated_bytes());
 }
 
 void onFree(const volatile void*) { }
