@@ -48,7 +48,7 @@ bench: deps
 # libFuzzer harnesses (clang-14, ASan+UBSan), each run for FUZZ_SECONDS from tests/fuzz/corpus.
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS ?=
-FUZZERS ?= safetensors config npy torch_checkpoint
+FUZZERS ?= safetensors config npy torch_checkpoint image
 fuzz: deps
 	@./scripts/install-deps.sh $$(grep -v '^#' scripts/fuzz-packages.txt)
 	cmake --preset fuzz

@@ -115,6 +115,8 @@ Result<Image> decodeImage(const std::string& path, const DecodeOptions& options)
                        + (options.maxPixels >= 1000000 ? std::to_string(options.maxPixels / 1000000) + " megapixels"
                                                        : std::to_string(options.maxPixels) + " pixels")
                        + "; not decoded" };
+    if (!header.refused.empty()) // a decoder that would allocate out of proportion to the size (ImageHeader.h)
+        return Error { path + ": " + header.refused };
     if (!header.complete)
         return Error { path + ": truncated JPEG (the data ends before the end-of-image marker)" };
 

@@ -17,6 +17,7 @@ public:
     {
     }
     size_t size() const { return m_size; }
+    const uint8_t* data() const { return m_data; }
     bool has(size_t offset, size_t n) const { return offset <= m_size && n <= m_size - offset; }
     // `magic` is a string literal; its size (not strlen) counts, so magics may hold NUL bytes.
     template <size_t N>
@@ -77,6 +78,11 @@ ImageHeader jpeg(const Bytes& b)
             ++i;
             continue;
         }
+        // FF 00 is a stuffed zero, not a marker: libjpeg discards it as garbage and scans on for the next FF, so
+        // it reads the markers inside what this reader took for a segment's length (a frame of 20000x20000 there,
+        // one of 8x8 after it: crash-jpeg-stuffed-zero-hides-frame). Refused like any other garbage.
+        if (marker == 0x00)
+            return truncated("JPEG");
         if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) {
             i += 2;
             continue;
@@ -160,11 +166,18 @@ ImageHeader tiff(const Bytes& b)
     int64_t w = -1, h = -1;
     for (int64_t e = 0; e < count; ++e) {
         const size_t at = size_t(ifd) + 2 + size_t(e) * 12;
-        int64_t tag, type, value;
-        if (!b.u16(at, little, tag) || !b.u16(at + 2, little, type))
+        int64_t tag, type, n, value;
+        if (!b.u16(at, little, tag) || !b.u16(at + 2, little, type) || !b.u32(at + 4, little, n))
             return truncated("TIFF");
         if (tag != 256 && tag != 257)
             continue;
+        // libtiff keeps the first of duplicated tags (a later ImageWidth of 2 after one of 20000 made this reader
+        // declare 2 while OpenCV allocated 20000 columns: fuzz corpus crash-tiff-duplicate-size-tags). Sizes other
+        // than one SHORT or LONG (a LONG8's field is an offset, not the value) are refused rather than guessed.
+        if ((tag == 256 ? w : h) >= 0)
+            continue;
+        if (n != 1 || (type != 3 && type != 4))
+            return truncated("TIFF");
         if (!(type == 3 ? b.u16(at + 8, little, value) : b.u32(at + 8, little, value)))
             return truncated("TIFF");
         (tag == 256 ? w : h) = value;
@@ -181,8 +194,9 @@ ImageHeader ascii(const Bytes& b, const char* format)
     int64_t v[2] = { -1, -1 };
     for (auto& value : v) {
         while (b.has(i, 1) && (std::isspace(b.at(i)) || b.at(i) == '#')) {
-            if (b.at(i) == '#')
-                while (b.has(i, 1) && b.at(i) != '\n')
+            if (b.at(i) == '#') // a comment ends at CR as well as LF, as in OpenCV's reader: with LF only, a size
+                                // after "#...\r" was skipped here and read by OpenCV (crash-pnm-comment-ends-at-cr)
+                while (b.has(i, 1) && b.at(i) != '\n' && b.at(i) != '\r')
                     ++i;
             else
                 ++i;
@@ -199,31 +213,96 @@ ImageHeader ascii(const Bytes& b, const char* format)
 ImageHeader jpeg2000(const Bytes& b, bool codestream)
 {
     int64_t w, h, x0, y0;
-    if (codestream) { // SOC, then SIZ: Lsiz, Rsiz, Xsiz, Ysiz, XOsiz, YOsiz
+    if (codestream) { // SOC, then SIZ: Lsiz, Rsiz, Xsiz, Ysiz, XOsiz, YOsiz, XTsiz, YTsiz, XTOsiz, YTOsiz, Csiz
         if (!b.be32(8, w) || !b.be32(12, h) || !b.be32(16, x0) || !b.be32(20, y0))
             return truncated("JPEG 2000");
-        return sized("JPEG 2000", w > x0 ? w - x0 : 0, h > y0 ? h - y0 : 0);
+        ImageHeader header = sized("JPEG 2000", w > x0 ? w - x0 : 0, h > y0 ? h - y0 : 0);
+        // OpenJPEG's per-tile and per-component allocations (ImageHeader::refused; found by fuzz_image:
+        // crash-jpeg2000-15617-tiles, a 4x3604483 tile grid 15617 tiles wide, 84 MB of tile parameters for a
+        // 62468x4 image). Without these fields OpenJPEG refuses the header itself.
+        int64_t tw, th, tx0, ty0, components;
+        if (b.be32(24, tw) && b.be32(28, th) && b.be32(32, tx0) && b.be32(36, ty0) && b.be16(40, components)) {
+            constexpr int64_t kMaxTiles = 4096;
+            const int64_t across = tw > 0 && w > tx0 ? (w - tx0 + tw - 1) / tw : 0;
+            const int64_t down = th > 0 && h > ty0 ? (h - ty0 + th - 1) / th : 0;
+            if (components > 4)
+                header.refused = "JPEG 2000 image of " + std::to_string(components)
+                    + " components (at most 4 are decoded); not decoded";
+            else if (across > kMaxTiles || down > kMaxTiles || across * down > kMaxTiles)
+                header.refused = "JPEG 2000 image of " + std::to_string(across) + "x" + std::to_string(down)
+                    + " tiles (at most " + std::to_string(kMaxTiles) + " are decoded); not decoded";
+        }
+        return header;
     }
-    // JP2 boxes: the image header box "ihdr" (height, width) sits inside the first "jp2h" super box.
-    for (size_t i = 0; b.has(i, 4) && i < 4096; ++i)
-        if (b.startsWith("ihdr", i))
-            return b.be32(i + 4, h) && b.be32(i + 8, w) ? sized("JPEG 2000", w, h) : truncated("JPEG 2000");
+    // JP2: the size OpenJPEG allocates is the codestream's SIZ (it refuses an "ihdr" box that disagrees), so the
+    // top-level boxes are walked, as OpenJPEG reads them, to the codestream box "jp2c". Searching the bytes for
+    // "ihdr" instead found one inside any earlier box (an "xml " box) declaring 4x4 while the real header and the
+    // codestream said 20000x20000 (crash-jp2-ihdr-inside-another-box).
+    size_t i = 0;
+    while (b.has(i, 8)) {
+        int64_t length;
+        b.be32(i, length);
+        size_t header = 8;
+        if (length == 1) { // extended length: 64 bits after the type
+            int64_t high, low;
+            if (!b.be32(i + 8, high) || !b.be32(i + 12, low) || high != 0)
+                return truncated("JPEG 2000");
+            length = low;
+            header = 16;
+        }
+        if (b.startsWith("jp2c", i + 4)) {
+            if (!b.has(i + header, 0))
+                return truncated("JPEG 2000");
+            const Bytes codestream(b.data() + i + header, b.size() - i - header);
+            if (!codestream.startsWith("\xFF\x4F\xFF\x51"))
+                return truncated("JPEG 2000");
+            return jpeg2000(codestream, true);
+        }
+        if (length == 0 || size_t(length) < header) // "to the end of the file" is only valid for jp2c
+            return truncated("JPEG 2000");
+        i += size_t(length);
+    }
     return truncated("JPEG 2000");
 }
 
 ImageHeader radiance(const Bytes& b)
 {
     // Header lines up to an empty line, then the resolution line "-Y <h> +X <w>" (or another orientation).
+    // The lines are cut as OpenCV's reader (rgbe.cpp) cuts them, with fgets into 128 bytes: pieces of at most 127
+    // bytes, each ending after a newline; the header ends at the first piece after the signature's that starts
+    // with a newline, and the size is read from the next piece. A search for "\n\n" missed the end of a header
+    // after a line of exactly 127 bytes (the newline alone is a piece for OpenCV), and read a later 1x1 while
+    // OpenCV read 20000x20000 (fuzz corpus crash-radiance-127-byte-header-line).
     size_t i = 0;
-    while (b.has(i, 2) && !(b.at(i) == '\n' && b.at(i + 1) == '\n'))
-        ++i;
-    i += 2;
+    const auto piece = [&b, &i](std::string* text) {
+        if (!b.has(i, 1))
+            return false;
+        const size_t start = i;
+        while (b.has(i, 1) && i - start < 127)
+            if (b.at(i++) == '\n')
+                break;
+        if (text)
+            text->assign(reinterpret_cast<const char*>(b.data() + start), i - start);
+        return true;
+    };
+    if (!piece(nullptr))
+        return truncated("Radiance HDR");
+    for (;;) {
+        if (!b.has(i, 1))
+            return truncated("Radiance HDR");
+        const bool blank = b.at(i) == '\n';
+        piece(nullptr);
+        if (blank)
+            break;
+    }
     std::string line;
-    while (b.has(i, 1) && b.at(i) != '\n' && line.size() < 64)
-        line += char(b.at(i++));
+    if (!piece(&line))
+        return truncated("Radiance HDR");
     char a1[3] = {}, a2[3] = {};
     long long n1 = -1, n2 = -1;
     if (std::sscanf(line.c_str(), "%2s %lld %2s %lld", a1, &n1, a2, &n2) != 4)
+        return truncated("Radiance HDR");
+    if (n1 < 0 || n2 < 0) // "-Y -5 +X 3": a corrupt size, not a size (ImageHeader: -1 or >= 0)
         return truncated("Radiance HDR");
     const bool yFirst = a1[1] == 'Y';
     return sized("Radiance HDR", yFirst ? n2 : n1, yFirst ? n1 : n2);

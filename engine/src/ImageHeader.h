@@ -20,6 +20,11 @@ struct ImageHeader {
     bool complete = true;
     // A PNG stored as grey (colour types 0 and 4): OpenCV returns grey + alpha as BGRA, decodeImage makes it grey again.
     bool grey = false;
+    // Non-empty (JPEG 2000 only): why the decoder must not see the file although its size fits the budget.
+    // OpenJPEG allocates its structures for every tile and component while reading the main header, before any
+    // pixel: a 3 KB codestream of 2000 one-pixel tiles and 1000 components took 2.2 GB. More than 4 components
+    // (OpenCV decodes 1 to 4) or more than 4096 tiles are refused.
+    std::string refused;
 
     bool recognised() const { return !format.empty(); }
     bool hasSize() const { return width >= 0 && height >= 0; }

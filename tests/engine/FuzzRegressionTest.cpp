@@ -4,6 +4,7 @@
 #include "SafeTensors.h"
 #include "TestSupport.h"
 
+#include <attnscope/Image.h>
 #include <attnscope/Model.h>
 #include <attnscope/Npy.h>
 
@@ -174,6 +175,45 @@ TEST(FuzzRegression, EmptyPatchKernelIsAnError)
     const auto loaded = Model::load(dir.string());
     ASSERT_FALSE(loaded.ok());
     EXPECT_NE(loaded.message().find("expected [D, C, P, P]"), std::string::npos) << loaded.message();
+}
+
+TEST(FuzzRegression, ImageHeaderReadsTheSizeOpenCVReads)
+{
+    // fuzz_image: readImageHeader read a smaller size than OpenCV's decoder, so a file declaring 20000x20000 to
+    // OpenCV passed the pixel budget as 2x2 (or 4x4, 1x1) and OpenCV allocated 400 megapixels before failing on
+    // the missing data. Each now reads OpenCV's size and is refused before decoding.
+    const fs::path corpus = fs::path(ATTNSCOPE_TEST_SOURCE_DIR) / "fuzz/corpus/image";
+    for (const char* name : {
+             "crash-tiff-duplicate-size-tags", // ImageWidth/ImageLength 20000 then 2: libtiff keeps the first
+             "crash-pnm-comment-ends-at-cr", // "P5\n#c\r20000 20000\n2 2": OpenCV ends a comment at CR
+             "crash-jp2-ihdr-inside-another-box", // an "xml " box holding "ihdr" 4x4 before the real 20000x20000
+             "crash-radiance-127-byte-header-line", // a 127-byte line: OpenCV's fgets pieces end the header earlier
+         }) {
+        const auto image = decodeImage((corpus / name).string());
+        ASSERT_FALSE(image.ok()) << name;
+        EXPECT_NE(image.message().find("declares 20000x20000 pixels, more than the budget"), std::string::npos)
+            << image.message();
+    }
+    // FF 00 where a marker must be: libjpeg skips it and read the 20000x20000 frame inside what this reader took
+    // for a segment, then decoded it (1.2 GB); refused as a corrupt header now.
+    const auto jpeg = decodeImage((corpus / "crash-jpeg-stuffed-zero-hides-frame").string());
+    ASSERT_FALSE(jpeg.ok());
+    EXPECT_NE(jpeg.message().find("corrupt JPEG header (no image size)"), std::string::npos) << jpeg.message();
+    // JPEG 2000 codestreams whose size fits the budget but whose tiles and components made OpenJPEG allocate
+    // 84 MB (15617 tiles of 4 columns) and 2.2 GB (1000 components, 2000 tiles) while reading the header.
+    const auto tiles = decodeImage((corpus / "crash-jpeg2000-15617-tiles").string());
+    ASSERT_FALSE(tiles.ok());
+    EXPECT_NE(tiles.message().find("JPEG 2000 image of 15617x1 tiles (at most 4096 are decoded)"), std::string::npos)
+        << tiles.message();
+    const auto components = decodeImage((corpus / "crash-jpeg2000-1000-components").string());
+    ASSERT_FALSE(components.ok());
+    EXPECT_NE(components.message().find("JPEG 2000 image of 1000 components (at most 4 are decoded)"), std::string::npos)
+        << components.message();
+    // "-Y -5 +X 3": the header reported a height of -5 (ImageHeader: -1 or >= 0).
+    const auto negative = decodeImage((corpus / "crash-radiance-negative-height").string());
+    ASSERT_FALSE(negative.ok());
+    EXPECT_NE(negative.message().find("corrupt Radiance HDR header (no image size)"), std::string::npos)
+        << negative.message();
 }
 
 } // namespace

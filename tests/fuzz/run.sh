@@ -9,7 +9,7 @@ build=${1:?usage: run.sh BUILD_DIR SECONDS [HARNESS...]}
 seconds=${2:?usage: run.sh BUILD_DIR SECONDS [HARNESS...]}
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-harnesses=${*:-safetensors config npy torch_checkpoint}
+harnesses=${*:-safetensors config npy torch_checkpoint image}
 
 # libgomp/OpenBLAS threads add nothing to single inputs; torch ops run on one thread.
 export OMP_NUM_THREADS=1
@@ -32,10 +32,15 @@ for name in $harnesses; do
     [ -n "${FUZZ_RUNS:-}" ] && runs_flag="-runs=$FUZZ_RUNS"
     dict=""
     [ -f "$here/$name.dict" ] && dict="-dict=$here/$name.dict"
+    # decodeImage sends fd 2 to a temporary file while OpenCV decodes: libFuzzer's own report of a crash, leak,
+    # timeout or oversized malloc there would be lost, so for `image` libFuzzer writes to a copy of stderr
+    # (close_fd_mask=2); the harness writes its failures and the sanitizer reports to that copy too.
+    extra=""
+    [ "$name" = image ] && extra="-close_fd_mask=2"
     echo "== fuzz_$name for ${seconds}s (log: $log)"
     # shellcheck disable=SC2086
     nice -n 10 "$bin" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=4096 -max_len=65536 \
-        -print_final_stats=1 -artifact_prefix="$artifacts" $runs_flag $dict "$work" "$here/corpus/$name" > "$log" 2>&1
+        -print_final_stats=1 -artifact_prefix="$artifacts" $runs_flag $dict $extra "$work" "$here/corpus/$name" > "$log" 2>&1
     rc=$?
     runs=$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\1 runs in \2 s/p' "$log" | tail -n 1)
     [ -n "$runs" ] || runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1) runs (stopped early)"
