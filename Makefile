@@ -65,7 +65,7 @@ test-asan: deps
 
 # The threaded tests under ThreadSanitizer: the GUI and its EngineWorker (gui_tests: model/image jobs superseded
 # and cancelled), the analysis runner and its cancellation (engine), the CLI's analyze runs and Ctrl-C.
-TSAN_TESTS ?= ^(gui_tests|widgets_tests|GoldenParity\.CancelledRunReportsCancelled|AnalysisOracles\..*|Cases/GoldenAnalyses\..*|Cli\.(Analyze.*|ShardsMergeToTheUnshardedRun|InterruptLeavesNoPartialFile))$$
+TSAN_TESTS ?= ^(gui_tests|widgets_tests|GoldenParity\.CancelledRunReportsCancelled|AnalysisOracles\..*|InterOp\..*|AttentionProducts\..*|PackedLinear\.ThreadsShareOneCache|Cases/GoldenAnalyses\..*|Cli\.(Analyze.*|ShardsMergeToTheUnshardedRun|InterruptLeavesNoPartialFile))$$
 test-tsan: deps
 	cmake --preset tsan
 	cmake --build --preset tsan -j $(JOBS)

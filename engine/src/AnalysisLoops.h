@@ -22,8 +22,11 @@ constexpr int kLanes = 8;
 
 // The same loops built for AVX2 and AVX-512 too, the CPU choosing at load time (GCC function multi-versioning on
 // x86-64 Linux). The lanes fix the summation order and this file is built with -ffp-contract=off (no fused
-// multiply-adds), so every version gives the same bits.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+// multiply-adds), so every version gives the same bits. Not in sanitizer builds: the dynamic loader runs the
+// clones' resolvers while relocating, before the sanitizer's runtime has started, and an instrumented resolver
+// crashes there (make test-tsan's binaries died before main).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__) \
+    && !defined(__SANITIZE_ADDRESS__)
 #define ATTNSCOPE_VECTOR_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
 #define ATTNSCOPE_INLINE inline __attribute__((always_inline)) // into each clone, built for its instruction set
 #else

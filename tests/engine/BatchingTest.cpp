@@ -5,6 +5,10 @@
 #include <attnscope/Image.h>
 #include <attnscope/Model.h>
 
+#include "Threads.h"
+
+#include <ATen/Parallel.h>
+
 #include <atomic>
 
 using namespace attnscope;
@@ -235,4 +239,19 @@ TEST(InterOp, CancelDuringABatchSpreadOverThreads)
     EXPECT_EQ(r.message(), "cancelled");
     options.isCancelled = {};
     EXPECT_TRUE((*model)->runBatch(inputs, options)) << "the model works after a cancelled batch";
+}
+
+// Each inter-op worker runs its forward single-threaded even when the intra-op count is above 1: LibTorch's lazy
+// per-thread initialisation (the first at::get_num_threads() of a thread) must not put the worker's OpenMP count
+// back to the intra-op count.
+TEST(InterOp, WorkersStaySingleThreadedAfterLibTorchsFirstCall)
+{
+    TwoThreads two;
+    std::vector<int> counts(4, -1);
+    runInterOp(counts.size(), 2, [&](size_t i) {
+        (void)at::get_num_threads(); // what any ATen operator does first
+        counts[i] = ompThreadsHere();
+    });
+    for (const int c : counts)
+        EXPECT_EQ(c, 1);
 }
