@@ -13,7 +13,7 @@
 #include <vector>
 
 #ifdef ATTNSCOPE_HAVE_DNNL
-#include <oneapi/dnnl/dnnl.hpp>
+#include "OneDnnSupport.h"
 #endif
 
 namespace attnscope {
@@ -62,7 +62,6 @@ struct AttentionProducts::State {
         bool usable = false;
         dnnl::matmul primitive;
         dnnl::matmul::primitive_desc pd;
-        size_t scratchpad = 0;
     };
     // sizes and strides of src [B, H, M, K], weights [B, H, K, N] and dst [B, H, M, N], the scale's bits, threads
     using Key = std::array<int64_t, 4 + 3 * 4 + 1 + 1 + 1>;
@@ -101,9 +100,8 @@ struct AttentionProducts::State {
                 attr.set_output_scales(0, { scale });
             entry->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(desc(a), desc(b), desc(dst)), attr, engine);
             // A reference kernel would be slower than at::matmul: only oneDNN's JIT kernels are worth it.
-            if (std::string(entry->pd.impl_info_str()).find("ref") == std::string::npos) {
+            if (onednn::isFastKernel(entry->pd)) {
                 entry->primitive = dnnl::matmul(entry->pd);
-                entry->scratchpad = entry->pd.scratchpad_desc().get_size();
                 entry->usable = true;
             }
         } catch (const dnnl::error&) {
@@ -119,14 +117,9 @@ struct AttentionProducts::State {
         const auto entry = entryFor(a, b, dst, scale);
         if (!entry->usable)
             return false;
-        thread_local std::vector<uint8_t> scratch;
-        if (scratch.size() < entry->scratchpad)
-            scratch.resize(entry->scratchpad);
         const auto memory = [&](const at::Tensor& t) { return dnnl::memory(desc(t), engine, t.data_ptr<float>()); };
-        dnnl::stream stream(engine);
-        entry->primitive.execute(stream, { { DNNL_ARG_SRC, memory(a) }, { DNNL_ARG_WEIGHTS, memory(b) }, { DNNL_ARG_DST, memory(dst) },
-                                           { DNNL_ARG_SCRATCHPAD, dnnl::memory(entry->pd.scratchpad_desc(), engine, scratch.data()) } });
-        stream.wait();
+        onednn::execute(entry->primitive, entry->pd, engine,
+                        { { DNNL_ARG_SRC, memory(a) }, { DNNL_ARG_WEIGHTS, memory(b) }, { DNNL_ARG_DST, memory(dst) } });
         return true;
     }
 };

@@ -11,7 +11,7 @@
 #include <vector>
 
 #ifdef ATTNSCOPE_HAVE_DNNL
-#include <oneapi/dnnl/dnnl.hpp>
+#include "OneDnnSupport.h"
 #endif
 
 namespace attnscope {
@@ -50,7 +50,6 @@ struct PackedLinears::State {
         dnnl::matmul primitive;
         dnnl::matmul::primitive_desc pd;
         std::shared_ptr<dnnl::memory> weights; // packed, shared by the entries of one layer with one layout
-        size_t scratchpad = 0;
     };
     // layer, its weights' memory and shape (a layer freed and another made at its address is another key), rows,
     // threads
@@ -111,8 +110,7 @@ struct PackedLinears::State {
         e.pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weightsAny, dnnl::memory::desc({ 1, out }, dt::f32, tag::ab), dst), attr, engine)
                     : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weightsAny, dst), attr, engine);
         // A reference kernel would be slower than OpenBLAS: only oneDNN's JIT kernels are worth it.
-        const std::string impl = e.pd.impl_info_str();
-        if (impl.find("ref") != std::string::npos)
+        if (!onednn::isFastKernel(e.pd))
             return;
         for (const auto& packed : packedByLayer[{ &layer, layer.weight.data_ptr() }])
             if (packed->get_desc() == e.pd.weights_desc())
@@ -127,7 +125,6 @@ struct PackedLinears::State {
             packedByLayer[{ &layer, layer.weight.data_ptr() }].push_back(e.weights);
         }
         e.primitive = dnnl::matmul(e.pd);
-        e.scratchpad = e.pd.scratchpad_desc().get_size();
         e.usable = true;
     }
 };
@@ -168,17 +165,11 @@ at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x,
     const auto& engine = m_state->engine;
     dnnl::memory srcMem({ { rows, in }, dt::f32, tag::ab }, engine, src.data_ptr<float>());
     dnnl::memory dstMem({ { rows, out }, dt::f32, tag::ab }, engine, y.data_ptr<float>());
-    thread_local std::vector<uint8_t> scratch;
-    if (scratch.size() < entry->scratchpad)
-        scratch.resize(entry->scratchpad);
-    dnnl::memory scratchMem(entry->pd.scratchpad_desc(), engine, scratch.data());
     std::unordered_map<int, dnnl::memory> args { { DNNL_ARG_SRC, srcMem }, { DNNL_ARG_WEIGHTS, *entry->weights },
-                                                 { DNNL_ARG_DST, dstMem }, { DNNL_ARG_SCRATCHPAD, scratchMem } };
+                                                 { DNNL_ARG_DST, dstMem } };
     if (layer->bias.defined())
         args.emplace(DNNL_ARG_BIAS, dnnl::memory({ { 1, out }, dt::f32, tag::ab }, engine, layer->bias.data_ptr<float>()));
-    dnnl::stream stream(engine);
-    entry->primitive.execute(stream, args);
-    stream.wait();
+    onednn::execute(entry->primitive, entry->pd, engine, std::move(args));
     return y;
 }
 

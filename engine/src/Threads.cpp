@@ -32,11 +32,16 @@ void setOmpThreadsHere(int threads)
         set(threads);
 }
 
+// LibTorch sets a thread's OpenMP count to its intra-op count the first time the thread asks for it
+// (at::get_num_threads' lazy initialisation), so the count set here is set after that has run: otherwise a fresh
+// inter-op worker's first operator put it back, and with an intra-op count above 1 every forward of a pair ran an
+// OpenMP team of its own (seen by ThreadSanitizer: a libgomp thread made by a worker).
 class ScopedOmpThreads {
 public:
     explicit ScopedOmpThreads(int threads)
         : m_previous(ompThreadsHere())
     {
+        (void)at::get_num_threads(); // LibTorch's lazy initialisation of this thread, before the count is set
         setOmpThreadsHere(threads);
     }
     ~ScopedOmpThreads() { setOmpThreadsHere(m_previous); }
@@ -143,11 +148,6 @@ void runInterOp(size_t n, int threads, const std::function<void(size_t)>& task)
     std::atomic<bool> failed { false };
     std::vector<std::exception_ptr> errors(workers);
     const auto work = [&](size_t w) {
-        // LibTorch sets a thread's OpenMP count to its intra-op count the first time the thread asks for it
-        // (at::get_num_threads' lazy initialisation): asked here first, so that the 1 set next stays. Without this
-        // a fresh worker's first operator put the count back and every forward of a pair ran an OpenMP team of its
-        // own when the intra-op count was above 1 (seen by ThreadSanitizer: a libgomp thread made by a worker).
-        at::get_num_threads();
         ScopedOmpThreads one(1);
         try {
             for (size_t i = next++; i < n && !failed; i = next++)
