@@ -43,6 +43,8 @@ namespace {
 // differentiate, and the packed path switched on (one switch for both: PackedLinears::available()).
 bool eligible(const at::Tensor& a, const at::Tensor& b)
 {
+    if (!AttentionProducts::enabled())
+        return false;
     const auto ok = [](const at::Tensor& t) {
         if (!t.device().is_cpu() || t.scalar_type() != at::kFloat || t.dim() != 4 || t.numel() == 0)
             return false;
@@ -51,11 +53,16 @@ bool eligible(const at::Tensor& a, const at::Tensor& b)
                 return false;
         return true;
     };
-    return PackedLinears::available() && ok(a) && ok(b) && a.size(0) == b.size(0) && a.size(1) == b.size(1)
+    return ok(a) && ok(b) && a.size(0) == b.size(0) && a.size(1) == b.size(1)
         && a.size(3) == b.size(2) && (!c10::GradMode::is_enabled() || (!a.requires_grad() && !b.requires_grad()));
 }
 
 } // namespace
+
+// Switched off (2026-11-22): with this path on, Cli.InterruptLeavesNoPartialFile aborted with glibc's "corrupted
+// size vs. prev_size" in 2 of 50 release runs (1 of 24 in another series), and in 0 of 50 with only this path off:
+// some write lands outside its tensor. Until that is found, the products go through at::matmul.
+bool AttentionProducts::enabled() { return false && PackedLinears::available(); }
 
 struct AttentionProducts::State {
     struct Entry {
@@ -152,6 +159,7 @@ at::Tensor AttentionProducts::mix(const at::Tensor& attn, const at::Tensor& v)
 #else // no oneDNN in this build: at::matmul throughout
 
 struct AttentionProducts::State { };
+bool AttentionProducts::enabled() { return false; }
 AttentionProducts::AttentionProducts() = default;
 AttentionProducts::~AttentionProducts() = default;
 at::Tensor AttentionProducts::scores(const at::Tensor& q, const at::Tensor& k, double scale) { return plainScores(q, k, scale); }

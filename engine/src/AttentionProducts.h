@@ -31,6 +31,9 @@ public:
     // transpose(1, 2) of the result is contiguous).
     at::Tensor mix(const at::Tensor& attn, const at::Tensor& v);
 
+    // Whether the oneDNN path is on (AttentionProducts.cpp says why it is off for now).
+    static bool enabled();
+
 private:
     struct State;
     std::unique_ptr<State> m_state;

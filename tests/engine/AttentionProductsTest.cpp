@@ -28,8 +28,8 @@ Qkv viewsOfProjection(int64_t B, int64_t N, int64_t H, int64_t d, at::Generator&
 
 TEST(AttentionProducts, MatchAtMatmulOnTheForwardsViews)
 {
-    if (!PackedLinears::available())
-        GTEST_SKIP() << "built without oneDNN (libdnnl-dev): at::matmul is used throughout";
+    if (!AttentionProducts::enabled())
+        GTEST_SKIP() << "the oneDNN path is off (AttentionProducts.cpp): at::matmul is used throughout";
     c10::InferenceMode inference;
     AttentionProducts products;
     at::Generator gen = at::detail::createCPUGenerator(3);
@@ -75,8 +75,8 @@ TEST(AttentionProducts, EverythingElseGoesThroughAtMatmul)
 
 TEST(AttentionProducts, ThreadsShareOneCache)
 {
-    if (!PackedLinears::available())
-        GTEST_SKIP() << "built without oneDNN (libdnnl-dev)";
+    if (!AttentionProducts::enabled())
+        GTEST_SKIP() << "the oneDNN path is off (AttentionProducts.cpp)";
     AttentionProducts products;
     at::Generator gen = at::detail::createCPUGenerator(9);
     const Qkv views = viewsOfProjection(1, 65, 4, 16, gen);
