@@ -59,10 +59,7 @@ bool eligible(const at::Tensor& a, const at::Tensor& b)
 
 } // namespace
 
-// Switched off (2026-11-22): with this path on, Cli.InterruptLeavesNoPartialFile aborted with glibc's "corrupted
-// size vs. prev_size" in 2 of 50 release runs (1 of 24 in another series), and in 0 of 50 with only this path off:
-// some write lands outside its tensor. Until that is found, the products go through at::matmul.
-bool AttentionProducts::enabled() { return false && PackedLinears::available(); }
+bool AttentionProducts::enabled() { return PackedLinears::available(); }
 
 struct AttentionProducts::State {
     struct Entry {
@@ -106,7 +103,7 @@ struct AttentionProducts::State {
             if (scale != 1.f)
                 attr.set_output_scales(0, { scale });
             entry->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(desc(a), desc(b), desc(dst)), attr, engine);
-            // A reference kernel would be slower than at::matmul: only oneDNN's JIT kernels are worth it.
+            // brgemm only: a reference kernel would be slower than at::matmul, and the gemm-based one is unsafe.
             if (onednn::isFastKernel(entry->pd)) {
                 entry->primitive = dnnl::matmul(entry->pd);
                 entry->usable = true;

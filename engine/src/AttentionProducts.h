@@ -6,15 +6,17 @@
 
 namespace attnscope {
 
-// The attention's two batched products through oneDNN's matmul on the CPU, reading q, k and v where the qkv
-// projection left them (strided views, no copies) and writing A V straight into the [B, N, H, d] layout the output
-// projection reads. at::matmul would copy the views, call OpenBLAS once per head (packing both operands each time)
-// and run on one thread when OpenBLAS is held at one beside oneDNN (Model.cpp), and a further copy would
-// interleave the heads. On strided views oneDNN picks its jit gemm rather than brgemm; dense copies of q, k and v
-// for brgemm were measured and lost (a 1-thread ViT-S forward 106-109 ms against 100-103), at the price of the jit
-// gemm generating its kernels on its first call in a process (about 40 ms, once). Like PackedLinears, everything oneDNN has no fast kernel for (another device or dtype,
-// autograd, a build without oneDNN, a layout only its reference kernel takes) goes through at::matmul, so the
-// results never depend on which path ran beyond float rounding.
+// The attention's two batched products through oneDNN's brgemm matmul on the CPU, reading q, k and v where the
+// qkv projection left them (PackedLinears::forwardSplit: each a contiguous [B, N, D], seen as [B, H, N, d] without
+// a copy) and writing A V straight into the [B, N, H, d] layout the output projection reads. at::matmul would copy
+// the views, call OpenBLAS once per head (packing both operands each time) and run on one thread when OpenBLAS is
+// held at one beside oneDNN (Model.cpp), and a further copy would interleave the heads.
+//
+// Only brgemm is used (onednn::isFastKernel): on other layouts, such as q, k and v as strided views of one [B, N, 3D]
+// projection, oneDNN picks its gemm-based matmul, whose kernels corrupt the heap when a signal arrives while they run
+// (OneDnnSupport.h). Like PackedLinears, everything without such a kernel (another device, dtype or layout, autograd,
+// a build without oneDNN, a CPU without AVX-512) goes through at::matmul, so the results never depend on which path
+// ran beyond float rounding.
 //
 // One per loaded model, shared by the threads that run its forwards; primitives are made per shape, layout and
 // thread count on first use and kept.
@@ -31,7 +33,7 @@ public:
     // transpose(1, 2) of the result is contiguous).
     at::Tensor mix(const at::Tensor& attn, const at::Tensor& v);
 
-    // Whether the oneDNN path is on (AttentionProducts.cpp says why it is off for now).
+    // Whether the oneDNN path is on: oneDNN in this build, and PackedLinears::available().
     static bool enabled();
 
 private:

@@ -40,6 +40,12 @@ at::Tensor plainForward(torch::nn::Linear& layer, const at::Tensor& x, std::opti
     return activation ? applyActivation(layer->forward(x), *activation) : layer->forward(x);
 }
 
+// layer->forward(x) cut into `parts` along its last dimension: views, not copies.
+std::vector<at::Tensor> plainSplit(torch::nn::Linear& layer, const at::Tensor& x, int parts)
+{
+    return layer->forward(x).chunk(std::max(parts, 1), -1);
+}
+
 } // namespace
 
 #ifdef ATTNSCOPE_HAVE_DNNL
@@ -59,16 +65,19 @@ struct PackedLinears::State {
     std::map<Key, std::shared_ptr<const Entry>> entries;
     std::map<std::tuple<const void*, const void*>, std::vector<std::shared_ptr<dnnl::memory>>> packedByLayer;
 
-    std::shared_ptr<const Entry> entryFor(const torch::nn::LinearImpl& layer, int64_t rows, std::optional<Activation> activation)
+    at::Tensor run(const Entry& entry, const at::Tensor& x, const at::Tensor& src, const at::Tensor& b, int64_t out);
+
+    // For the layer's weights `w` [out, in] and bias `b` (the layer's own, or rows of them: forwardSplit's parts).
+    std::shared_ptr<const Entry> entryFor(const torch::nn::LinearImpl& layer, const at::Tensor& w, const at::Tensor& b, int64_t rows,
+                                          std::optional<Activation> activation)
     {
-        const Key key { &layer, layer.weight.data_ptr(), layer.weight.size(0), layer.weight.size(1), rows, ompThreadsHere(),
-                        activation ? int(*activation) + 1 : 0 };
+        const Key key { &layer, w.data_ptr(), w.size(0), w.size(1), rows, ompThreadsHere(), activation ? int(*activation) + 1 : 0 };
         std::lock_guard lock(mutex);
         if (auto it = entries.find(key); it != entries.end())
             return it->second;
         auto entry = std::make_shared<Entry>();
         try {
-            build(*entry, layer, rows, activation);
+            build(*entry, layer, w, b.defined(), rows, activation);
         } catch (const dnnl::error&) {
             entry->usable = false; // no kernel for this shape here: at::linear it is, from now on
         }
@@ -90,13 +99,12 @@ struct PackedLinears::State {
         }
     }
 
-    void build(Entry& e, const torch::nn::LinearImpl& layer, int64_t rows, std::optional<Activation> activation)
+    void build(Entry& e, const torch::nn::LinearImpl& layer, const at::Tensor& w, bool bias, int64_t rows,
+               std::optional<Activation> activation)
     {
         using dt = dnnl::memory::data_type;
         using tag = dnnl::memory::format_tag;
-        const at::Tensor& w = layer.weight; // [out, in]
-        const int64_t out = w.size(0), in = w.size(1);
-        const bool bias = layer.bias.defined();
+        const int64_t out = w.size(0), in = w.size(1); // w [out, in]
         const dnnl::memory::desc src({ rows, in }, dt::f32, tag::ab);
         const dnnl::memory::desc weightsAny({ in, out }, dt::f32, tag::any);
         const dnnl::memory::desc dst({ rows, out }, dt::f32, tag::ab);
@@ -109,10 +117,10 @@ struct PackedLinears::State {
         }
         e.pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weightsAny, dnnl::memory::desc({ 1, out }, dt::f32, tag::ab), dst), attr, engine)
                     : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weightsAny, dst), attr, engine);
-        // A reference kernel would be slower than OpenBLAS: only oneDNN's JIT kernels are worth it.
+        // A reference kernel would be slower than OpenBLAS, and a gemm-based one is unsafe (OneDnnSupport.h).
         if (!onednn::isFastKernel(e.pd))
             return;
-        for (const auto& packed : packedByLayer[{ &layer, layer.weight.data_ptr() }])
+        for (const auto& packed : packedByLayer[{ &layer, w.data_ptr() }])
             if (packed->get_desc() == e.pd.weights_desc())
                 e.weights = packed;
         if (!e.weights) {
@@ -122,7 +130,7 @@ struct PackedLinears::State {
             dnnl::stream stream(engine);
             dnnl::reorder(plain, *e.weights).execute(stream, plain, *e.weights);
             stream.wait();
-            packedByLayer[{ &layer, layer.weight.data_ptr() }].push_back(e.weights);
+            packedByLayer[{ &layer, w.data_ptr() }].push_back(e.weights);
         }
         e.primitive = dnnl::matmul(e.pd);
         e.usable = true;
@@ -143,34 +151,69 @@ bool PackedLinears::available()
     return on;
 }
 
-at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x, std::optional<Activation> activation)
+namespace {
+
+bool eligible(const torch::nn::Linear& layer, const at::Tensor& x)
 {
     const at::Tensor& w = layer->weight;
-    const bool eligible = available() && x.device().is_cpu() && w.device().is_cpu() && x.scalar_type() == at::kFloat
-        && w.scalar_type() == at::kFloat && w.dim() == 2 && x.dim() >= 1 && x.size(-1) == w.size(1) && x.numel() > 0
+    return PackedLinears::available() && x.device().is_cpu() && w.device().is_cpu() && x.scalar_type() == at::kFloat
+        && w.scalar_type() == at::kFloat && w.dim() == 2 && x.dim() >= 1 && x.size(-1) == w.size(1)
+        && x.numel() > 0
         && (!layer->bias.defined() || (layer->bias.scalar_type() == at::kFloat && layer->bias.is_contiguous() && layer->bias.device().is_cpu()))
         && (!c10::GradMode::is_enabled() || (!x.requires_grad() && !w.requires_grad()));
-    if (!eligible)
-        return plainForward(layer, x, activation);
-    const int64_t in = w.size(1), out = w.size(0), rows = x.numel() / in;
-    const auto entry = m_state->entryFor(*layer, rows, activation);
-    if (!entry->usable)
-        return plainForward(layer, x, activation);
-    const at::Tensor src = x.contiguous();
+}
+
+} // namespace
+
+// y = src w^T + b through the entry made for w and b; src [rows, in] contiguous, y [..., out] with x's leading sizes.
+at::Tensor PackedLinears::State::run(const Entry& entry, const at::Tensor& x, const at::Tensor& src, const at::Tensor& b, int64_t out)
+{
+    const int64_t in = src.size(-1), rows = src.numel() / in;
     std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
     shape.back() = out;
     at::Tensor y = at::empty(shape, x.options());
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
-    const auto& engine = m_state->engine;
     dnnl::memory srcMem({ { rows, in }, dt::f32, tag::ab }, engine, src.data_ptr<float>());
     dnnl::memory dstMem({ { rows, out }, dt::f32, tag::ab }, engine, y.data_ptr<float>());
-    std::unordered_map<int, dnnl::memory> args { { DNNL_ARG_SRC, srcMem }, { DNNL_ARG_WEIGHTS, *entry->weights },
-                                                 { DNNL_ARG_DST, dstMem } };
-    if (layer->bias.defined())
-        args.emplace(DNNL_ARG_BIAS, dnnl::memory({ { 1, out }, dt::f32, tag::ab }, engine, layer->bias.data_ptr<float>()));
-    onednn::execute(entry->primitive, entry->pd, engine, std::move(args));
+    std::unordered_map<int, dnnl::memory> args { { DNNL_ARG_SRC, srcMem }, { DNNL_ARG_WEIGHTS, *entry.weights }, { DNNL_ARG_DST, dstMem } };
+    if (b.defined())
+        args.emplace(DNNL_ARG_BIAS, dnnl::memory({ { 1, out }, dt::f32, tag::ab }, engine, b.data_ptr<float>()));
+    onednn::execute(entry.primitive, entry.pd, engine, std::move(args));
     return y;
+}
+
+at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x, std::optional<Activation> activation)
+{
+    if (!eligible(layer, x))
+        return plainForward(layer, x, activation);
+    const at::Tensor& w = layer->weight;
+    const auto entry = m_state->entryFor(*layer, w, layer->bias, x.numel() / w.size(1), activation);
+    if (!entry->usable)
+        return plainForward(layer, x, activation);
+    return m_state->run(*entry, x, x.contiguous(), layer->bias, w.size(0));
+}
+
+std::vector<at::Tensor> PackedLinears::forwardSplit(torch::nn::Linear& layer, const at::Tensor& x, int parts)
+{
+    const at::Tensor& w = layer->weight;
+    if (parts < 1 || !eligible(layer, x) || w.size(0) % parts)
+        return plainSplit(layer, x, parts);
+    const int64_t each = w.size(0) / parts, rows = x.numel() / w.size(1);
+    std::vector<std::shared_ptr<const State::Entry>> entries;
+    std::vector<at::Tensor> weights, biases;
+    for (int p = 0; p < parts; ++p) {
+        weights.push_back(w.narrow(0, p * each, each));
+        biases.push_back(layer->bias.defined() ? layer->bias.narrow(0, p * each, each) : at::Tensor());
+        entries.push_back(m_state->entryFor(*layer, weights.back(), biases.back(), rows, std::nullopt));
+        if (!entries.back()->usable)
+            return plainSplit(layer, x, parts); // all parts one way: the same rounding for q, k and v
+    }
+    const at::Tensor src = x.contiguous();
+    std::vector<at::Tensor> ys;
+    for (int p = 0; p < parts; ++p)
+        ys.push_back(m_state->run(*entries[size_t(p)], x, src, biases[size_t(p)], each));
+    return ys;
 }
 
 #else // no oneDNN in this build: at::linear throughout
@@ -182,6 +225,10 @@ bool PackedLinears::available() { return false; }
 at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x, std::optional<Activation> activation)
 {
     return plainForward(layer, x, activation);
+}
+std::vector<at::Tensor> PackedLinears::forwardSplit(torch::nn::Linear& layer, const at::Tensor& x, int parts)
+{
+    return plainSplit(layer, x, parts);
 }
 
 #endif

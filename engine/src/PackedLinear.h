@@ -4,9 +4,9 @@
 
 #include <torch/nn/modules/linear.h>
 
-#include <optional>
-
 #include <memory>
+#include <optional>
+#include <vector>
 
 namespace attnscope {
 
@@ -29,6 +29,11 @@ public:
     // y = x W^T + b for x [..., in]: the packed path when it applies, else layer->forward(x). With an activation,
     // act(x W^T + b), applied by the product's own epilogue on the packed path (the MLP's first layer).
     at::Tensor forward(torch::nn::Linear& layer, const at::Tensor& x, std::optional<Activation> activation = {});
+
+    // layer->forward(x) cut into `parts` equal pieces along its last dimension ([..., out / parts] each), each
+    // contiguous on the packed path (one product per piece of the weight rows: the qkv projection's q, k and v,
+    // each [B, N, D], for the attention's products) and views of one result otherwise.
+    std::vector<at::Tensor> forwardSplit(torch::nn::Linear& layer, const at::Tensor& x, int parts);
 
     // Whether the packed path is on: oneDNN found at configure time, and ATTNSCOPE_PLAIN_LINEAR not set.
     static bool available();

@@ -1,5 +1,5 @@
-// The attention's batched products on oneDNN (engine/src/AttentionProducts.h) against at::matmul, on the strided
-// views the forward hands them.
+// The attention's batched products on oneDNN (engine/src/AttentionProducts.h) against at::matmul, on the layouts the
+// forward hands them: q, k and v as contiguous [B, N, D] (the packed path) or as views of one qkv projection.
 #include "AttentionProducts.h"
 #include "PackedLinear.h"
 
@@ -9,19 +9,37 @@
 #include <c10/core/InferenceMode.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <pthread.h>
+#include <thread>
+
+#ifdef ATTNSCOPE_HAVE_DNNL
+#include "OneDnnSupport.h"
+#endif
+
 using namespace attnscope;
 using attnscope::test::expectClose;
 
 namespace {
 
-// q, k, v [B, H, N, d] as views of one qkv projection [B, N, 3 D], the way the forward takes them.
 struct Qkv {
     at::Tensor q, k, v;
 };
+// q, k, v [B, H, N, d] as views of one qkv projection [B, N, 3 D]: the forward's layout without the packed path.
 Qkv viewsOfProjection(int64_t B, int64_t N, int64_t H, int64_t d, at::Generator& gen)
 {
     const at::Tensor qkv = at::normal(0.0, 1.0, { B, N, 3 * H * d }, gen).reshape({ B, N, 3, H, d }).permute({ 2, 0, 3, 1, 4 });
     return { qkv[0], qkv[1], qkv[2] };
+}
+// q, k, v [B, H, N, d] as views of three contiguous [B, N, D] (PackedLinears::forwardSplit): the packed path's layout.
+Qkv viewsOfParts(int64_t B, int64_t N, int64_t H, int64_t d, at::Generator& gen)
+{
+    const auto part = [&] { return at::normal(0.0, 1.0, { B, N, H * d }, gen).view({ B, N, H, d }).transpose(1, 2); };
+    Qkv out;
+    out.q = part(), out.k = part(), out.v = part();
+    return out;
 }
 
 } // namespace
@@ -36,24 +54,27 @@ TEST(AttentionProducts, MatchAtMatmulOnTheForwardsViews)
     struct Case {
         int64_t B, N, H, d;
     };
-    for (const Case c : { Case { 1, 197, 6, 64 }, Case { 2, 50, 3, 64 }, Case { 3, 17, 4, 8 }, Case { 1, 1, 1, 1 } }) {
-        SCOPED_TRACE(testing::Message() << c.B << "x" << c.N << " H" << c.H << " d" << c.d);
-        const auto [q, k, v] = viewsOfProjection(c.B, c.N, c.H, c.d, gen);
-        const double scale = 1.0 / std::sqrt(double(c.d));
-        const at::Tensor logits = products.scores(q, k, scale);
-        expectClose(logits, at::matmul(q * scale, k.transpose(-2, -1)));
-        const at::Tensor attn = at::softmax(logits, -1);
-        const at::Tensor o = products.mix(attn, v);
-        expectClose(o, at::matmul(attn, v));
-        // heads interleaved in memory as the output projection reads them
-        EXPECT_TRUE(o.transpose(1, 2).is_contiguous());
-        // a second call reuses the primitive: the same answer
-        EXPECT_TRUE(at::equal(products.mix(attn, v), o));
-        // contiguous operands and an attention map broadcast over the batch (QuadraticAttention's) take either path
-        expectClose(products.scores(q.contiguous(), k.contiguous(), 1.0), at::matmul(q, k.transpose(-2, -1)));
-        const at::Tensor shared = attn.narrow(0, 0, 1).expand_as(attn);
-        expectClose(products.mix(shared, v), at::matmul(shared, v));
-    }
+    for (const Case c : { Case { 1, 197, 6, 64 }, Case { 2, 50, 3, 64 }, Case { 3, 17, 4, 8 }, Case { 1, 1, 1, 1 } })
+        for (const bool parts : { true, false }) {
+            SCOPED_TRACE(testing::Message() << c.B << "x" << c.N << " H" << c.H << " d" << c.d << (parts ? " parts" : " views"));
+            const auto [q, k, v] = parts ? viewsOfParts(c.B, c.N, c.H, c.d, gen) : viewsOfProjection(c.B, c.N, c.H, c.d, gen);
+            const double scale = 1.0 / std::sqrt(double(c.d));
+            const at::Tensor logits = products.scores(q, k, scale);
+            expectClose(logits, at::matmul(q * scale, k.transpose(-2, -1)));
+            const at::Tensor attn = at::softmax(logits, -1);
+            const at::Tensor o = products.mix(attn, v);
+            expectClose(o, at::matmul(attn, v));
+            // on the packed path's layout oneDNN runs them (brgemm) and writes the heads interleaved in memory, as the
+            // output projection reads them; on the views, at::matmul does (the gemm-based kernel is refused)
+            if (c.N > 1 && c.H > 1 && (!parts || __builtin_cpu_supports("avx512f"))) // brgemm needs AVX-512 (oneDNN 2.6)
+                EXPECT_EQ(o.transpose(1, 2).is_contiguous(), parts) << "the path taken";
+            // a second call reuses the primitive: the same answer
+            EXPECT_TRUE(at::equal(products.mix(attn, v), o));
+            // contiguous operands and an attention map broadcast over the batch (QuadraticAttention's) take either path
+            expectClose(products.scores(q.contiguous(), k.contiguous(), 1.0), at::matmul(q, k.transpose(-2, -1)));
+            const at::Tensor shared = attn.narrow(0, 0, 1).expand_as(attn);
+            expectClose(products.mix(shared, v), at::matmul(shared, v));
+        }
 }
 
 TEST(AttentionProducts, EverythingElseGoesThroughAtMatmul)
@@ -87,4 +108,76 @@ TEST(AttentionProducts, ThreadsShareOneCache)
         expected = at::matmul(at::softmax(at::matmul(q * 0.25, k.transpose(-2, -1)), -1), v);
     }
     test::expectSameOnFourThreads([&] { return products.mix(at::softmax(products.scores(q, k, 0.25), -1), v); }, expected);
+}
+
+#ifdef ATTNSCOPE_HAVE_DNNL
+// The rule both oneDNN paths follow (OneDnnSupport.h): brgemm yes; reference and gemm-based kernels no.
+TEST(AttentionProducts, GemmBasedKernelsAreRefused)
+{
+    using dims = dnnl::memory::dims;
+    const auto desc = [](dims sizes, dims strides) { return dnnl::memory::desc(sizes, dnnl::memory::data_type::f32, strides); };
+    const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    const int64_t N = 197, D = 384, d = 64;
+    const auto logits = desc({ 1, 6, N, N }, { 6 * N * N, N * N, N, 1 });
+    // q k^T on views of one [1, N, 3D] projection, and on three [1, N, D]
+    const dnnl::matmul::primitive_desc views(dnnl::matmul::desc(desc({ 1, 6, N, d }, { N * 3 * D, d, 3 * D, 1 }),
+                                                                desc({ 1, 6, d, N }, { N * 3 * D, d, 1, 3 * D }), logits),
+                                             engine);
+    const dnnl::matmul::primitive_desc parts(
+        dnnl::matmul::desc(desc({ 1, 6, N, d }, { N * D, d, D, 1 }), desc({ 1, 6, d, N }, { N * D, d, 1, D }), logits), engine);
+    const std::string viewsImpl = views.impl_info_str(), partsImpl = parts.impl_info_str();
+    SCOPED_TRACE(viewsImpl + " / " + partsImpl);
+    EXPECT_EQ(onednn::isFastKernel(views), viewsImpl.rfind("brg", 0) == 0);
+    EXPECT_EQ(onednn::isFastKernel(parts), partsImpl.rfind("brg", 0) == 0);
+    if (__builtin_cpu_supports("avx512f")) { // what this machine's oneDNN 2.6.3 picks
+        EXPECT_NE(viewsImpl.find("gemm:jit"), std::string::npos);
+        EXPECT_EQ(partsImpl.rfind("brg", 0), 0u);
+    }
+}
+#endif
+
+namespace {
+std::atomic<int> g_signals { 0 };
+extern "C" void countSignal(int) { g_signals.fetch_add(1, std::memory_order_relaxed); }
+} // namespace
+
+// Signals arriving while the products run (Ctrl-C to the CLI, a profiler's SIGPROF) leave the heap intact. oneDNN
+// 2.6's gemm-based kernels point the stack pointer into a heap buffer, so that a signal frame lands there: with them
+// this test aborts in glibc (heap corruption) within its first second. Both layouts the forward uses.
+TEST(AttentionProducts, SignalsWhileTheyRunLeaveTheHeapIntact)
+{
+    c10::InferenceMode inference;
+    AttentionProducts products;
+    at::Generator gen = at::detail::createCPUGenerator(11);
+    const Qkv parts = viewsOfParts(1, 197, 6, 64, gen), views = viewsOfProjection(1, 197, 6, 64, gen);
+    struct sigaction action {}, previous {};
+    action.sa_handler = countSignal;
+    sigemptyset(&action.sa_mask);
+    ASSERT_EQ(sigaction(SIGUSR1, &action, &previous), 0);
+    g_signals = 0;
+    const pthread_t target = pthread_self();
+    std::atomic<bool> done { false };
+    std::thread sender([&] {
+        while (!done) {
+            pthread_kill(target, SIGUSR1);
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+    });
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    at::Tensor o[2];
+    for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
+        const Qkv& t = i % 2 ? views : parts;
+        o[i % 2] = products.mix(at::softmax(products.scores(t.q, t.k, 0.125), -1), t.v);
+        std::vector<at::Tensor> churn; // allocations and frees between the products, where glibc checks its chunks
+        for (int j = 0; j < 8; ++j)
+            churn.push_back(at::empty({ 1000 + 97 * j }));
+    }
+    done = true;
+    sender.join();
+    sigaction(SIGUSR1, &previous, nullptr);
+    EXPECT_GT(g_signals.load(), 1000);
+    for (int i = 0; i < 2; ++i) {
+        const Qkv& t = i % 2 ? views : parts;
+        expectClose(o[i], at::matmul(at::softmax(at::matmul(t.q * 0.125, t.k.transpose(-2, -1)), -1), t.v));
+    }
 }
