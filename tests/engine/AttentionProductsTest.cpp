@@ -100,7 +100,7 @@ TEST(AttentionProducts, ThreadsShareOneCache)
         GTEST_SKIP() << "the oneDNN path is off (AttentionProducts.cpp)";
     AttentionProducts products;
     at::Generator gen = at::detail::createCPUGenerator(9);
-    const Qkv views = viewsOfProjection(1, 65, 4, 16, gen);
+    const Qkv views = viewsOfParts(1, 65, 4, 16, gen); // the layout oneDNN runs
     const at::Tensor &q = views.q, &k = views.k, &v = views.v;
     at::Tensor expected;
     {

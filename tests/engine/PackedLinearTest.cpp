@@ -50,6 +50,33 @@ TEST(PackedLinear, MatchesAtLinearOverShapesAndLayouts)
     }
 }
 
+// The qkv projection cut into q, k and v: each part at::linear's, contiguous on the packed path; the whole layer's
+// packed weights and the parts' do not get mixed up (the first part starts where the whole weight starts).
+TEST(PackedLinear, SplitIntoPartsMatchesAtLinearChunks)
+{
+    c10::InferenceMode inference;
+    PackedLinears packed;
+    at::Generator gen = at::detail::createCPUGenerator(5);
+    for (const bool bias : { true, false }) {
+        auto layer = randomLinear(96, 3 * 96, bias, bias ? 11 : 12);
+        const at::Tensor x = at::normal(0.0, 1.0, { 2, 17, 96 }, gen);
+        const at::Tensor whole = layer->forward(x);
+        expectClose(packed.forward(layer, x), whole);
+        const auto parts = packed.forwardSplit(layer, x, 3);
+        ASSERT_EQ(parts.size(), 3u);
+        for (int p = 0; p < 3; ++p) {
+            SCOPED_TRACE(testing::Message() << "part " << p << (bias ? " with bias" : ""));
+            expectClose(parts[size_t(p)], whole.narrow(-1, p * 96, 96));
+            EXPECT_EQ(parts[size_t(p)].is_contiguous(), PackedLinears::available());
+        }
+        expectClose(packed.forward(layer, x), whole); // after the parts: still the whole layer
+        // parts that do not divide the output: at::linear's chunks
+        const auto uneven = packed.forwardSplit(layer, x, 5);
+        ASSERT_EQ(uneven.size(), 5u);
+        expectClose(at::cat(uneven, -1), whole);
+    }
+}
+
 TEST(PackedLinear, EverythingElseGoesThroughAtLinear)
 {
     PackedLinears packed;
