@@ -63,7 +63,7 @@ at::Tensor StandardAttention::forward(const at::Tensor& x, AttentionContext& ctx
     // x [B, N, D] -> q, k, v [B, N, D] -> [B, H, N, d]; rows of qkv.weight are q|k|v, head-major in each.
     const int64_t B = x.size(0), N = x.size(1), D = x.size(2);
     at::Tensor q, k, v;
-    if (ctx.linears && ctx.products) {
+    if (ctx.linears && ctx.products && AttentionProducts::enabled()) {
         // q, k and v each contiguous [B, N, D]: the products read them as they are (AttentionProducts.h)
         const auto parts = ctx.linears->forwardSplit(qkv, x, 3);
         const auto heads = [&](const at::Tensor& t) { return t.view({ B, N, m_heads, D / m_heads }).transpose(1, 2); };

@@ -7,6 +7,7 @@
 #include <c10/core/GradMode.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -59,7 +60,12 @@ bool eligible(const at::Tensor& a, const at::Tensor& b)
 
 } // namespace
 
-bool AttentionProducts::enabled() { return PackedLinears::available(); }
+// ATTNSCOPE_PLAIN_ATTENTION=1 turns this path off alone (at::matmul on views of one qkv projection), to compare.
+bool AttentionProducts::enabled()
+{
+    static const bool on = PackedLinears::available() && std::getenv("ATTNSCOPE_PLAIN_ATTENTION") == nullptr;
+    return on;
+}
 
 struct AttentionProducts::State {
     struct Entry {

@@ -33,7 +33,8 @@ public:
     // transpose(1, 2) of the result is contiguous).
     at::Tensor mix(const at::Tensor& attn, const at::Tensor& v);
 
-    // Whether the oneDNN path is on: oneDNN in this build, and PackedLinears::available().
+    // Whether the oneDNN path is on: oneDNN in this build, PackedLinears::available(), and ATTNSCOPE_PLAIN_ATTENTION
+    // not set.
     static bool enabled();
 
 private:
