@@ -87,6 +87,23 @@ def row(name, ours, peer_value=None, peak=None, target="", met=None, higher_is_b
     return "| " + " | ".join(cells) + " |"
 
 
+def cpu_times():
+    """The machine's CPU time counters (/proc/stat's first line), or None where there is none."""
+    try:
+        with open("/proc/stat") as f:
+            return [int(v) for v in f.readline().split()[1:9]]  # user nice system idle iowait irq softirq steal
+    except (OSError, ValueError):
+        return None
+
+
+def steal_share(before, after):
+    """The share of the CPU time between two cpu_times() readings that the hypervisor gave to other guests."""
+    if not before or not after:
+        return None
+    delta = [a - b for a, b in zip(after, before)]
+    return delta[7] / sum(delta) if sum(delta) > 0 else None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
@@ -99,7 +116,12 @@ def main():
     res = {"load": os.getloadavg(), "when": time.strftime("%Y-%m-%d %H:%M:%S")}
 
     print("Running the engine benchmarks at 1 and 2 threads ...", file=sys.stderr)
-    eng = {t: google_bench(os.path.join(b, "engine_bench"), t) for t in (1, 2)}
+    start = cpu_times()
+    eng, steal = {}, {}
+    for t in (1, 2):
+        before = cpu_times()
+        eng[t] = google_bench(os.path.join(b, "engine_bench"), t)
+        steal[t] = steal_share(before, cpu_times())
     # The spin policy: the same forward at 2 threads with libgomp's default (active waiting) instead of PASSIVE.
     spin = google_bench(os.path.join(b, "engine_bench"), 2, "BM_Forward/1/|BM_SgemmPeak/1024", {"OMP_WAIT_POLICY": None})
     click = google_bench(os.path.join(b, "click_bench"), 1)
@@ -123,6 +145,7 @@ def main():
         theirs = peer("one", peer_threads, ["--repeats", "3" if args.quick else "5"])
         rounds.append({"ours_ms": ms(ours), "peer_ms": theirs["one_image_ms"], "peer_threads": peer_threads})
     res.update({"interleaved": rounds})
+    res.update({"steal": {"engine_1thr": steal[1], "engine_2thr": steal[2], "run": steal_share(start, cpu_times())}})
     res.update({"engine": eng, "spin": spin, "click": click, "dataset": ds, "dataset_1thr": ds_one, "peer": peers,
                 "peer_dataset": peer_ds, "gui": gui, "load_after": os.getloadavg()})
     if args.json:
@@ -132,6 +155,10 @@ def main():
     lines = []
     out = lines.append
     out(f"attnscope benchmarks, {res['when']}, load average before/after {res['load'][0]:.2f}/{res['load_after'][0]:.2f}")
+    pct = lambda v: "n/a" if v is None else f"{100 * v:.0f}%"
+    out(f"host steal (CPU time the hypervisor gave other guests): {pct(res['steal']['run'])} of the whole run,"
+        f" {pct(res['steal']['engine_1thr'])} / {pct(res['steal']['engine_2thr'])} during the 1- / 2-thread engine"
+        " benchmarks; above a few percent the 2-thread rows are not the machine's own")
     out("ms unless stated; ratio = how many times attnscope is faster (peer time / attnscope time, or images/s the other"
         " way); peak = forward GFLOP/s as a share of the sgemm peak measured in the same run at the same threads")
     out("")
