@@ -57,9 +57,8 @@ struct PackedLinears::State {
         dnnl::matmul::primitive_desc pd;
         std::shared_ptr<dnnl::memory> weights; // packed, shared by the entries of one layer with one layout
     };
-    // layer, its weights' memory and shape (a layer freed and another made at its address is another key), rows,
-    // threads
-    using Key = std::tuple<const void*, const void*, int64_t, int64_t, int64_t, int, int>; // ..., activation + 1
+    // layer, its weights' memory and shape, its bias's memory (none: null), rows, threads, activation + 1
+    using Key = std::tuple<const void*, const void*, int64_t, int64_t, const void*, int64_t, int, int>;
     dnnl::engine engine { dnnl::engine::kind::cpu, 0 };
     std::mutex mutex;
     std::map<Key, std::shared_ptr<const Entry>> entries;
@@ -71,7 +70,8 @@ struct PackedLinears::State {
     std::shared_ptr<const Entry> entryFor(const torch::nn::LinearImpl& layer, const at::Tensor& w, const at::Tensor& b, int64_t rows,
                                           std::optional<Activation> activation)
     {
-        const Key key { &layer, w.data_ptr(), w.size(0), w.size(1), rows, ompThreadsHere(), activation ? int(*activation) + 1 : 0 };
+        const Key key { &layer, w.data_ptr(), w.size(0), w.size(1), b.defined() ? b.data_ptr() : nullptr, rows, ompThreadsHere(),
+                        activation ? int(*activation) + 1 : 0 };
         std::lock_guard lock(mutex);
         if (auto it = entries.find(key); it != entries.end())
             return it->second;

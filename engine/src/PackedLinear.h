@@ -18,7 +18,8 @@ namespace attnscope {
 //
 // One per loaded model, shared by the threads that run its forwards: the packed weights and primitives are made on
 // the first forward that needs them (per layer, row count and thread count) and kept until the model goes. The
-// layers' weights must not change while it lives (a loaded Model's never do).
+// layers must outlive it and their weights must not change while it lives (a loaded Model's never do): entries are
+// found by the layer's and its tensors' addresses.
 class PackedLinears {
 public:
     PackedLinears();

@@ -57,8 +57,10 @@ TEST(PackedLinear, SplitIntoPartsMatchesAtLinearChunks)
     c10::InferenceMode inference;
     PackedLinears packed;
     at::Generator gen = at::detail::createCPUGenerator(5);
-    for (const bool bias : { true, false }) {
-        auto layer = randomLinear(96, 3 * 96, bias, bias ? 11 : 12);
+    // both layers live as long as `packed`, as a model's layers do
+    std::vector<torch::nn::Linear> layers { randomLinear(96, 3 * 96, true, 11), randomLinear(96, 3 * 96, false, 12) };
+    for (auto& layer : layers) {
+        const bool bias = layer->bias.defined();
         const at::Tensor x = at::normal(0.0, 1.0, { 2, 17, 96 }, gen);
         const at::Tensor whole = layer->forward(x);
         expectClose(packed.forward(layer, x), whole);
