@@ -62,16 +62,11 @@ at::Tensor StandardAttention::forward(const at::Tensor& x, AttentionContext& ctx
 {
     // x [B, N, D] -> q, k, v [B, N, D] -> [B, H, N, d]; rows of qkv.weight are q|k|v, head-major in each.
     const int64_t B = x.size(0), N = x.size(1), D = x.size(2);
-    at::Tensor q, k, v;
-    if (ctx.linears && ctx.products && AttentionProducts::enabled()) {
-        // q, k and v each contiguous [B, N, D]: the products read them as they are (AttentionProducts.h)
-        const auto parts = ctx.linears->forwardSplit(qkv, x, 3);
-        const auto heads = [&](const at::Tensor& t) { return t.view({ B, N, m_heads, D / m_heads }).transpose(1, 2); };
-        q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
-    } else {
-        auto qkvOut = applyLinear(qkv, x, ctx.linears).reshape({ B, N, 3, m_heads, D / m_heads }).permute({ 2, 0, 3, 1, 4 });
-        q = qkvOut[0], k = qkvOut[1], v = qkvOut[2];
-    }
+    // With the oneDNN products, q, k and v each contiguous (AttentionProducts.h); otherwise views of one projection.
+    const auto parts = ctx.linears && ctx.products && AttentionProducts::enabled() ? ctx.linears->forwardSplit(qkv, x, 3)
+                                                                                    : applyLinear(qkv, x, ctx.linears).chunk(3, -1);
+    const auto heads = [&](const at::Tensor& t) { return t.view({ B, N, m_heads, D / m_heads }).transpose(1, 2); };
+    const auto q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
     // Explicit softmax(QK^T / sqrt(d)): the map is recorded by construction, never hidden in a fused kernel.
     auto logits = attentionScores(q, k, m_scale, ctx.products);
     return applyLinear(proj, mix(logits, v, ctx), ctx.linears);

@@ -110,7 +110,7 @@ struct AttentionProducts::State {
                 attr.set_output_scales(0, { scale });
             entry->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(desc(a), desc(b), desc(dst)), attr, engine);
             // brgemm only: a reference kernel would be slower than at::matmul, and the gemm-based one is unsafe.
-            if (onednn::isFastKernel(entry->pd)) {
+            if (onednn::isUsableKernel(entry->pd)) {
                 entry->primitive = dnnl::matmul(entry->pd);
                 entry->usable = true;
             }

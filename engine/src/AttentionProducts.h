@@ -12,7 +12,7 @@ namespace attnscope {
 // the views, call OpenBLAS once per head (packing both operands each time) and run on one thread when OpenBLAS is
 // held at one beside oneDNN (Model.cpp), and a further copy would interleave the heads.
 //
-// Only brgemm is used (onednn::isFastKernel): on other layouts, such as q, k and v as strided views of one [B, N, 3D]
+// Only brgemm is used (onednn::isUsableKernel): on other layouts, such as q, k and v as strided views of one [B, N, 3D]
 // projection, oneDNN picks its gemm-based matmul, whose kernels corrupt the heap when a signal arrives while they run
 // (OneDnnSupport.h). Like PackedLinears, everything without such a kernel (another device, dtype or layout, autograd,
 // a build without oneDNN, a CPU without AVX-512) goes through at::matmul, so the results never depend on which path

@@ -18,7 +18,7 @@ namespace attnscope::onednn {
 //   delivered meanwhile (Ctrl-C to the CLI, a profiler's SIGPROF) has its frame written there by the kernel:
 //   heap corruption, seen here as Cli.InterruptLeavesNoPartialFile aborting in about 1 run in 25. oneDNN issue
 //   #4845, fixed in oneDNN 3.x by PR #4855 (2026); Debian 12 ships 2.6.3. brgemm ("brg:...") keeps the stack.
-inline bool isFastKernel(const dnnl::primitive_desc_base& pd)
+inline bool isUsableKernel(const dnnl::primitive_desc_base& pd)
 {
     const std::string impl = pd.impl_info_str();
     const bool gemmBased = impl.find("gemm") != std::string::npos && impl.rfind("brg", 0) != 0;

@@ -118,7 +118,7 @@ struct PackedLinears::State {
         e.pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weightsAny, dnnl::memory::desc({ 1, out }, dt::f32, tag::ab), dst), attr, engine)
                     : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weightsAny, dst), attr, engine);
         // A reference kernel would be slower than OpenBLAS, and a gemm-based one is unsafe (OneDnnSupport.h).
-        if (!onednn::isFastKernel(e.pd))
+        if (!onednn::isUsableKernel(e.pd))
             return;
         for (const auto& packed : packedByLayer[{ &layer, w.data_ptr() }])
             if (packed->get_desc() == e.pd.weights_desc())
@@ -201,11 +201,10 @@ std::vector<at::Tensor> PackedLinears::forwardSplit(torch::nn::Linear& layer, co
         return plainSplit(layer, x, parts);
     const int64_t each = w.size(0) / parts, rows = x.numel() / w.size(1);
     std::vector<std::shared_ptr<const State::Entry>> entries;
-    std::vector<at::Tensor> weights, biases;
+    std::vector<at::Tensor> biases;
     for (int p = 0; p < parts; ++p) {
-        weights.push_back(w.narrow(0, p * each, each));
         biases.push_back(layer->bias.defined() ? layer->bias.narrow(0, p * each, each) : at::Tensor());
-        entries.push_back(m_state->entryFor(*layer, weights.back(), biases.back(), rows, std::nullopt));
+        entries.push_back(m_state->entryFor(*layer, w.narrow(0, p * each, each), biases.back(), rows, std::nullopt));
         if (!entries.back()->usable)
             return plainSplit(layer, x, parts); // all parts one way: the same rounding for q, k and v
     }
