@@ -14,10 +14,11 @@ all: build
 deps:
 	@./scripts/install-deps.sh
 
-$(BUILD_DIR)/CMakeCache.txt: | deps
+# The generated Makefile is the stamp: a failed configure leaves a CMakeCache.txt but no Makefile.
+$(BUILD_DIR)/Makefile: | deps
 	cmake --preset $(PRESET)
 
-configure: deps $(BUILD_DIR)/CMakeCache.txt
+configure: deps $(BUILD_DIR)/Makefile
 
 build: configure
 	cmake --build --preset $(PRESET) -j $(JOBS)
