@@ -1,9 +1,15 @@
 #!/bin/sh
 # Installs the Debian packages of scripts/debian-packages.txt that are missing (plus any given as arguments):
 # apt-get as root, sudo otherwise; a clear message when neither is possible.
+#   install-deps.sh [--headless] [PACKAGE...]    --headless: leave out the packages marked `gui` (the Qt build's)
 set -eu
 here=$(dirname "$0")
-wanted=$(grep -v '^#' "$here/debian-packages.txt" | tr '\n' ' ')
+skip=none
+if [ "${1:-}" = "--headless" ]; then
+    skip=gui
+    shift
+fi
+wanted=$(awk -v skip="$skip" '!/^#/ && NF && $2 != skip {print $1}' "$here/debian-packages.txt" | tr '\n' ' ')
 wanted="$wanted $*"
 missing=""
 for p in $wanted; do
