@@ -7,7 +7,7 @@ BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OUT ?= attnscope-out
 
-.PHONY: all deps configure build test run clean install screenshots bench fuzz test-asan test-tsan
+.PHONY: all deps configure build test run clean install screenshots bench fuzz test-asan test-tsan headless test-headless
 
 all: build
 
@@ -71,3 +71,14 @@ test-tsan: deps
 	cmake --preset tsan
 	cmake --build --preset tsan -j $(JOBS)
 	ctest --preset tsan -j $(JOBS) -R '$(TSAN_TESTS)' $(CTEST_ARGS)
+
+# The build without Qt (ATTNSCOPE_GUI=OFF, preset headless): the engine, attnscope-cli and attnscope-train; the CLI
+# writes every data file, the figures' CSVs included, and no picture. Nothing of Qt or QCustomPlot is needed.
+$(CURDIR)/build/headless/Makefile:
+	cmake --preset headless
+
+headless: $(CURDIR)/build/headless/Makefile
+	cmake --build --preset headless -j $(JOBS)
+
+test-headless: headless
+	ctest --preset headless -j $(JOBS)

@@ -66,8 +66,8 @@ void buildLogitDecompositionFigure(QCustomPlot* plot, const LogitDecomposition& 
     if (!(limit > 0))
         limit = 1.0;
 
-    const QString subtitle = joinProvenance({ info.model, info.image, QStringLiteral("layer 1, head %1").arg(head),
-        QStringLiteral("%1 tokens").arg(n), spread });
+    const QString subtitle = joinProvenance({ QString::fromStdString(info.model), QString::fromStdString(info.image),
+        QStringLiteral("layer 1, head %1").arg(head), QStringLiteral("%1 tokens").arg(n), spread });
     const int row = resetPlot(
         plot, QStringLiteral("Layer-1 attention logits split into content and position terms"), subtitle, style);
     auto* panels = new QCPLayoutGrid;

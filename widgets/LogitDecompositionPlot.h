@@ -1,20 +1,13 @@
 #pragma once
 
+#include "LogitDecompositionInfo.h"
 #include "PlotStyle.h"
 
-#include <QString>
 #include <attnscope/Analyses.h>
 
 class QCustomPlot;
 
 namespace attnscope {
-
-// What LogitDecomposition itself does not carry, for the title and the token axes.
-struct LogitDecompositionInfo {
-    QString model;
-    QString image;
-    int numPrefixTokens = 1; // prefix tokens come first; a line separates them from the patches
-};
 
 // The four terms of layer 1's logits for one head (ANALYSES.md §5): TT, TP, PT, PP as N x N heatmaps side by side
 // (rows: query token, columns: key token), one diverging colour scale symmetric about 0 shared by all four, and a

@@ -1,4 +1,5 @@
 #include "Commands.h"
+#include "FigureDrawing.h"
 #include "Figures.h"
 #include "Progress.h"
 #include "Report.h"
@@ -40,7 +41,8 @@ void AnalyzeCommand::addTo(CLI::App& app)
     app.add_option("--seed", seed, "seed of the perturbations")->capture_default_str();
     app.add_option("--neutreno", neutreno, "also run with NeuTRENO lambda (side by side with the model as trained)");
     app.add_option("--boost", boost, "also run with Boost t (side by side with the model as trained)");
-    app.add_option("--formats", formats, "figure formats: png,svg,pdf")->capture_default_str();
+    formats = defaultFigureFormats();
+    app.add_option("--formats", formats, "figure formats: png,svg,pdf (none: the data only)")->capture_default_str();
     app.add_option("--shard", shard, "K/N: analyse every N-th image from the K-th (1-based), for job arrays");
     app.add_option("--device", device, "auto, cpu, cuda or cuda:<i>")->capture_default_str();
     app.add_flag("--dump-tensors", dumpTensors, "write logits, attention maps and block outputs as .npy");
@@ -77,11 +79,9 @@ int AnalyzeCommand::run() const
     if (!shard.empty() && (std::sscanf(shard.c_str(), "%d/%d", &shardIndex, &shardCount) != 2 || shardCount < 1
                            || shardIndex < 1 || shardIndex > shardCount))
         return fail("--shard " + shard + ": expected K/N with 1 <= K <= N");
-    std::vector<std::string> figureFormats;
-    if (auto f = parseFigureFormats(formats); f)
-        figureFormats = *f;
-    else
-        return fail(f.message());
+    auto figureFormats = parseFigureFormats(formats);
+    if (!figureFormats)
+        return fail(figureFormats.message());
 
     // --- models
     attnscope::LoadOptions loadOptions;
@@ -111,7 +111,7 @@ int AnalyzeCommand::run() const
     request.options = base;
     request.neutreno = neutreno;
     request.boost = boost;
-    request.formats = figureFormats;
+    request.formats = formatsToDraw(*figureFormats);
     request.shardIndex = shardIndex;
     request.shardCount = shardCount;
     request.analysesText = analyses;
@@ -136,6 +136,7 @@ int AnalyzeCommand::run() const
                      out.c_str());
         return 130;
     }
+    noteUndrawnFigures(*figureFormats);
     std::fprintf(stderr, "attnscope-cli: %d images analysed; results in %s\n", outcome->done, out.c_str());
     return 0;
 }

@@ -32,7 +32,7 @@ struct AnalyzeCommand {
     std::vector<std::string> noise;
     int draws = 1;
     uint64_t seed = 0;
-    std::string formats = "png";
+    std::string formats; // --formats; by default defaultFigureFormats(): "png", or "" in the headless build
     std::string shard;
     bool dumpTensors = false;
     int threads = 0;
@@ -46,7 +46,7 @@ struct AnalyzeCommand {
 struct MergeCommand {
     std::vector<std::string> dirs;
     std::string out;
-    std::string formats = "png";
+    std::string formats; // as AnalyzeCommand's
 
     void addTo(CLI::App& app);
     int run() const;
@@ -54,3 +54,10 @@ struct MergeCommand {
 
 // "attnscope-cli: <message>" on stderr; returns 1.
 int fail(const std::string& message);
+
+// The figure formats to draw of those --formats asked for: all of them, or none in a build that cannot draw
+// figures (ATTNSCOPE_GUI=OFF); the run goes on with the data.
+std::vector<std::string> formatsToDraw(const std::vector<std::string>& asked);
+// After a run that succeeded without drawing the figures asked for: one line on stderr saying why (nothing when
+// every format asked for was drawn).
+void noteUndrawnFigures(const std::vector<std::string>& asked);

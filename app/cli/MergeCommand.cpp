@@ -1,4 +1,5 @@
 #include "Commands.h"
+#include "FigureDrawing.h"
 #include "Figures.h"
 #include "OutputFolder.h"
 
@@ -22,20 +23,31 @@ std::string slurp(const fs::path& p)
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// The options that shape a shard's numbers: all but the figure formats, whose default differs between the Qt build
+// and the headless one (shards of both builds merge).
+nlohmann::json analysisOptions(const nlohmann::json& manifest)
+{
+    nlohmann::json options = manifest.value("options", nlohmann::json::object());
+    options.erase("formats");
+    return options;
+}
+
 } // namespace
 
 void MergeCommand::addTo(CLI::App& app)
 {
     app.add_option("dirs", dirs, "output folders of `analyze --shard K/N` runs")->required();
     app.add_option("--out", out, "merged output folder")->required();
-    app.add_option("--formats", formats, "figure formats: png,svg,pdf")->capture_default_str();
+    formats = defaultFigureFormats();
+    app.add_option("--formats", formats, "figure formats of the redrawn figures: png,svg,pdf (none: their CSVs only)")
+        ->capture_default_str();
 }
 
 int MergeCommand::run() const
 {
-    auto figureFormats = parseFigureFormats(formats);
-    if (!figureFormats)
-        return fail(figureFormats.message());
+    auto asked = parseFigureFormats(formats);
+    if (!asked)
+        return fail(asked.message());
     std::map<std::string, RunOutput> runs; // by folder
     std::vector<std::string> order;
     nlohmann::json images = nlohmann::json::array();
@@ -54,7 +66,8 @@ int MergeCommand::run() const
         }
         if (firstManifest.is_null())
             firstManifest = manifest;
-        else if (manifest["model"]["sha256"] != firstManifest["model"]["sha256"] || manifest["options"] != firstManifest["options"])
+        else if (manifest["model"]["sha256"] != firstManifest["model"]["sha256"]
+                 || analysisOptions(manifest) != analysisOptions(firstManifest))
             return fail(d + ": made with another model or other options than " + dirs.front() + "; shards must match");
         complete = complete && manifest.value("complete", false);
         for (const auto& i : manifest["images"])
@@ -97,16 +110,19 @@ int MergeCommand::run() const
     if (!predictions.empty())
         if (auto w = attnscope::writeTextFile((fs::path(out) / "predictions.csv").string(), predictions); !w)
             return fail(w.message());
-    if (const std::string error = writeFigures(out, outputs, nullptr, nullptr, *figureFormats); !error.empty())
+    const std::vector<std::string> figureFormats = formatsToDraw(*asked);
+    if (const std::string error = writeFigures(out, outputs, nullptr, nullptr, figureFormats); !error.empty())
         return fail(error);
     std::sort(images.begin(), images.end(), [](const auto& a, const auto& b) { return a.value("index", 0) < b.value("index", 0); });
     nlohmann::json manifest = firstManifest;
     manifest["images"] = images;
     manifest["complete"] = complete;
     manifest["merged_from"] = dirs;
+    manifest["figures"] = figuresRecord(figureFormats);
     manifest["shard"] = { { "index", 1 }, { "count", 1 }, { "images_total", firstManifest["shard"].value("images_total", 0) } };
     if (auto w = attnscope::writeTextFile((fs::path(out) / "manifest.json").string(), manifest.dump(2) + "\n"); !w)
         return fail(w.message());
+    noteUndrawnFigures(*asked);
     std::fprintf(stderr, "attnscope-cli: merged %zu folders (%zu images); results in %s\n", dirs.size(), images.size(), out.c_str());
     return 0;
 }

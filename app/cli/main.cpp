@@ -1,5 +1,6 @@
 // attnscope-cli: the headless face of the engine (DESIGN.md, Command line).
 #include "Commands.h"
+#include "FigureDrawing.h"
 
 #include <attnscope/Model.h>
 
@@ -15,6 +16,22 @@ int fail(const std::string& message)
 {
     std::cerr << "attnscope-cli: " << message << '\n';
     return 1;
+}
+
+std::vector<std::string> formatsToDraw(const std::vector<std::string>& asked)
+{
+    return figureDrawingUnavailable().empty() ? asked : std::vector<std::string> {};
+}
+
+void noteUndrawnFigures(const std::vector<std::string>& asked)
+{
+    const std::string why = figureDrawingUnavailable();
+    if (asked.empty() || why.empty())
+        return;
+    std::string list;
+    for (const auto& f : asked)
+        list += (list.empty() ? "" : ",") + f;
+    std::cerr << "attnscope-cli: --formats " << list << ": " << why << "; wrote the data and the figures' CSVs only\n";
 }
 
 namespace {

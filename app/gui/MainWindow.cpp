@@ -314,9 +314,9 @@ void MainWindow::refreshImagePlots()
             series.push_back(std::move(s));
     const auto& analysis = m_slots[0]->analysis();
     LogitDecompositionInfo info;
-    info.model = m_slots[0]->name();
+    info.model = m_slots[0]->name().toStdString();
     if (analysis)
-        info.image = QFileInfo(analysis->path).fileName();
+        info.image = QFileInfo(analysis->path).fileName().toStdString();
     if (const auto& t = m_slots[0]->trace())
         info.numPrefixTokens = t->trace.numPrefixTokens;
     m_imagePanel->setData(std::move(series), analysis ? analysis->decomposition : nullptr, info);

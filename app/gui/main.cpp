@@ -1,6 +1,8 @@
 // attnscope: the desktop window. `attnscope [MODEL] [IMAGE|FOLDER...]`
 #include "MainWindow.h"
 
+#include <RuntimeDir.h>
+
 #include <attnscope/Model.h>
 
 #include <QApplication>
@@ -84,6 +86,7 @@ void timeSelections(MainWindow& window, int count, int pauseMs)
 
 int main(int argc, char** argv)
 {
+    attnscope::ensureRuntimeDir(); // before Qt looks for it (RuntimeDir.h)
     QApplication app(argc, argv);
     QApplication::setApplicationName("attnscope");
     QApplication::setOrganizationName("attnscope");

@@ -1,36 +1,15 @@
 #include "Figures.h"
 
+#include "FigureDrawing.h"
+
 #include <attnscope/Files.h>
 
-#include <AttentionGridFigure.h>
-#include <FigureCatalog.h>
-#include <FigureExport.h>
+#include <FigureData.h>
 
-#include <QApplication>
-#include <qcustomplot.h>
-
-#include <cmath>
 #include <filesystem>
-#include <memory>
 
 namespace fs = std::filesystem;
 using namespace attnscope;
-
-namespace {
-
-// QCustomPlot needs a QApplication; the CLI draws offscreen whatever the environment says.
-void ensureApplication()
-{
-    if (QCoreApplication::instance())
-        return;
-    qputenv("QT_QPA_PLATFORM", "offscreen");
-    static int argc = 1;
-    static char name[] = "attnscope-cli";
-    static char* argv[] = { name, nullptr };
-    static QApplication app(argc, argv);
-}
-
-} // namespace
 
 Result<std::vector<std::string>> parseFigureFormats(const std::string& list)
 {
@@ -92,9 +71,8 @@ std::string attentionGridCsv(const AttentionGrid& g)
 std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>& runs, const AttentionGrid* grid,
                          const LogitDecomposition* decomposition, const std::vector<std::string>& formats)
 {
-    if (formats.empty() || runs.empty())
+    if (runs.empty())
         return {};
-    ensureApplication();
     const fs::path dir = fs::path(outDir) / "figures";
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -105,37 +83,25 @@ std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>
         data.series.push_back(summaryOf(r));
     if (decomposition) {
         data.decomposition = decomposition;
-        data.decompositionInfo.model = QString::fromStdString(data.series.front().model);
-        data.decompositionInfo.image = grid ? QString::fromStdString(grid->image) : QString();
+        data.decompositionInfo.model = data.series.front().model;
+        data.decompositionInfo.image = grid ? grid->image : std::string();
         data.decompositionInfo.numPrefixTokens = grid ? grid->numPrefixTokens : 1;
     }
-    for (Figure figure : allFigures()) {
-        if (!figureHasData(figure, data))
-            continue;
-        const QSize size = figureSize(figure, data);
-        auto plot = std::make_unique<QCustomPlot>();
-        plot->resize(size);
-        buildFigure(plot.get(), figure, data);
-        const std::string name = figureFileName(figure);
-        for (const auto& f : formats) {
-            QString message;
-            const QString path = QString::fromStdString((dir / (name + "." + f)).string());
-            if (!exportPlot(plot.get(), path, size.width(), size.height(), &message))
-                return path.toStdString() + ": " + message.toStdString();
-        }
-        if (auto w = writeTextFile((dir / (name + ".csv")).string(), figureCsv(figure, data)); !w)
-            return w.message();
-    }
-    if (grid) {
-        const QImage image = renderAttentionGrid(*grid);
-        for (const auto& f : formats) {
-            QString message;
-            const QString path = QString::fromStdString((dir / ("attention_grid." + f)).string());
-            if (!exportImage(image, path, &message))
-                return path.toStdString() + ": " + message.toStdString();
-        }
+    // The data first, in every build; then the pictures of it, where this build draws them.
+    for (Figure figure : allFigures())
+        if (figureHasData(figure, data))
+            if (auto w = writeTextFile((dir / (figureFileName(figure) + ".csv")).string(), figureCsv(figure, data)); !w)
+                return w.message();
+    if (grid)
         if (auto w = writeTextFile((dir / "attention_grid.csv").string(), attentionGridCsv(*grid)); !w)
             return w.message();
-    }
-    return {};
+    return formats.empty() ? std::string() : drawFigures(dir.string(), data, grid, formats);
+}
+
+nlohmann::json figuresRecord(const std::vector<std::string>& formats)
+{
+    nlohmann::json record = { { "drawn", formats } };
+    if (const std::string why = figureDrawingUnavailable(); !why.empty())
+        record["not_drawn"] = why;
+    return record;
 }

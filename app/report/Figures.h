@@ -5,10 +5,13 @@
 #include <attnscope/Result.h>
 #include <attnscope/Summary.h>
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
-// The figures of an output folder (figures/), drawn by the same plot builders as the GUI, headless.
+// The figures of an output folder (figures/): the CSV of what each plots, written by every build, and the figures
+// themselves, drawn by the same plot builders as the GUI where the build has Qt (FigureDrawing.h).
 attnscope::Result<std::vector<std::string>> parseFigureFormats(const std::string& commaSeparated);
 
 // The layers x heads maps of `query` (by default -1: the CLS token, or the centre patch of a model without prefix
@@ -18,7 +21,10 @@ attnscope::AttentionGrid attentionGridOf(const attnscope::Trace& trace, const at
 // Its data: layer,head,row,col,attention (head "mean"; layer "rollout").
 std::string attentionGridCsv(const attnscope::AttentionGrid& grid);
 
-// Writes every figure the runs have data for, in each format, each with a CSV of the plotted data; returns an
-// error message or "".
+// Writes the CSV of every figure the runs have data for and draws the figures in each format (none: the CSVs only);
+// returns an error message or "".
 std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>& runs, const attnscope::AttentionGrid* grid,
                          const attnscope::LogitDecomposition* decomposition, const std::vector<std::string>& formats);
+
+// The manifest's "figures": the formats drawn, and in a build that draws none, why ("not_drawn").
+nlohmann::json figuresRecord(const std::vector<std::string>& formats);

@@ -291,6 +291,7 @@ attnscope::Result<ReportOutcome> finishReport(const ReportRequest& request, cons
     if (!figureError.empty())
         return Error { figureError };
     nlohmann::json manifest = results.manifest;
+    manifest["figures"] = figuresRecord(request.formats);
     const double figures = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     manifest["timings"] = { { "load_seconds", request.loadSeconds },
                             { "total_seconds", request.loadSeconds + results.analysisSeconds + figures } };

@@ -8,7 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <fstream>
+#include <set>
 #include <sstream>
 
 using namespace attnscope;
@@ -27,6 +31,36 @@ std::string firstLine(const fs::path& p)
 
 double num(const std::string& s) { return csvNumber(s); }
 
+// What a run that asked for figures must leave in figures/: the CSV of what every figure plots, in both builds; the
+// figures themselves in each format (the Qt build), or none of them and one line on stderr saying that figures need
+// the Qt build, the run going on with the data (the headless build).
+void expectFigures(const CliResult& r, const fs::path& dir, const std::vector<std::string>& figures,
+                   const std::vector<std::string>& formats)
+{
+    const auto manifest = nlohmann::json::parse(slurp(dir / "manifest.json"));
+    for (const auto& figure : figures) {
+        const fs::path csv = dir / "figures" / (figure + ".csv");
+        EXPECT_GE(countLines(slurp(csv), "."), 2) << csv << ": no data rows";
+        for (const auto& format : formats) {
+            const fs::path drawn = dir / "figures" / (figure + "." + format);
+            if (kCliDrawsFigures)
+                EXPECT_GT(fs::exists(drawn) ? fs::file_size(drawn) : 0, 1000u) << drawn;
+            else
+                EXPECT_FALSE(fs::exists(drawn)) << drawn << ": drawn by a build without Qt";
+        }
+    }
+    if (kCliDrawsFigures) {
+        EXPECT_EQ(manifest["figures"]["drawn"], nlohmann::json(formats));
+        EXPECT_FALSE(manifest["figures"].contains("not_drawn"));
+        EXPECT_EQ(countLines(r.err, "Qt"), 0) << r.err;
+    } else {
+        EXPECT_EQ(manifest["figures"]["drawn"], nlohmann::json::array());
+        EXPECT_NE(manifest["figures"].value("not_drawn", "").find("Qt build"), std::string::npos) << manifest["figures"];
+        EXPECT_EQ(countLines(r.err, "figures need the Qt build"), 1) << r.err;
+        EXPECT_EQ(countLines(r.err, "Qt"), 1) << r.err;
+    }
+}
+
 TEST_F(Cli, AnalyzeWritesEveryCsvAndFigure)
 {
     auto r = cli("analyze --model tests/golden/fixtures/tv_grid16 --images resources/samples --out " + m_dir.string()
@@ -40,12 +74,15 @@ TEST_F(Cli, AnalyzeWritesEveryCsvAndFigure)
     EXPECT_EQ(firstLine(m_dir / "snr_diagnostics.csv"), "layer,alpha,beta,gamma,gain,bound,condition_holds,sensitivity");
     for (const auto& row : readCsv(m_dir / "snr_diagnostics.csv"))
         EXPECT_GE(num(row.at("gain")), num(row.at("bound")) * (1 - 1e-9)) << "layer " << row.at("layer");
-    for (const char* figure : { "token_similarity", "snr", "snr_diagnostics", "head_centres", "attention_distance",
-                                "attention_grid", "logit_decomposition" }) {
-        for (const char* ext : { ".png", ".svg", ".pdf" })
-            EXPECT_GT(fs::file_size(m_dir / "figures" / (std::string(figure) + ext)), 1000u) << figure << ext;
-        EXPECT_TRUE(fs::exists(m_dir / "figures" / (std::string(figure) + ".csv"))) << figure;
-        auto png = decodeImage((m_dir / "figures" / (std::string(figure) + ".png")).string());
+    const std::vector<std::string> figures { "token_similarity", "snr", "snr_diagnostics", "head_centres", "attention_distance",
+                                             "attention_grid", "logit_decomposition" };
+    expectFigures(r, m_dir, figures, { "png", "svg", "pdf" });
+    EXPECT_EQ(firstLine(m_dir / "figures" / "attention_grid.csv"), "layer,head,row,col,attention");
+    EXPECT_EQ(firstLine(m_dir / "figures" / "logit_decomposition.csv"), "term,query,key,value");
+    if (!kCliDrawsFigures)
+        return;
+    for (const auto& figure : figures) {
+        auto png = decodeImage((m_dir / "figures" / (figure + ".png")).string());
         ASSERT_TRUE(png.ok()) << png.message();
         EXPECT_GT(png->width, 600) << figure;
         std::set<uint8_t> levels(png->pixels.begin(), png->pixels.end());
@@ -60,18 +97,45 @@ TEST_F(Cli, AnalyzeWritesEveryCsvAndFigure)
     EXPECT_EQ(magic, "%PDF");
 }
 
+// Without --formats the Qt build draws PNGs; the headless build writes the data alone (the figures' CSVs too) and
+// says nothing about figures nobody asked for. Either way a successful run's stderr holds progress and the summary
+// only, also where XDG_RUNTIME_DIR is unset (root in a container, batch jobs), which made Qt warn.
+TEST_F(Cli, AnalyzeStderrIsCleanWithoutRuntimeDir)
+{
+    const fs::path tmp = m_dir / "tmp";
+    fs::create_directories(tmp);
+    auto r = cli("analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist --analyses similarity,attention,centres"
+                 " --out " + (m_dir / "out").string(),
+                 "env -u XDG_RUNTIME_DIR TMPDIR=" + tmp.string() + " ");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err.find("QStandardPaths"), std::string::npos) << r.err;
+    EXPECT_EQ(countLines(r.err, "."), countLines(r.err, "^analyze: |^attnscope-cli: 10 images analysed; results in ")) << r.err;
+    const auto manifest = nlohmann::json::parse(slurp(m_dir / "out" / "manifest.json"));
+    EXPECT_EQ(manifest["figures"]["drawn"], kCliDrawsFigures ? nlohmann::json { "png" } : nlohmann::json::array());
+    EXPECT_EQ(fs::exists(m_dir / "out" / "figures" / "head_centres.png"), kCliDrawsFigures);
+    EXPECT_GE(countLines(slurp(m_dir / "out" / "figures" / "head_centres.csv"), "."), 2);
+    // Where Qt runs, it found the runtime folder it would have made itself: private to this user.
+    if (kCliDrawsFigures) {
+        const auto perms = fs::status(tmp / ("runtime-" + std::string(getpwuid(geteuid())->pw_name))).permissions();
+        EXPECT_EQ(perms & fs::perms::all, fs::perms::owner_all);
+    }
+}
+
 TEST_F(Cli, ShardsMergeToTheUnshardedRun)
 {
-    const std::string common = " --model tests/golden/fixtures/tv_grid16 --images resources/samples --formats png --seed 7";
-    ASSERT_EQ(cli("analyze" + common + " --out " + (m_dir / "all").string()).status, 0);
+    const std::string common = " --model tests/golden/fixtures/tv_grid16 --images resources/samples --seed 7";
+    ASSERT_EQ(cli("analyze" + common + " --formats png --out " + (m_dir / "all").string()).status, 0);
     std::string dirs;
     for (int k = 1; k <= 3; ++k) {
+        // The figure formats do not shape the numbers: shards that differ only there (the Qt build's default and
+        // the headless build's) merge.
         const auto d = m_dir / ("shard" + std::to_string(k));
-        auto r = cli("analyze" + common + " --shard " + std::to_string(k) + "/3 --out " + d.string());
+        auto r = cli("analyze" + common + (k == 3 ? " --formats ''" : " --formats png") + " --shard " + std::to_string(k) + "/3 --out "
+                     + d.string());
         ASSERT_EQ(r.status, 0) << r.err;
         dirs += " " + d.string();
     }
-    auto merged = cli("merge" + dirs + " --out " + (m_dir / "merged").string());
+    auto merged = cli("merge" + dirs + " --formats png --out " + (m_dir / "merged").string());
     ASSERT_EQ(merged.status, 0) << merged.err;
     const auto read = [](const fs::path& p) {
         std::ifstream in(p);
@@ -87,9 +151,18 @@ TEST_F(Cli, ShardsMergeToTheUnshardedRun)
         EXPECT_NEAR(p.sd(), s.sd(), 1e-9 * std::max(1.0, s.sd())) << key;
     }
     EXPECT_TRUE(fs::exists(m_dir / "merged" / "token_similarity.csv"));
-    EXPECT_TRUE(fs::exists(m_dir / "merged" / "figures" / "token_similarity.png"));
+    expectFigures(merged, m_dir / "merged", { "token_similarity", "snr", "head_centres", "attention_distance" }, { "png" });
     const auto manifest = nlohmann::json::parse(std::ifstream(m_dir / "merged" / "manifest.json"));
     EXPECT_EQ(manifest["images"].size(), 14u);
+    // Options that do shape the numbers must agree.
+    const auto otherSeed = m_dir / "other-seed";
+    ASSERT_EQ(cli("analyze --model tests/golden/fixtures/tv_grid16 --images resources/samples --seed 8 --formats png --shard 2/3 --out "
+                  + otherSeed.string())
+                  .status,
+              0);
+    auto mismatch = cli("merge " + (m_dir / "shard1").string() + " " + otherSeed.string() + " --out " + (m_dir / "bad").string());
+    EXPECT_EQ(mismatch.status, 1);
+    EXPECT_EQ(countLines(mismatch.err, "other options than .*shards must match"), 1) << mismatch.err;
 }
 
 TEST_F(Cli, InterruptLeavesNoPartialFile)

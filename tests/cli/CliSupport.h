@@ -5,8 +5,25 @@
 #include <sys/wait.h>
 
 #include <fstream>
+#include <regex>
+#include <sstream>
 
 namespace attnscope::test {
+
+// Whether the attnscope-cli under test draws figures (the Qt build) or writes only their CSVs and says so in one
+// line (the headless build, ATTNSCOPE_GUI=OFF). Tests that check figures expect the one or the other.
+inline constexpr bool kCliDrawsFigures = ATTNSCOPE_CLI_DRAWS_FIGURES;
+
+// The lines of `text` that match `pattern`.
+inline int countLines(const std::string& text, const std::string& pattern)
+{
+    const std::regex re(pattern);
+    std::istringstream in(text);
+    int n = 0;
+    for (std::string line; std::getline(in, line);)
+        n += std::regex_search(line, re);
+    return n;
+}
 
 struct CliResult {
     int status = -1;

@@ -1,11 +1,14 @@
 // One binary for every window test class (tests/gui/*Test.cpp register themselves).
 #include "GuiTestSupport.h"
 
+#include <RuntimeDir.h>
+
 #include <QApplication>
 #include <QtTest>
 
 int main(int argc, char** argv)
 {
+    attnscope::ensureRuntimeDir(); // no QStandardPaths warning where XDG_RUNTIME_DIR is unset
     QApplication app(argc, argv);
     QCoreApplication::setOrganizationName("attnscope-tests");
     QCoreApplication::setApplicationName("attnscope-tests");

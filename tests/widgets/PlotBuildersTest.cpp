@@ -59,7 +59,7 @@ const std::map<QString, Figure>& figures()
         { "logit_decomposition",
             { [](QCustomPlot* p) {
                  buildLogitDecompositionFigure(p, testdata::makeDecomposition(), 1,
-                     { QStringLiteral("ViT-S/16"), QStringLiteral("synthetic.png"), 1 }, PlotStyle());
+                     { "ViT-S/16", "synthetic.png", 1 }, PlotStyle());
              },
                 logitDecompositionFigureSize() } },
     };

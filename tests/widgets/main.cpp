@@ -1,6 +1,8 @@
 // widgets_tests: the QtTest classes of tests/widgets, run in one process with one QApplication (QCustomPlot needs
 // it). Headless: the offscreen platform unless QT_QPA_PLATFORM says otherwise.
 
+#include <RuntimeDir.h>
+
 #include <QApplication>
 #include <QtTest>
 #include <memory>
@@ -16,6 +18,7 @@ int main(int argc, char** argv)
 {
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
+    attnscope::ensureRuntimeDir(); // no QStandardPaths warning where XDG_RUNTIME_DIR is unset
     QApplication app(argc, argv);
     int failed = 0;
     for (auto make :

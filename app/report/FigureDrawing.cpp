@@ -1,0 +1,67 @@
+// FigureDrawing.h in the Qt build: the GUI's plot builders draw offscreen.
+#include "FigureDrawing.h"
+
+#include <AttentionGridFigure.h>
+#include <FigureCatalog.h>
+#include <FigureExport.h>
+#include <QApplication>
+#include <RuntimeDir.h>
+#include <filesystem>
+#include <memory>
+#include <qcustomplot.h>
+
+namespace fs = std::filesystem;
+using namespace attnscope;
+
+namespace {
+
+// QCustomPlot needs a QApplication; the CLI draws offscreen whatever the environment says.
+void ensureApplication()
+{
+    if (QCoreApplication::instance())
+        return;
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+    attnscope::ensureRuntimeDir();
+    static int argc = 1;
+    static char name[] = "attnscope-cli";
+    static char* argv[] = { name, nullptr };
+    static QApplication app(argc, argv);
+}
+
+} // namespace
+
+std::string figureDrawingUnavailable() { return {}; }
+
+std::string defaultFigureFormats() { return "png"; }
+
+std::string drawFigures(
+    const std::string& dir, const FigureData& data, const AttentionGrid* grid, const std::vector<std::string>& formats)
+{
+    if (formats.empty())
+        return {};
+    ensureApplication();
+    for (Figure figure : allFigures()) {
+        if (!figureHasData(figure, data))
+            continue;
+        const QSize size = figureSize(figure, data);
+        auto plot = std::make_unique<QCustomPlot>();
+        plot->resize(size);
+        buildFigure(plot.get(), figure, data);
+        for (const auto& f : formats) {
+            QString message;
+            const QString path = QString::fromStdString((fs::path(dir) / (figureFileName(figure) + "." + f)).string());
+            if (!exportPlot(plot.get(), path, size.width(), size.height(), &message))
+                return path.toStdString() + ": " + message.toStdString();
+        }
+    }
+    if (grid) {
+        const QImage image = renderAttentionGrid(*grid);
+        for (const auto& f : formats) {
+            QString message;
+            const QString path = QString::fromStdString((fs::path(dir) / ("attention_grid." + f)).string());
+            if (!exportImage(image, path, &message))
+                return path.toStdString() + ": " + message.toStdString();
+        }
+    }
+    return {};
+}

@@ -1,0 +1,23 @@
+#pragma once
+
+// Drawing the figures of an output folder as PNG, SVG or PDF. CMake builds one of two implementations:
+// FigureDrawing.cpp in the Qt build (ATTNSCOPE_GUI=ON: the GUI's plot builders, QCustomPlot, offscreen) and
+// FigureDrawingHeadless.cpp in the headless build (ATTNSCOPE_GUI=OFF: no Qt linked, nothing drawn). The figures'
+// CSVs do not come through here: writeFigures (Figures.h) writes them in both builds.
+
+#include <FigureData.h>
+#include <attnscope/Summary.h>
+#include <string>
+#include <vector>
+
+// "" where this build draws figures; otherwise why it cannot, as a phrase ("figures need the Qt build ...").
+std::string figureDrawingUnavailable();
+
+// The figure formats of `analyze` and `merge` when --formats is not given: "png" where figures can be drawn, ""
+// (the data only) where they cannot.
+std::string defaultFigureFormats();
+
+// Draws every figure of `data` that has data, and the attention grid when given, into `dir` as <name>.<format> for
+// each format; returns an error message naming the file, or "".
+std::string drawFigures(const std::string& dir, const attnscope::FigureData& data, const attnscope::AttentionGrid* grid,
+    const std::vector<std::string>& formats);

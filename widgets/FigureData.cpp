@@ -1,0 +1,122 @@
+#include "FigureData.h"
+
+#include <attnscope/Files.h>
+
+#include <algorithm>
+
+namespace attnscope {
+
+namespace {
+
+std::string quoted(const std::string& s)
+{
+    std::string q = "\"";
+    for (char c : s)
+        q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+}
+
+const AnalysisSummary* first(const FigureData& data) { return data.series.empty() ? nullptr : &data.series.front(); }
+
+} // namespace
+
+const std::vector<Figure>& allFigures()
+{
+    static const std::vector<Figure> all { Figure::TokenSimilarity, Figure::Snr, Figure::SnrDiagnostics, Figure::HeadCentres,
+                                           Figure::AttentionDistance, Figure::LogitDecomposition };
+    return all;
+}
+
+std::string figureFileName(Figure figure)
+{
+    switch (figure) {
+    case Figure::TokenSimilarity: return "token_similarity";
+    case Figure::Snr: return "snr";
+    case Figure::SnrDiagnostics: return "snr_diagnostics";
+    case Figure::HeadCentres: return "head_centres";
+    case Figure::AttentionDistance: return "attention_distance";
+    case Figure::LogitDecomposition: return "logit_decomposition";
+    }
+    return {};
+}
+
+bool figureHasData(Figure figure, const FigureData& data)
+{
+    const AnalysisSummary* s = first(data);
+    switch (figure) {
+    case Figure::TokenSimilarity: return s && !s->tokenSimilarity.empty();
+    case Figure::Snr: return s && !s->snr.empty();
+    case Figure::SnrDiagnostics: return s && !s->snrDiagnostics.empty();
+    case Figure::HeadCentres:
+    case Figure::AttentionDistance: return s && !s->headCentres.empty();
+    case Figure::LogitDecomposition: return data.decomposition != nullptr;
+    }
+    return false;
+}
+
+std::string figureCsv(Figure figure, const FigureData& data)
+{
+    std::string csv;
+    switch (figure) {
+    case Figure::TokenSimilarity:
+        csv = "label,layer,tap,tokens,mean,sd,ci95,n\n";
+        for (const auto& s : data.series)
+            for (const auto& r : s.tokenSimilarity)
+                if (r.tap == Tap::Block)
+                    csv += quoted(s.label) + "," + std::to_string(r.layer) + "," + toString(r.tap) + "," + toString(r.tokens) + ","
+                        + csvNumber(r.value.mean) + "," + csvNumber(r.value.sd) + "," + csvNumber(r.value.ci95) + ","
+                        + std::to_string(r.value.n) + "\n";
+        break;
+    case Figure::Snr:
+        csv = "label,perturbation,layer,tap,snr_db_mean,snr_db_sd,ci95,n\n";
+        for (const auto& s : data.series)
+            for (const auto& r : s.snr)
+                csv += quoted(s.label) + "," + quoted(r.perturbation) + "," + std::to_string(r.layer) + "," + toString(r.tap) + ","
+                    + csvNumber(r.snrDb.mean) + "," + csvNumber(r.snrDb.sd) + "," + csvNumber(r.snrDb.ci95) + ","
+                    + std::to_string(r.snrDb.n) + "\n";
+        break;
+    case Figure::SnrDiagnostics:
+        csv = "label,perturbation,layer,alpha,beta,gamma,gain,bound,condition_share,sensitivity\n";
+        for (const auto& s : data.series)
+            for (const auto& r : s.snrDiagnostics)
+                csv += quoted(s.label) + "," + quoted(r.perturbation) + "," + std::to_string(r.layer) + "," + csvNumber(r.alpha.mean)
+                    + "," + csvNumber(r.beta.mean) + "," + csvNumber(r.gamma.mean) + "," + csvNumber(r.gain.mean) + ","
+                    + csvNumber(r.bound.mean) + "," + csvNumber(r.conditionShare) + "," + csvNumber(r.sensitivity.mean) + "\n";
+        break;
+    case Figure::HeadCentres:
+        csv = "label,layer,head,centre_dy,centre_dx,mean_distance_px,contour50,offset_map\n";
+        if (const AnalysisSummary* s = first(data))
+            for (const auto& r : s->headCentres) {
+                std::string map;
+                for (double v : r.offsetMap)
+                    map += (map.empty() ? "" : " ") + csvNumber(v);
+                csv += quoted(s->label) + "," + std::to_string(r.layer) + "," + std::to_string(r.head) + ","
+                    + csvNumber(r.centreDy.mean) + "," + csvNumber(r.centreDx.mean) + "," + csvNumber(r.meanDistancePx.mean) + ","
+                    + csvNumber(r.contour50) + "," + map + "\n";
+            }
+        break;
+    case Figure::AttentionDistance:
+        csv = "label,layer,head,mean_distance_px,n\n";
+        for (const auto& s : data.series)
+            for (const auto& r : s.headCentres)
+                csv += quoted(s.label) + "," + std::to_string(r.layer) + "," + std::to_string(r.head) + ","
+                    + csvNumber(r.meanDistancePx.mean) + "," + std::to_string(r.meanDistancePx.n) + "\n";
+        break;
+    case Figure::LogitDecomposition:
+        csv = "term,query,key,value\n";
+        if (const LogitDecomposition* d = data.decomposition) {
+            const int64_t n = d->tt.size(1);
+            const int64_t head = d->tt.dim() == 3 ? std::clamp<int64_t>(data.decompositionHead, 0, d->tt.size(0) - 1) : 0;
+            for (auto [t, name] : { std::pair<const Tensor*, const char*> { &d->tt, "TT" }, { &d->tp, "TP" }, { &d->pt, "PT" },
+                                    { &d->pp, "PP" } })
+                for (int64_t q = 0; q < n; ++q)
+                    for (int64_t k = 0; k < n; ++k)
+                        csv += std::string(name) + "," + std::to_string(q) + "," + std::to_string(k) + ","
+                            + csvNumber(t->data()[(head * n + q) * n + k]) + "\n";
+        }
+        break;
+    }
+    return csv;
+}
+
+} // namespace attnscope

@@ -1,0 +1,33 @@
+#pragma once
+
+// The figures attnscope draws, as data: which figures there are, what each is drawn from, its file name and the CSV
+// of what it plots. No Qt: the headless build (ATTNSCOPE_GUI=OFF) writes these CSVs too, and FigureCatalog.h draws
+// the same table with QCustomPlot in the Qt build.
+
+#include "LogitDecompositionInfo.h"
+
+#include <attnscope/Analyses.h>
+#include <attnscope/Summary.h>
+#include <string>
+#include <vector>
+
+namespace attnscope {
+
+enum class Figure { TokenSimilarity, Snr, SnrDiagnostics, HeadCentres, AttentionDistance, LogitDecomposition };
+
+// What the figures are drawn from: one summary per curve (model, variant, compared model), and for the logit
+// decomposition one image's decomposition (optional, not owned).
+struct FigureData {
+    std::vector<AnalysisSummary> series;
+    const LogitDecomposition* decomposition = nullptr;
+    LogitDecompositionInfo decompositionInfo;
+    int decompositionHead = 0;
+};
+
+const std::vector<Figure>& allFigures();
+std::string figureFileName(Figure figure); // "token_similarity" (the names in the output folder's figures/)
+bool figureHasData(Figure figure, const FigureData& data);
+// The plotted data as CSV text, with a header row.
+std::string figureCsv(Figure figure, const FigureData& data);
+
+} // namespace attnscope
