@@ -1,5 +1,7 @@
 #include "MainWindow.h"
 
+#include "LaunchArguments.h"
+
 #include <AttentionGridFigure.h>
 #include <FigureExport.h>
 #include <Figures.h>
@@ -34,19 +36,6 @@
 using namespace attnscope;
 
 namespace {
-
-bool isImageFile(const QString& path)
-{
-    static const QStringList suffixes { "png", "jpg", "jpeg", "bmp", "tif", "tiff", "webp", "pgm", "ppm", "gif" };
-    return suffixes.contains(QFileInfo(path).suffix().toLower());
-}
-
-bool isModelFile(const QString& path)
-{
-    static const QStringList suffixes { "safetensors", "pt", "pth", "bin", "json" };
-    return suffixes.contains(QFileInfo(path).suffix().toLower())
-        || (QFileInfo(path).isDir() && (QFileInfo::exists(path + "/config.json") || QFileInfo::exists(path + "/model.safetensors")));
-}
 
 // The same place in another model's token grid: prefix tokens map to prefix tokens (or the centre patch when
 // there are none), patches by their centre's relative position.
@@ -211,7 +200,7 @@ void MainWindow::addImages(const QStringList& paths)
             QDirIterator it(p, QDir::Files, QDirIterator::Subdirectories);
             QStringList found;
             while (it.hasNext())
-                if (const QString f = it.next(); isImageFile(f))
+                if (const QString f = it.next(); hasImageSuffix(f))
                     found << f;
             found.sort();
             files << found;
@@ -441,7 +430,7 @@ void MainWindow::dropEvent(QDropEvent* event)
         const QString path = url.toLocalFile();
         if (path.isEmpty())
             continue;
-        if (isModelFile(path))
+        if (isModelPath(path))
             openModel(path);
         else
             images << path;

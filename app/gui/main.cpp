@@ -1,4 +1,6 @@
-// attnscope: the desktop window. `attnscope [MODEL] [IMAGE|FOLDER...]`
+// attnscope: the desktop window. `attnscope [MODEL] [IMAGE|FOLDER...]`, or `attnscope IMAGE|FOLDER...` with the
+// default model (LaunchArguments.h).
+#include "LaunchArguments.h"
 #include "MainWindow.h"
 
 #include <RuntimeDir.h>
@@ -96,8 +98,10 @@ int main(int argc, char** argv)
     parser.setApplicationDescription("A microscope for attention in vision transformers");
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addPositionalArgument("model", "model file, folder or builtin:NAME (default builtin:fmnist-vit)");
-    parser.addPositionalArgument("images", "images or folders to open");
+    parser.addPositionalArgument("model", "model file, folder, description .json or builtin:NAME (default builtin:fmnist-vit; "
+                                          "when the first argument is an image or a folder of images, the default model opens with them)",
+                                 "[MODEL]");
+    parser.addPositionalArgument("images", "images or folders to open", "[IMAGES...]");
     QCommandLineOption compare("compare", "a second model, side by side", "MODEL");
     QCommandLineOption screenshot("screenshot", "save a picture of the window to FILE once the first image is analysed, then quit", "FILE");
     QCommandLineOption layer("layer", "layer to show (1-based)", "L");
@@ -114,14 +118,14 @@ int main(int argc, char** argv)
                                   "N[,PAUSE]");
     parser.addOptions({ compare, screenshot, layer, head, query, variant, figure, set, setFigure, timeStartup, timeSelect });
     parser.process(app);
-    const QStringList args = parser.positionalArguments();
+    const LaunchArguments launch = splitLaunchArguments(parser.positionalArguments());
     MainWindow window;
     window.resize(1280, 860);
     window.show();
-    window.openModel(args.value(0, "builtin:fmnist-vit"));
+    window.openModel(launch.model);
     if (parser.isSet(compare))
         window.openCompareModel(parser.value(compare));
-    window.addImages(args.mid(1));
+    window.addImages(launch.images);
     if (parser.isSet(timeStartup)) // `make bench`: cold start to the first heatmap drawn
         QObject::connect(&window, &MainWindow::imageReady, &window, [&] {
             window.repaint(); // the heatmap painted, not only scheduled

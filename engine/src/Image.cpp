@@ -163,6 +163,17 @@ Result<Image> decodeImage(const std::string& path, const DecodeOptions& options)
     return img;
 }
 
+std::string imageFormatOf(const std::string& path)
+{
+    // Every signature readImageHeader knows lies in the first 16 bytes (JPEG 2000's box signature is the longest: 12).
+    std::ifstream in(path, std::ios::binary);
+    char bytes[64] = {};
+    in.read(bytes, sizeof bytes);
+    if (in.gcount() <= 0)
+        return {};
+    return readImageHeader(reinterpret_cast<const uint8_t*>(bytes), size_t(in.gcount())).format;
+}
+
 Result<bool> writeImage(const std::string& path, const Image& image)
 {
     if (image.empty())

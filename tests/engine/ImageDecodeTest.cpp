@@ -110,4 +110,19 @@ TEST_F(ImageDecode, BadFilesSayWhy)
     }
 }
 
+// The format by content, whatever the name says: how the window tells a photo without a suffix from a model.
+TEST_F(ImageDecode, FormatOfAFileIsReadFromItsFirstBytes)
+{
+    const std::string bad = ATTNSCOPE_TEST_SOURCE_DIR "/data/bad/";
+    EXPECT_EQ(imageFormatOf(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/chelsea.png"), "PNG");
+    EXPECT_EQ(imageFormatOf(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/rocket.jpg"), "JPEG");
+    EXPECT_EQ(imageFormatOf(bad + "image_ok.webp"), "WebP");
+    EXPECT_EQ(imageFormatOf(bad + "image_png_named.jpg"), "PNG");
+    EXPECT_EQ(imageFormatOf(bad + "image_animated.gif"), "GIF"); // recognised, though decodeImage refuses it
+    EXPECT_EQ(imageFormatOf(bad + "image_truncated_header.png"), "PNG");
+    for (const std::string other : { bad + "image_text.png", bad + "image_empty.png", bad + "model_ok.safetensors",
+                                     goldenDir() + "/tv_grid16/config.json", path("missing.png"), m_dir.string() })
+        EXPECT_EQ(imageFormatOf(other), "") << other;
+}
+
 } // namespace

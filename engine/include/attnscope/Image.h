@@ -36,6 +36,11 @@ struct DecodeOptions {
 // line naming the file: empty, not an image, truncated header, zero size, over the pixel budget, corrupt data.
 Result<Image> decodeImage(const std::string& path, const DecodeOptions& options = {});
 
+// The image format a file's first bytes declare ("PNG", "JPEG", "GIF", ...), by content and without decoding; ""
+// when they carry no image signature or the file cannot be read. For telling images from other files (a photo
+// without a suffix), not a promise that decodeImage succeeds (GIF is recognised and refused).
+std::string imageFormatOf(const std::string& path);
+
 // Writes an 8-bit image (PNG/JPEG by suffix), via a temporary file and rename.
 Result<bool> writeImage(const std::string& path, const Image& image);
 

@@ -1,0 +1,28 @@
+#pragma once
+
+// What the window opens from its command line, `attnscope [MODEL] [IMAGES...]`: the first argument is the model,
+// unless it is an image or a folder of images, so that `attnscope photo.jpg` (or a folder, or several images)
+// opens the default model with them.
+
+#include <QString>
+#include <QStringList>
+
+struct LaunchArguments {
+    QString model; // builtin:NAME, a model file, folder or description .json
+    QStringList images; // image files and folders, in the order given
+};
+
+LaunchArguments splitLaunchArguments(
+    const QStringList& positional, const QString& defaultModel = QStringLiteral("builtin:fmnist-vit"));
+
+// An image by its suffix (png, jpg, ...; any case).
+bool hasImageSuffix(const QString& path);
+// A model's file or folder: builtin:NAME; a file named .safetensors, .pt, .pth, .bin or .json (a model
+// description); a folder holding model.safetensors, *.safetensors, *.pt, *.pth, pytorch_model.bin, config.json or
+// attnscope.json.
+bool isModelPath(const QString& path);
+// An image file: by its suffix (existing or not, so that a missing photo is reported as a missing image), or, for a
+// file whose suffix names neither an image nor a model, by the signature of its first bytes.
+bool isImagePath(const QString& path);
+// A folder with an image in it (at any depth) that is not a model's folder.
+bool isImageFolder(const QString& path);

@@ -1,0 +1,127 @@
+// `attnscope [MODEL] [IMAGES...]`: what the window opens from its arguments. The first minute of a new user is
+// `attnscope photo.jpg`: the default model with that photo, not the photo taken for a model.
+#include "LaunchArguments.h"
+
+#include "GuiTestSupport.h"
+
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace guitest;
+
+namespace {
+
+const QString kDefault = QStringLiteral("builtin:fmnist-vit");
+
+QString write(const QString& path, const QByteArray& bytes)
+{
+    QFile f(path);
+    f.open(QIODevice::WriteOnly);
+    f.write(bytes);
+    return path;
+}
+
+QByteArray readAll(const QString& path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+} // namespace
+
+class LaunchArgumentsTest : public QObject {
+    Q_OBJECT
+private slots:
+    void modelThenImages()
+    {
+        auto a = splitLaunchArguments({});
+        QCOMPARE(a.model, kDefault);
+        QVERIFY(a.images.isEmpty());
+        a = splitLaunchArguments({ "builtin:fmnist-neutreno" });
+        QCOMPARE(a.model, QStringLiteral("builtin:fmnist-neutreno"));
+        a = splitLaunchArguments({ kFixture, kImage, kSamples }); // a model folder (model.safetensors, config.json)
+        QCOMPARE(a.model, kFixture);
+        QCOMPARE(a.images, QStringList({ kImage, kSamples }));
+        for (const QString model :
+            { kFixture + "/model.safetensors", QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/engine/data/pt/flatten.pt"),
+                QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../docs/examples/cifar10-vit-tintn.json") }) {
+            a = splitLaunchArguments({ model, kImage });
+            QCOMPARE(a.model, model);
+            QCOMPARE(a.images, QStringList({ kImage }));
+        }
+    }
+
+    void imagesAloneOpenTheDefaultModel()
+    {
+        const QString jpeg = kSamples + "/rocket.jpg";
+        const QString fashion = kSamples + "/fashion-mnist";
+        for (const QStringList& args : { QStringList { kImage }, QStringList { jpeg, kImage }, QStringList { kSamples },
+                 QStringList { fashion, jpeg } }) {
+            const auto a = splitLaunchArguments(args);
+            QCOMPARE(a.model, kDefault);
+            QCOMPARE(a.images, args);
+        }
+    }
+
+    void decidesByContentWhereTheSuffixSaysNothing()
+    {
+        QTemporaryDir dir;
+        // A photo saved without a suffix, and one with an upper-case suffix, are images.
+        const QString photo = write(dir.filePath("photo"), readAll(kImage));
+        const QString upper = write(dir.filePath("ROCKET.JPG"), readAll(kSamples + "/rocket.jpg"));
+        QCOMPARE(splitLaunchArguments({ photo }).images, QStringList({ photo }));
+        QCOMPARE(splitLaunchArguments({ upper }).model, kDefault);
+        // Anything else stays the model, so that the loader names it with what is wrong.
+        const QString text = write(dir.filePath("notes"), "not a model, not an image");
+        QCOMPARE(splitLaunchArguments({ text, kImage }).model, text);
+        const QString bare = write(dir.filePath("weights"), readAll(kFixture + "/model.safetensors"));
+        QCOMPARE(splitLaunchArguments({ bare }).model, bare);
+        // A missing file: an image by its suffix (reported as a missing image), otherwise a missing model.
+        QCOMPARE(
+            splitLaunchArguments({ dir.filePath("missing.jpg") }).images, QStringList({ dir.filePath("missing.jpg") }));
+        QCOMPARE(splitLaunchArguments({ dir.filePath("missing-model") }).model, dir.filePath("missing-model"));
+    }
+
+    void foldersByWhatTheyHold()
+    {
+        QTemporaryDir dir;
+        QDir(dir.path()).mkpath("photos/2024");
+        write(dir.filePath("photos/2024/cat.png"), readAll(kImage));
+        QCOMPARE(splitLaunchArguments({ dir.filePath("photos") }).model, kDefault); // images below, no model
+        // Model files beside images: a model folder (its images are not opened as the set).
+        QDir(dir.path()).mkpath("vit");
+        write(dir.filePath("vit/model.safetensors"), readAll(kFixture + "/model.safetensors"));
+        write(dir.filePath("vit/example.png"), readAll(kImage));
+        QCOMPARE(splitLaunchArguments({ dir.filePath("vit") }).model, dir.filePath("vit"));
+        QDir(dir.path()).mkpath("empty");
+        QCOMPARE(
+            splitLaunchArguments({ dir.filePath("empty") }).model, dir.filePath("empty")); // "no model in this folder"
+    }
+
+    // The executable itself: `attnscope photo.png` shows the photo through the default model (--screenshot quits
+    // with status 1 on any error the window shows, such as the photo taken for a model).
+    void photoAloneOpensTheWindowOnIt()
+    {
+        QTemporaryDir dir;
+        const QString shot = dir.filePath("first-minute.png");
+        QProcess window;
+        window.setProcessChannelMode(QProcess::ForwardedChannels);
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert("QT_QPA_PLATFORM", "offscreen");
+        env.insert("XDG_CONFIG_HOME", dir.filePath("config"));
+        window.setProcessEnvironment(env);
+        window.start(QStringLiteral(ATTNSCOPE_WINDOW),
+            { kSamples + "/fashion-mnist/test-0000-ankle-boot.png", "--screenshot", shot });
+        QVERIFY(window.waitForFinished(120000));
+        QCOMPARE(window.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(window.exitCode(), 0);
+        const QImage picture(shot);
+        QVERIFY(!picture.isNull());
+        QVERIFY(distinctColours(picture) > 50);
+    }
+};
+
+static const int registered = registerTest<LaunchArgumentsTest>();
+#include "LaunchArgumentsTest.moc"
