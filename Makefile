@@ -7,12 +7,16 @@ BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OUT ?= attnscope-out
 
-.PHONY: all deps configure build test run clean install screenshots bench fuzz test-asan test-tsan headless test-headless
+.PHONY: all deps deps-headless test-fresh configure build test run clean install screenshots bench fuzz test-asan test-tsan headless test-headless
 
 all: build
 
 deps:
 	@./scripts/install-deps.sh
+
+# The packages of the build without Qt only (scripts/debian-packages.txt less those marked gui).
+deps-headless:
+	@./scripts/install-deps.sh --headless
 
 # The generated Makefile is the stamp: a failed configure leaves a CMakeCache.txt but no Makefile.
 $(BUILD_DIR)/Makefile: | deps
@@ -34,6 +38,13 @@ install: build
 
 clean:
 	rm -rf build
+
+# The README's make test as a new user meets it: a bare Debian 12 root (debootstrap), a clean clone of HEAD with
+# ../shared beside it; first the build without Qt, then make test, then the two builds' data files compared.
+# CI runs exactly this (.ci/run). Needs root. FRESH_STEPS: a subset of "headless test compare".
+FRESH_STEPS ?=
+test-fresh:
+	./scripts/test-fresh.sh $(FRESH_STEPS)
 
 screenshots: build
 	@./scripts/screenshots.sh $(BUILD_DIR)
@@ -74,7 +85,7 @@ test-tsan: deps
 
 # The build without Qt (ATTNSCOPE_GUI=OFF, preset headless): the engine, attnscope-cli and attnscope-train; the CLI
 # writes every data file, the figures' CSVs included, and no picture. Nothing of Qt or QCustomPlot is needed.
-$(CURDIR)/build/headless/Makefile:
+$(CURDIR)/build/headless/Makefile: | deps-headless
 	cmake --preset headless
 
 headless: $(CURDIR)/build/headless/Makefile
