@@ -61,3 +61,11 @@ else()
     message(STATUS "LibTorch ${Torch_VERSION}: Debian's oneDNN 2 not used (this LibTorch carries its own oneDNN 3); "
                    "linear layers through at::linear, attention products through at::matmul")
 endif()
+
+# The wheels of LibTorch 2.x export copies of libstdc++'s std::filesystem functions from libtorch.so and
+# libtorch_cpu.so, unversioned (pytorch/pytorch#133437). The linker binds a program's references to the first
+# library on its link line that defines them, and g++ names libstdc++ last: the program then calls LibTorch's
+# copies, and remove_all(path) there jumps to address 0. libstdc++ first on every link line binds them to libstdc++
+# (GLIBCXX_3.4.26) and puts it first in the load order; with Debian's LibTorch 1.13 nothing changes. Under the
+# sanitizers gcc still puts their runtime first. Tested by tests/engine/LinkOrderTest.cpp.
+add_link_options("SHELL:-Wl,--push-state,--no-as-needed -lstdc++ -Wl,--pop-state")
