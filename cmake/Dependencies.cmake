@@ -4,8 +4,9 @@
 set(ATTNSCOPE_LIBTORCH_DIR "" CACHE PATH "LibTorch to build against instead of Debian's (a folder with share/cmake/Torch)")
 # Torch's CMake config leaves its libraries and Caffe2's config in the cache: a build folder stays with one LibTorch.
 if(DEFINED ATTNSCOPE_LIBTORCH_CONFIGURED AND NOT ATTNSCOPE_LIBTORCH_CONFIGURED STREQUAL ATTNSCOPE_LIBTORCH_DIR)
-    message(FATAL_ERROR "${CMAKE_BINARY_DIR} was configured against the LibTorch in '${ATTNSCOPE_LIBTORCH_CONFIGURED}' "
-                        "(empty: Debian's): remove that folder to build against '${ATTNSCOPE_LIBTORCH_DIR}'")
+    message(FATAL_ERROR "${CMAKE_BINARY_DIR} was configured against another LibTorch (ATTNSCOPE_LIBTORCH_DIR "
+                        "'${ATTNSCOPE_LIBTORCH_CONFIGURED}', empty for Debian's): remove that folder to build against "
+                        "'${ATTNSCOPE_LIBTORCH_DIR}'")
 endif()
 if(ATTNSCOPE_LIBTORCH_DIR)
     if(NOT EXISTS "${ATTNSCOPE_LIBTORCH_DIR}/share/cmake/Torch/TorchConfig.cmake")
