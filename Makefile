@@ -2,12 +2,13 @@
 #   make run    install missing Debian packages, build, and open attnscope on the embedded model and samples
 #   make test   install missing Debian packages, build, and run every test
 # Reliability (docs/fuzzing.md): make fuzz [FUZZ_SECONDS=60], make test-asan, make test-tsan.
+# LibTorch 2.11 with CUDA 13.0 (README): make libtorch2 [LIBTORCH_DIR=a torch folder already there].
 PRESET ?= release
 BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OUT ?= attnscope-out
 
-.PHONY: all deps deps-headless test-fresh configure build test run clean install screenshots bench fuzz test-asan test-tsan headless test-headless
+.PHONY: all deps deps-headless test-fresh configure build test run clean install screenshots bench fuzz test-asan test-tsan headless test-headless libtorch2 libtorch2-headless get-libtorch
 
 all: build
 
@@ -49,13 +50,34 @@ test-fresh:
 screenshots: build
 	@./scripts/screenshots.sh $(BUILD_DIR)
 
-# `make bench`: the benchmarks and the Python peer in one run, then the table (docs/performance.md). Always the
-# release preset; BENCH_ARGS=--quick for a short smoke run.
-bench: deps
+# `make bench`: the benchmarks and the Python peer in one run, then the table (docs/performance.md). The release
+# preset, or BENCH_PRESET=libtorch2 for the build against LibTorch 2.11; BENCH_ARGS=--quick for a short smoke run.
+BENCH_PRESET ?= release
+bench: deps $(if $(filter libtorch2,$(BENCH_PRESET)),get-libtorch)
 	@./scripts/install-deps.sh $$(grep -v '^#' scripts/bench-packages.txt)
-	cmake --preset release -DATTNSCOPE_BUILD_BENCHMARKS=ON -DATTNSCOPE_BENCH_BASELINE=OFF
-	cmake --build --preset release -j $(JOBS) --target engine_bench dataset_bench click_bench attnscope
-	/usr/bin/python3 tests/benchmarks/run_bench.py build/release --json build/release/bench-results.json $(BENCH_ARGS)
+	cmake --preset $(BENCH_PRESET) $(if $(filter libtorch2,$(BENCH_PRESET)),$(LIBTORCH_ARGS)) \
+	    -DATTNSCOPE_BUILD_BENCHMARKS=ON -DATTNSCOPE_BENCH_BASELINE=OFF
+	cmake --build --preset $(BENCH_PRESET) -j $(JOBS) --target engine_bench dataset_bench click_bench attnscope
+	/usr/bin/python3 tests/benchmarks/run_bench.py build/$(BENCH_PRESET) --json build/$(BENCH_PRESET)/bench-results.json $(BENCH_ARGS)
+
+# `make libtorch2`: LibTorch 2.11 with CUDA 13.0 from PyPI's torch wheel, fetched once into third_party/
+# (scripts/get-libtorch.sh), then the libtorch2 preset (build/libtorch2) built and every test run. LIBTORCH_DIR=DIR
+# builds against a torch folder that is already there instead (a pip-installed torch 2.x:
+# LIBTORCH_DIR=$$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))')), and fetches nothing.
+LIBTORCH_ARGS := $(if $(LIBTORCH_DIR),-DATTNSCOPE_LIBTORCH_DIR=$(abspath $(LIBTORCH_DIR)))
+get-libtorch:
+	$(if $(LIBTORCH_DIR),@echo "LibTorch: $(LIBTORCH_DIR)",./scripts/install-deps.sh --headless python3-pip && ./scripts/get-libtorch.sh)
+
+libtorch2: deps get-libtorch
+	cmake --preset libtorch2 $(LIBTORCH_ARGS)
+	cmake --build --preset libtorch2 -j $(JOBS)
+	ctest --preset libtorch2 -j $(JOBS)
+
+# The same without Qt (a GPU node or a cluster: nothing of Qt needed or linked).
+libtorch2-headless: deps-headless get-libtorch
+	cmake --preset libtorch2-headless $(LIBTORCH_ARGS)
+	cmake --build --preset libtorch2-headless -j $(JOBS)
+	ctest --preset libtorch2-headless -j $(JOBS)
 
 # libFuzzer harnesses (clang-14, ASan+UBSan), each run for FUZZ_SECONDS from tests/fuzz/corpus.
 FUZZ_SECONDS ?= 60

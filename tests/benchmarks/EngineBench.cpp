@@ -138,9 +138,10 @@ void BM_LoadModel(benchmark::State& state)
 }
 BENCHMARK(BM_LoadModel)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// The machine's sgemm at the run's thread count, the peak the forwards are compared to: OpenBLAS (LibTorch's at::mm,
-// given as many threads as OpenMP has for the measurement; the engine otherwise keeps it at one) and oneDNN's
-// sgemm, which the forward's linear layers use. run_bench.py takes the higher.
+// The machine's sgemm at the run's thread count, the peak the forwards are compared to: LibTorch's at::mm (OpenBLAS
+// with Debian's LibTorch, given as many threads as OpenMP has for the measurement, the engine otherwise keeps it at
+// one; MKL inside LibTorch 2.x's wheel) and oneDNN's sgemm, which the forward's linear layers use when built with
+// it. run_bench.py takes the higher.
 void BM_SgemmPeak(benchmark::State& state)
 {
     const int64_t n = state.range(0);
@@ -158,7 +159,7 @@ void BM_SgemmPeak(benchmark::State& state)
     if (set && before > 0)
         set(before);
     state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
-    state.SetLabel("OpenBLAS sgemm " + std::to_string(n) + "^3, " + std::to_string(at::get_num_threads()) + " threads");
+    state.SetLabel("at::mm sgemm " + std::to_string(n) + "^3, " + std::to_string(at::get_num_threads()) + " threads");
 }
 BENCHMARK(BM_SgemmPeak)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -28,7 +28,7 @@ torch::nn::Linear randomLinear(int64_t in, int64_t out, bool bias, uint64_t seed
 TEST(PackedLinear, MatchesAtLinearOverShapesAndLayouts)
 {
     if (!PackedLinears::available())
-        GTEST_SKIP() << "built without oneDNN (libdnnl-dev): at::linear is used throughout";
+        GTEST_SKIP() << "built without oneDNN (no libdnnl-dev, or LibTorch 2.x): at::linear is used throughout";
     c10::InferenceMode inference;
     PackedLinears packed;
     at::Generator gen = at::detail::createCPUGenerator(7);
@@ -103,7 +103,7 @@ TEST(PackedLinear, EverythingElseGoesThroughAtLinear)
 TEST(PackedLinear, ThreadsShareOneCache)
 {
     if (!PackedLinears::available())
-        GTEST_SKIP() << "built without oneDNN (libdnnl-dev)";
+        GTEST_SKIP() << "built without oneDNN (no libdnnl-dev, or LibTorch 2.x)";
     PackedLinears packed;
     auto layer = randomLinear(64, 96, true, 11);
     const at::Tensor x = at::randn({ 50, 64 });
@@ -119,7 +119,7 @@ TEST(PackedLinear, ThreadsShareOneCache)
 TEST(PackedLinear, ActivationEpilogueMatchesTheSeparateActivation)
 {
     if (!PackedLinears::available())
-        GTEST_SKIP() << "built without oneDNN (libdnnl-dev)";
+        GTEST_SKIP() << "built without oneDNN (no libdnnl-dev, or LibTorch 2.x)";
     c10::InferenceMode inference;
     at::Generator gen = at::detail::createCPUGenerator(5);
     auto layer = randomLinear(96, 200, true, 9);
