@@ -16,6 +16,12 @@ std::string quoted(const std::string& s)
     return q + "\"";
 }
 
+// An estimate's columns: mean,sd,ci95,n.
+std::string estimateColumns(const Estimate& e)
+{
+    return csvNumber(e.mean) + "," + csvNumber(e.sd) + "," + csvNumber(e.ci95) + "," + std::to_string(e.n);
+}
+
 const AnalysisSummary* first(const FigureData& data) { return data.series.empty() ? nullptr : &data.series.front(); }
 
 } // namespace
@@ -64,16 +70,14 @@ std::string figureCsv(Figure figure, const FigureData& data)
             for (const auto& r : s.tokenSimilarity)
                 if (r.tap == Tap::Block)
                     csv += quoted(s.label) + "," + std::to_string(r.layer) + "," + toString(r.tap) + "," + toString(r.tokens) + ","
-                        + csvNumber(r.value.mean) + "," + csvNumber(r.value.sd) + "," + csvNumber(r.value.ci95) + ","
-                        + std::to_string(r.value.n) + "\n";
+                        + estimateColumns(r.value) + "\n";
         break;
     case Figure::Snr:
         csv = "label,perturbation,layer,tap,snr_db_mean,snr_db_sd,ci95,n\n";
         for (const auto& s : data.series)
             for (const auto& r : s.snr)
                 csv += quoted(s.label) + "," + quoted(r.perturbation) + "," + std::to_string(r.layer) + "," + toString(r.tap) + ","
-                    + csvNumber(r.snrDb.mean) + "," + csvNumber(r.snrDb.sd) + "," + csvNumber(r.snrDb.ci95) + ","
-                    + std::to_string(r.snrDb.n) + "\n";
+                    + estimateColumns(r.snrDb) + "\n";
         break;
     case Figure::SnrDiagnostics:
         csv = "label,perturbation,layer,alpha,beta,gamma,gain,bound,condition_share,sensitivity\n";
