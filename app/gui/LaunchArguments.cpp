@@ -3,6 +3,7 @@
 #include <QDir>
 #include <QDirIterator>
 #include <QFileInfo>
+#include <attnscope/Files.h>
 #include <attnscope/Image.h>
 
 namespace {
@@ -17,10 +18,7 @@ bool hasModelSuffix(const QString& path)
 
 bool hasImageSuffix(const QString& path)
 {
-    // What decodeImage reads (engine/include/attnscope/Image.h); GIF too, which it refuses with a message.
-    static const QStringList suffixes { "png", "jpg", "jpeg", "jpe", "bmp", "dib", "tif", "tiff", "webp", "pgm", "ppm",
-        "pbm", "pnm", "pfm", "sr", "ras", "jp2", "j2k", "hdr", "pic", "gif" };
-    return suffixes.contains(QFileInfo(path).suffix().toLower());
+    return attnscope::hasImageSuffix(path.toStdString()); // the engine's rule, as for the CLI's folders
 }
 
 bool isModelPath(const QString& path)

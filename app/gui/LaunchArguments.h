@@ -15,7 +15,7 @@ struct LaunchArguments {
 LaunchArguments splitLaunchArguments(
     const QStringList& positional, const QString& defaultModel = QStringLiteral("builtin:fmnist-vit"));
 
-// An image by its suffix (png, jpg, ...; any case).
+// An image by its suffix: the engine's rule (attnscope::hasImageSuffix), the one the CLI lists folders by.
 bool hasImageSuffix(const QString& path);
 // A model's file or folder: builtin:NAME; a file named .safetensors, .pt, .pth, .bin or .json (a model
 // description); a folder holding model.safetensors, *.safetensors, *.pt, *.pth, pytorch_model.bin, config.json or

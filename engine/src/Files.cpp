@@ -112,16 +112,16 @@ private:
     uint64_t m_length = 0;
 };
 
-bool isImageFile(const fs::path& p)
+} // namespace
+
+bool hasImageSuffix(const std::string& path)
 {
     static const std::set<std::string> exts { ".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp",
                                               ".pgm", ".ppm", ".pbm", ".pnm", ".jp2", ".exr", ".hdr" };
-    std::string e = p.extension().string();
+    std::string e = fs::path(path).extension().string();
     std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     return exts.count(e) != 0;
 }
-
-} // namespace
 
 Result<std::string> sha256File(const std::string& path)
 {
@@ -209,7 +209,7 @@ Result<std::vector<std::string>> expandImagePaths(const std::vector<std::string>
             std::vector<std::string> found;
             for (auto it = fs::recursive_directory_iterator(arg, fs::directory_options::skip_permission_denied, ec);
                  !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
-                if (it->is_regular_file() && isImageFile(it->path()))
+                if (it->is_regular_file() && hasImageSuffix(it->path().string()))
                     found.push_back(it->path().string());
             std::sort(found.begin(), found.end());
             if (found.empty())

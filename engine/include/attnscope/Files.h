@@ -22,6 +22,10 @@ Result<bool> writeTextFile(const std::string& path, const std::string& contents)
 // touched, so that a run sharing the folder (another shard) keeps the files it is writing. Returns how many went.
 int removeStaleTemporaries(const std::string& dir, double quietSeconds = 60.0);
 
+// Whether a file name has the suffix of an image that a folder of images contributes (png, jpg, jpeg, bmp, tif,
+// tiff, webp, pgm, ppm, pbm, pnm, jp2, exr, hdr; any case): the rule of expandImagePaths and of the window.
+bool hasImageSuffix(const std::string& path);
+
 // Expands image arguments: files as given, folders recursively (sorted), and text files listing one image path
 // per line (relative to the list's folder; '#' starts a comment). Unknown paths are an Error.
 Result<std::vector<std::string>> expandImagePaths(const std::vector<std::string>& args);
