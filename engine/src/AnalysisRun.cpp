@@ -2,7 +2,13 @@
 
 #include "attnscope/Files.h"
 
+#include "BatchedAnalyses.h"
+#include "ModelImpl.h"
+#include "StatKeys.h"
+#include "TensorImpl.h"
 #include "Threads.h"
+
+#include <ATen/ATen.h>
 
 #include <nlohmann/json.hpp>
 
@@ -17,9 +23,8 @@ namespace attnscope {
 
 namespace {
 
-const char* const kCentreFields[] = { "centre_dy", "centre_dx", "peak_dy", "peak_dx", "mean_distance_px",
-                                      "bandwidth", "prefix_mass", "window_mass" };
-const char* const kDiagnosticFields[] = { "alpha", "beta", "gamma", "gain", "bound", "condition", "sensitivity" };
+using keys::kCentreFields;
+using keys::kDiagnosticFields;
 
 uint64_t mix(uint64_t x)
 {
@@ -101,19 +106,17 @@ struct AnalysisRun::ImageResults {
 void AnalysisRun::addResults(const ImageResults& r)
 {
     for (const auto& p : r.tokenSimilarity)
-        addValue(m_stats, "ts/" + std::to_string(p.layer) + "/" + toString(p.tap) + "/" + toString(p.tokens), p.value);
+        addValue(m_stats, keys::tokenSimilarity(p.layer, p.tap, p.tokens), p.value);
     for (const auto& p : r.attentionSimilarity) {
-        addValue(m_stats, "as/" + std::to_string(p.layer) + "/successive_cos", p.successiveCos);
-        addValue(m_stats, "as/" + std::to_string(p.layer) + "/head_redundancy", p.headRedundancy);
+        addValue(m_stats, keys::attentionSimilarity(p.layer, "successive_cos"), p.successiveCos);
+        addValue(m_stats, keys::attentionSimilarity(p.layer, "head_redundancy"), p.headRedundancy);
     }
     for (const auto& h : r.headCentres) {
-        const std::string prefix = "hc/" + std::to_string(h.layer) + "/" + std::to_string(h.head) + "/";
         const double values[] = { h.centreDy, h.centreDx, h.peakDy, h.peakDx, h.meanDistancePx, h.bandwidth, h.prefixMass, h.windowMass };
         for (size_t i = 0; i < std::size(kCentreFields); ++i)
-            addValue(m_stats, prefix + kCentreFields[i], values[i]);
-        const std::string mapPrefix = "hcmap/" + std::to_string(h.layer) + "/" + std::to_string(h.head) + "/";
+            addValue(m_stats, keys::headCentre(h.layer, h.head, kCentreFields[i]), values[i]);
         for (int64_t i = 0; i < h.offsetMap.numel(); ++i)
-            addValue(m_stats, mapPrefix + std::to_string(i), h.offsetMap.data()[i]);
+            addValue(m_stats, keys::offsetMapCell(h.layer, h.head, int(i)), h.offsetMap.data()[i]);
     }
     size_t k = 0;
     for (const auto& p : r.snr.empty() ? std::vector<Perturbation> {} : m_options.perturbations) {
@@ -121,15 +124,19 @@ void AnalysisRun::addResults(const ImageResults& r)
         for (int draw = 0; draw < m_options.draws; ++draw) {
             const SnrResult& result = r.snr[k++];
             for (const auto& s : result.snr)
-                addValue(m_stats, "snr/" + spec + "/" + std::to_string(s.layer) + "/" + toString(s.tap), s.snrDb);
+                addValue(m_stats, keys::snr(spec, s.layer, s.tap), s.snrDb);
             for (const auto& d : result.diagnostics) {
-                const std::string prefix = "snrd/" + spec + "/" + std::to_string(d.layer) + "/";
                 const double values[] = { d.alpha, d.beta, d.gamma, d.gain, d.bound, d.conditionHolds ? 1.0 : 0.0, d.sensitivity };
                 for (size_t f = 0; f < std::size(kDiagnosticFields); ++f)
-                    addValue(m_stats, prefix + kDiagnosticFields[f], values[f]);
+                    addValue(m_stats, keys::snrDiagnostic(spec, d.layer, kDiagnosticFields[f]), values[f]);
             }
         }
     }
+}
+
+bool AnalysisRun::analysesOnDevice() const
+{
+    return m_options.analysesOnDevice.value_or(!implOf(*m_model).device.is_cpu());
 }
 
 Result<bool> AnalysisRun::addImage(const Model::Prepared& image, int64_t index, const std::function<bool()>& isCancelled,
@@ -154,6 +161,7 @@ Result<bool> AnalysisRun::addImages(const std::vector<const Model::Prepared*>& i
     run.isCancelled = isCancelled;
     run.neutrenoLambda = m_options.neutrenoLambda;
     run.boostT = m_options.boostT;
+    run.precision = m_options.precision;
     // One forward for every image's clean input and all its perturbed copies (none depends on another's trace),
     // in the order the statistics take them: image by image, clean first, then perturbation by draw.
     const size_t noisyPerImage = m_options.snr ? m_options.perturbations.size() * size_t(std::max(0, m_options.draws)) : 0;
@@ -172,19 +180,26 @@ Result<bool> AnalysisRun::addImages(const std::vector<const Model::Prepared*>& i
                 inputs.push_back(*noisyInput);
             }
     }
+    return analysesOnDevice() ? analyseOnDevice(inputs, images.size(), run, cleanTraces)
+                              : analyseOnHost(inputs, images.size(), run, cleanTraces);
+}
+
+Result<bool> AnalysisRun::analyseOnHost(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
+                                        std::vector<Trace>* cleanTraces)
+{
     auto traces = m_model->runBatch(inputs, run);
     if (!traces)
         return traces.error();
-    const size_t stride = 1 + noisyPerImage;
+    const size_t stride = inputs.size() / images, noisyPerImage = stride - 1;
     if (m_options.cleanTraceReady)
-        for (size_t i = 0; i < images.size(); ++i)
+        for (size_t i = 0; i < images; ++i)
             m_options.cleanTraceReady(i, (*traces)[i * stride]);
     // Every analysis of every image is a task of its own, spread over the threads (each analysis is sequential
     // inside); the SNRs, the longest, go first so that the threads finish together. The results enter the
     // statistics afterwards in one fixed order, so the numbers do not depend on the thread count.
-    std::vector<ImageResults> results(images.size());
+    std::vector<ImageResults> results(images);
     std::vector<std::function<void()>> tasks;
-    for (size_t i = 0; i < images.size(); ++i) {
+    for (size_t i = 0; i < images; ++i) {
         ImageResults& r = results[i];
         const Trace& clean = (*traces)[i * stride];
         r.snr.resize(noisyPerImage);
@@ -198,11 +213,85 @@ Result<bool> AnalysisRun::addImages(const std::vector<const Model::Prepared*>& i
             tasks.push_back([&] { r.tokenSimilarity = tokenSimilarity(clean); });
     }
     runInterOp(tasks.size(), interOpThreads(), [&](size_t t) { tasks[t](); });
-    for (size_t i = 0; i < images.size(); ++i) {
+    for (size_t i = 0; i < images; ++i) {
         addResults(results[i]);
         ++m_images;
         if (cleanTraces)
             cleanTraces->push_back(std::move((*traces)[i * stride]));
+    }
+    return true;
+}
+
+Result<bool> AnalysisRun::analyseOnDevice(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
+                                          std::vector<Trace>* cleanTraces)
+{
+    const ModelConfig& c = m_model->config();
+    const size_t stride = inputs.size() / images;
+    BatchedValues values;
+    try {
+        std::vector<at::Tensor> xs;
+        for (const auto& input : inputs) {
+            at::Tensor x = unwrap(input);
+            xs.push_back(x.dim() == 4 ? x[0] : x);
+            if (xs.back().dim() != 3 || xs.back().size(0) != c.channels || xs.back().sizes() != xs.front().sizes())
+                return Error { "a batch needs inputs [" + std::to_string(c.channels) + ", H, W] of one size" };
+        }
+        at::Tensor batch = at::stack(xs);
+        if (!implOf(*m_model).device.is_cpu())
+            batch = batch.pin_memory(); // so that the copy to the device is asynchronous
+        if (batch.size(2) % c.patchSize || batch.size(3) % c.patchSize)
+            return Error { "input size " + std::to_string(batch.size(2)) + "x" + std::to_string(batch.size(3))
+                           + " is not a multiple of the patch size " + std::to_string(c.patchSize) };
+        const BatchForward forward = forwardBatch(*m_model, batch, run);
+        BatchLayout layout;
+        layout.images = int64_t(images);
+        layout.noisyPerImage = int64_t(stride) - 1;
+        layout.gridHeight = int(batch.size(2) / c.patchSize);
+        layout.gridWidth = int(batch.size(3) / c.patchSize);
+        layout.prefixTokens = c.numPrefixTokens();
+        layout.patchSize = c.patchSize;
+        layout.depth = c.depth;
+        if (cleanTraces || m_options.cleanTraceReady) {
+            // The clean rows' logits; their taps only where the caller asked for them (a copy of every map of every
+            // image would cost more than the analyses).
+            const RecordSpec& also = m_options.alsoRecord;
+            const bool taps = m_options.cleanTraceReady || also.attention || also.blocks || also.attnBranch || also.residual;
+            std::vector<int64_t> rows;
+            for (size_t i = 0; i < images; ++i)
+                rows.push_back(int64_t(i * stride));
+            auto traces = hostTraces(*m_model, forward, batch, rows, taps);
+            if (m_options.cleanTraceReady)
+                for (size_t i = 0; i < images; ++i)
+                    m_options.cleanTraceReady(i, traces[i]);
+            if (cleanTraces)
+                for (auto& t : traces)
+                    cleanTraces->push_back(std::move(t));
+        }
+        values = analyseBatch(forward.state, layout, m_options);
+    } catch (const RunCancelled&) {
+        return Error { "cancelled" };
+    } catch (const std::invalid_argument& e) {
+        return Error { e.what() };
+    } catch (const c10::Error& e) {
+        return Error { std::string("forward failed: ") + e.what_without_backtrace() };
+    }
+    // Into the statistics image by image, each column in order (an SNR key's draws in draw order), as addResults does.
+    if (values.keys != m_columnKeys) {
+        m_columnKeys = values.keys;
+        m_columnStats.assign(m_columnKeys.size(), nullptr);
+    }
+    const int64_t columns = values.values.size(1);
+    const double* v = values.values.data_ptr<double>();
+    for (size_t i = 0; i < images; ++i, v += columns) {
+        for (int64_t k = 0; k < columns; ++k) {
+            if (!std::isfinite(v[k]))
+                continue;
+            RunningStats*& stats = m_columnStats[size_t(k)];
+            if (!stats)
+                stats = &m_stats[m_columnKeys[size_t(k)]];
+            stats->add(v[k]);
+        }
+        ++m_images;
     }
     return true;
 }
@@ -233,21 +322,20 @@ AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius)
         const Tap t = Tap(tap);
         const TokenSet set = tokens == 0 ? TokenSet::All : TokenSet::Patches;
         s.tokenSimilarity.push_back({ layer, t, set,
-                                      estimate(stats, "ts/" + std::to_string(layer) + "/" + toString(t) + "/" + toString(set)) });
+                                      estimate(stats, keys::tokenSimilarity(layer, t, set)) });
     }
     std::sort(s.tokenSimilarity.begin(), s.tokenSimilarity.end(), [](const auto& a, const auto& b) {
         return std::tie(a.tap, a.layer, a.tokens) < std::tie(b.tap, b.layer, b.tokens);
     });
     const int side = 2 * radius + 1;
     for (const auto& [layer, head] : hc) {
-        const std::string prefix = "hc/" + std::to_string(layer) + "/" + std::to_string(head) + "/";
         HeadCentreRow r { layer, head, {}, {}, {}, {}, {}, {}, {}, {}, {}, radius, 0, 0 };
         Estimate* fields[] = { &r.centreDy, &r.centreDx, &r.peakDy, &r.peakDx, &r.meanDistancePx, &r.bandwidth, &r.prefixMass, &r.windowMass };
         for (size_t i = 0; i < std::size(kCentreFields); ++i)
-            *fields[i] = estimate(stats, prefix + kCentreFields[i]);
+            *fields[i] = estimate(stats, keys::headCentre(layer, head, kCentreFields[i]));
         double mass = 0;
         for (int i = 0; i < side * side; ++i) {
-            const Estimate e = estimate(stats, "hcmap/" + std::to_string(layer) + "/" + std::to_string(head) + "/" + std::to_string(i));
+            const Estimate e = estimate(stats, keys::offsetMapCell(layer, head, i));
             r.offsetMap.push_back(e.n ? e.mean : std::nan(""));
             mass += e.n ? e.mean : 0;
         }
@@ -273,25 +361,25 @@ AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius)
         s.headCentres.push_back(std::move(r));
     }
     for (int layer : as)
-        s.attentionSimilarity.push_back({ layer, estimate(stats, "as/" + std::to_string(layer) + "/successive_cos"),
-                                          estimate(stats, "as/" + std::to_string(layer) + "/head_redundancy") });
+        s.attentionSimilarity.push_back({ layer, estimate(stats, keys::attentionSimilarity(layer, "successive_cos")),
+                                          estimate(stats, keys::attentionSimilarity(layer, "head_redundancy")) });
     for (const auto& [spec, layer, tap] : snr)
-        s.snr.push_back({ spec, layer, Tap(tap), estimate(stats, "snr/" + spec + "/" + std::to_string(layer) + "/" + toString(Tap(tap))) });
+        s.snr.push_back({ spec, layer, Tap(tap), estimate(stats, keys::snr(spec, layer, Tap(tap))) });
     std::sort(s.snr.begin(), s.snr.end(), [](const auto& a, const auto& b) {
         return std::tie(a.perturbation, a.tap, a.layer) < std::tie(b.perturbation, b.tap, b.layer);
     });
     for (const auto& [spec, layer] : snrd) {
-        const std::string prefix = "snrd/" + spec + "/" + std::to_string(layer) + "/";
+        const auto field = [&](const char* name) { return estimate(stats, keys::snrDiagnostic(spec, layer, name)); };
         SnrDiagnosticsRow r;
         r.perturbation = spec;
         r.layer = layer;
-        r.alpha = estimate(stats, prefix + "alpha");
-        r.beta = estimate(stats, prefix + "beta");
-        r.gamma = estimate(stats, prefix + "gamma");
-        r.gain = estimate(stats, prefix + "gain");
-        r.bound = estimate(stats, prefix + "bound");
-        r.sensitivity = estimate(stats, prefix + "sensitivity");
-        r.conditionShare = estimate(stats, prefix + "condition").mean;
+        r.alpha = field("alpha");
+        r.beta = field("beta");
+        r.gamma = field("gamma");
+        r.gain = field("gain");
+        r.bound = field("bound");
+        r.sensitivity = field("sensitivity");
+        r.conditionShare = field("condition").mean;
         s.snrDiagnostics.push_back(r);
     }
     return s;

@@ -84,53 +84,10 @@ void alignBlasThreads()
 }
 
 // One forward over a group of same-sized inputs [C, H, W], split into one Trace per input.
-std::vector<Trace> forwardGroup(Model::Impl& impl, const std::vector<at::Tensor>& xs, const RunOptions& options)
+std::vector<Trace> forwardGroup(const Model& model, const std::vector<at::Tensor>& xs, const RunOptions& options)
 {
-    const ModelConfig& c = impl.info.config;
-    c10::InferenceMode guard;
-    ForwardState state;
-    state.spec = options.record;
-    state.isCancelled = options.isCancelled;
-    state.neutrenoLambda = options.neutrenoLambda.value_or(c.neutrenoLambda);
-    state.boostT = options.boostT.value_or(c.boostT);
-    state.reset(c.depth);
-    state.linears = impl.linears.get();
-    state.products = impl.products.get();
     const at::Tensor x = xs.size() == 1 ? xs.front().unsqueeze(0) : at::stack(xs);
-    at::Tensor logits = impl.net->forward(x.to(impl.device), state);
-    // One copy to the host per recorded tensor (not per image), after the forward: nothing inside it waits.
-    const auto host = [](const at::Tensor& t) { return t.defined() ? t.to(at::kCPU).contiguous() : t; };
-    logits = host(logits);
-    for (auto* v : { &state.attention, &state.attnBranch, &state.residual, &state.blocks })
-        for (auto& t : *v)
-            t = host(t);
-
-    std::vector<Trace> traces(xs.size());
-    for (size_t b = 0; b < xs.size(); ++b) {
-        Trace& trace = traces[b];
-        const int64_t i = int64_t(b);
-        trace.input = wrap(xs[b]);
-        trace.logits = wrap(logits[i]);
-        trace.gridHeight = int(x.size(2) / c.patchSize);
-        trace.gridWidth = int(x.size(3) / c.patchSize);
-        trace.numPrefixTokens = c.numPrefixTokens();
-        trace.numHeads = c.numHeads;
-        trace.depth = c.depth;
-        trace.neutrenoLambda = state.neutrenoLambda;
-        trace.boostT = state.boostT;
-        const auto pick = [i](const std::vector<at::Tensor>& v) {
-            std::vector<Tensor> out;
-            out.reserve(v.size());
-            for (const auto& t : v)
-                out.push_back(t.defined() ? wrap(t[i]) : Tensor());
-            return out;
-        };
-        trace.attention = pick(state.attention);
-        trace.attnBranch = pick(state.attnBranch);
-        trace.residual = pick(state.residual);
-        trace.blocks = pick(state.blocks);
-    }
-    return traces;
+    return hostTraces(model, forwardBatch(model, x, options), x, {});
 }
 
 } // namespace
@@ -290,15 +247,17 @@ Result<std::vector<Trace>> Model::runBatch(const std::vector<Tensor>& inputs, co
     try {
         const int threads = m_impl->device.is_cpu() ? interOpThreads() : 1;
         if (threads <= 1 || xs.size() < 2)
-            return forwardGroup(*m_impl, xs, options);
+            return forwardGroup(*this, xs, options);
         // Inter-op: with several inputs and threads, each input gets a single-threaded forward of its own on the next
         // free thread, which keeps every core in the matrix kernels instead of waiting at each operator's join
         // (docs/performance.md, Thread policy). The traces are those of one forward at a time, in input order.
         std::vector<Trace> traces(xs.size());
-        runInterOp(xs.size(), threads, [&](size_t i) { traces[i] = std::move(forwardGroup(*m_impl, { xs[i] }, options).front()); });
+        runInterOp(xs.size(), threads, [&](size_t i) { traces[i] = std::move(forwardGroup(*this, { xs[i] }, options).front()); });
         return traces;
     } catch (const RunCancelled&) {
         return Error { "cancelled" };
+    } catch (const std::invalid_argument& e) {
+        return Error { e.what() };
     } catch (const c10::Error& e) {
         return Error { std::string("forward failed: ") + e.what_without_backtrace() };
     }

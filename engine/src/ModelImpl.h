@@ -19,4 +19,18 @@ struct Model::Impl {
 
 inline const Model::Impl& implOf(const Model& model) { return *model.m_impl; }
 
+// One forward of a batch of normalised inputs [B, C, H, W] (in host or device memory) on the model's device, in the
+// options' precision. The logits and the recorded taps ([B, ...] each) stay on that device. Throws RunCancelled when
+// the options' isCancelled says so between blocks, c10::Error on a failure inside LibTorch, and std::invalid_argument
+// for a precision the device does not have (TF32 off CUDA).
+struct BatchForward {
+    ForwardState state;
+    at::Tensor logits;
+};
+BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const RunOptions& options);
+// The Traces of rows `rows` of a batch forward (all rows when empty), copied to the host as float32, one copy per
+// recorded tensor; `inputs` is the batch [B, C, H, W] the forward ran on. Without `taps` only the logits are copied.
+std::vector<Trace> hostTraces(const Model& model, const BatchForward& forward, const at::Tensor& inputs,
+                              const std::vector<int64_t>& rows, bool taps = true);
+
 } // namespace attnscope

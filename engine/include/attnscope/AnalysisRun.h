@@ -28,6 +28,11 @@ struct AnalysisOptions {
     bool centreSignal = true;  // SNR: centre the signal (ANALYSES.md section 4)
     std::optional<double> neutrenoLambda;
     std::optional<double> boostT;
+    Precision precision = Precision::Fp32; // of the forwards (Model.h)
+    // Where the analyses run: on the model's device, as tensor operations over the whole batch in float64 (one copy of
+    // the per-image values back per batch), or on the host, in float64 loops over each image's Trace. Unset: on the
+    // device when the model is on a GPU. Both give the same statistics up to float64 rounding.
+    std::optional<bool> analysesOnDevice;
     RecordSpec alsoRecord; // taps the caller wants from the clean forward (e.g. to dump them)
     // Called on the calling thread as soon as the forward is done, before the analyses start, with each image's
     // clean trace (`image`: its position among the images of the call): to show it while the analyses run.
@@ -43,7 +48,8 @@ public:
 
     // Analyses image `index` (its position in the whole, unsharded list, which seeds its perturbations, so that
     // shards merge to exactly the unsharded run). Returns Error "cancelled" when isCancelled says so.
-    // `cleanTrace`, when given, receives the clean forward's trace (for predictions and tensor dumps).
+    // `cleanTrace`, when given, receives the clean forward's trace (for predictions and tensor dumps). When the analyses
+    // run on the device, that trace holds the logits, and the taps only where alsoRecord or cleanTraceReady asks.
     Result<bool> addImage(const Model::Prepared& image, int64_t index, const std::function<bool()>& isCancelled = {},
                           Trace* cleanTrace = nullptr);
     // Several images at once: their clean and perturbed inputs go through one batched forward (they must share
@@ -51,6 +57,8 @@ public:
     Result<bool> addImages(const std::vector<const Model::Prepared*>& images, const std::vector<int64_t>& indices,
                            const std::function<bool()>& isCancelled = {}, std::vector<Trace>* cleanTraces = nullptr);
     const AnalysisOptions& options() const { return m_options; }
+    // Whether the analyses run on the model's device (AnalysisOptions::analysesOnDevice).
+    bool analysesOnDevice() const;
 
     const StatsTable& statistics() const { return m_stats; }
     int64_t images() const { return m_images; }
@@ -60,11 +68,18 @@ public:
 private:
     struct ImageResults;
     void addResults(const ImageResults& results);
+    Result<bool> analyseOnDevice(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
+                                 std::vector<Trace>* cleanTraces);
+    Result<bool> analyseOnHost(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
+                               std::vector<Trace>* cleanTraces);
 
     std::shared_ptr<const Model> m_model;
     AnalysisOptions m_options;
     StatsTable m_stats;
     int64_t m_images = 0;
+    // The device path's columns (BatchedValues::keys) and their entries of m_stats (null until a first finite value).
+    std::vector<std::string> m_columnKeys;
+    std::vector<RunningStats*> m_columnStats;
 };
 
 // Turns statistics (of one run or merged shards) into the rows of the CSVs and figures.

@@ -53,8 +53,16 @@ struct RecordSpec {
     bool wants(int layer) const;
 };
 
+// The arithmetic of the forward (docs/performance.md, Precision). FP32 is IEEE float32 throughout (TF32 off), the numbers
+// the references give; TF32 lets CUDA's matrix products round their inputs to 10-bit mantissas (CUDA only); BF16 runs the
+// matrix products in bfloat16 (autocast; layer norms and softmax stay float32). The analyses run in float64 either way.
+enum class Precision { Fp32, Tf32, Bf16 };
+const char* toString(Precision p); // fp32 | tf32 | bf16
+Result<Precision> parsePrecision(const std::string& name);
+
 struct RunOptions {
     RecordSpec record;
+    Precision precision = Precision::Fp32;
     // Inference-time variants (ANALYSES.md section 6); unset: what the model was trained with (0 for most).
     std::optional<double> neutrenoLambda; // O_l = A_l V_l + lambda (V_1 - V_l), per head, before the projection
     std::optional<double> boostT;         // R_l = U_l + t X_0 + (1 - t) X_{l-1}
