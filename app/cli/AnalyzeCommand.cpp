@@ -44,7 +44,13 @@ void AnalyzeCommand::addTo(CLI::App& app)
     formats = defaultFigureFormats();
     app.add_option("--formats", formats, "figure formats: png,svg,pdf (none: the data only)")->capture_default_str();
     app.add_option("--shard", shard, "K/N: analyse every N-th image from the K-th (1-based), for job arrays");
-    app.add_option("--device", device, "auto, cpu, cuda or cuda:<i>")->capture_default_str();
+    app.add_option("--device", device, "auto, cpu, cuda or cuda:<i> (auto: a GPU when there is one)")->capture_default_str();
+    app.add_option("--batch", batch, "images per forward (0: 64 on a GPU, enough for the CPU's threads on a CPU)")->capture_default_str();
+    app.add_option("--precision", precision, "fp32 (TF32 off: the reference numbers), tf32 (CUDA) or bf16")->capture_default_str();
+    app.add_option("--analyses-on", analysesOn,
+                   "where the analyses run: device (batched tensor operations where the forward ran), host (float64 loops"
+                   " per image) or auto (the device on a GPU, the host on a CPU)")
+        ->capture_default_str();
     app.add_flag("--dump-tensors", dumpTensors, "write logits, attention maps and block outputs as .npy");
     app.add_option("--threads", threads, "CPU threads for the forward (0: the engine's default)");
 }
@@ -67,6 +73,16 @@ int AnalyzeCommand::run() const
     base.snr = wants("snr");
     base.decomposition = wants("decomposition");
     base.draws = draws;
+    if (batch < 0)
+        return fail("--batch " + std::to_string(batch) + ": expected 0 (the device's default) or a positive count");
+    auto parsedPrecision = attnscope::parsePrecision(precision);
+    if (!parsedPrecision)
+        return fail("--precision: " + parsedPrecision.message());
+    base.precision = *parsedPrecision;
+    if (analysesOn == "device" || analysesOn == "host")
+        base.analysesOnDevice = analysesOn == "device";
+    else if (analysesOn != "auto")
+        return fail("--analyses-on " + analysesOn + ": expected auto, device or host");
     base.seed = seed;
     base.alsoRecord.attention = base.alsoRecord.blocks = dumpTensors;
     for (const auto& spec : noise.empty() && base.snr ? std::vector<std::string> { "gaussian:sigma=8" } : noise) {
@@ -119,6 +135,9 @@ int AnalyzeCommand::run() const
     request.description = description;
     request.compareSpec = compare;
     request.threads = threads;
+    request.batch = batch;
+    if (base.precision == attnscope::Precision::Tf32 && (*loaded)->info().device == "cpu")
+        return fail("--precision tf32 needs a CUDA device (the model runs on the CPU; tf32 is a setting of CUDA's matrix units)");
 
     // --- analysis and output folder
     std::signal(SIGINT, onInterrupt);

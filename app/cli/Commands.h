@@ -27,7 +27,10 @@ struct AnalyzeCommand {
     std::string compare;
     std::vector<std::string> images;
     std::string out = "attnscope-out";
-    std::string device = "cpu";
+    std::string device = "auto";
+    int batch = 0;                   // images per forward; 0: the device's default (attnscope::defaultBatchSize)
+    std::string precision = "fp32";
+    std::string analysesOn = "auto"; // auto | device | host
     std::string analyses = "similarity,attention,centres,snr";
     std::vector<std::string> noise;
     int draws = 1;

@@ -1,5 +1,6 @@
 #include "Report.h"
 
+#include "BatchPrefetch.h"
 #include "Figures.h"
 #include "OutputFolder.h"
 
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <thread>
 
 namespace fs = std::filesystem;
 using attnscope::Error;
@@ -186,53 +188,78 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
     std::optional<attnscope::LogitDecomposition> decomposition;
     ReportOutcome outcome;
     outcome.total = int(mine.size());
-    for (size_t i : mine) {
-        if (cancelled())
-            break;
-        const std::string& path = paths[i];
-        auto image = attnscope::decodeImage(path);
-        if (!image)
-            return image.error();
-        // A variant run shares its model (and so its preprocessing) with the first run: prepare once per model.
-        std::map<const attnscope::Model*, attnscope::Model::Prepared> preparedBy;
-        for (size_t r = 0; r < runs.size(); ++r) {
-            auto& run = runs[r];
-            auto cached = preparedBy.find(run.model.get());
-            if (cached == preparedBy.end()) {
-                auto p = run.model->prepare(*image);
-                if (!p)
-                    return Error { path + ": " + p.message() };
-                cached = preparedBy.emplace(run.model.get(), std::move(*p)).first;
-            }
-            const attnscope::Model::Prepared* prepared = &cached->second;
-            attnscope::Trace trace;
-            auto added = run.analysis->addImage(*prepared, int64_t(i), cancelled, r == 0 ? &trace : nullptr);
+    // Distinct models (a variant shares its model, and so its preprocessing, with the first run): each image is
+    // prepared once per model, on the prefetch threads, a batch ahead of the forwards.
+    std::vector<const attnscope::Model*> models;
+    std::vector<size_t> modelOfRun;
+    for (const auto& run : runs) {
+        auto it = std::find(models.begin(), models.end(), run.model.get());
+        modelOfRun.push_back(size_t(it - models.begin()));
+        if (it == models.end())
+            models.push_back(run.model.get());
+    }
+    const bool onGpu = primary.info().device != "cpu";
+    const size_t batch = size_t(request.batch > 0 ? request.batch : attnscope::defaultBatchSize(primary, base));
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    BatchPrefetch prefetch(models, paths, mine, batch, onGpu ? int(std::max(2u, cores - 2)) : 1);
+    for (auto items = prefetch.next(); !items.empty() && !cancelled(); items = prefetch.next()) {
+        for (const auto& item : items)
+            if (!item.error.empty())
+                return Error { item.error };
+        std::vector<int64_t> indices;
+        for (const auto& item : items)
+            indices.push_back(int64_t(item.index));
+        bool stopped = false;
+        for (size_t r = 0; r < runs.size() && !stopped; ++r) {
+            std::vector<const attnscope::Model::Prepared*> prepared;
+            for (const auto& item : items)
+                prepared.push_back(&item.prepared[modelOfRun[r]]);
+            std::vector<attnscope::Trace> traces;
+            auto added = runs[r].analysis->addImages(prepared, indices, cancelled, r == 0 ? &traces : nullptr);
             if (!added) {
-                if (cancelled())
+                if (cancelled()) {
+                    stopped = true;
                     break;
-                return Error { path + ": " + added.message() };
+                }
+                return Error { (items.size() == 1 ? items.front().path + ": " : "images " + items.front().path + " to " + items.back().path + ": ")
+                               + added.message() };
             }
-            if (r != 0)
-                continue;
-            if (classify)
-                appendPredictions(predictions, path, trace.logits, primary.info().labels);
-            if (dumping)
-                if (auto d = dumpTensors((fs::path(out) / "tensors" / stems[i]).string(), trace); !d)
-                    return d.error();
-            if (!grid && !trace.attention.empty() && !trace.attention.back().empty())
-                grid = attentionGridOf(trace, prepared->shown, name, stems[i]);
-            if (!decomposition && base.decomposition) {
-                auto d = attnscope::decomposeLogits(primary, prepared->input);
-                if (!d)
-                    return d.error();
-                decomposition = *d;
+            for (size_t k = 0; k < traces.size(); ++k) {
+                const PrefetchedImage& item = items[k];
+                const attnscope::Trace& trace = traces[k];
+                if (classify)
+                    appendPredictions(predictions, item.path, trace.logits, primary.info().labels);
+                if (dumping)
+                    if (auto d = dumpTensors((fs::path(out) / "tensors" / stems[item.index]).string(), trace); !d)
+                        return d.error();
+                if (!grid) {
+                    // The device path brings back only the logits: the grid's one image runs again for its maps.
+                    attnscope::Trace withMaps = trace;
+                    if (withMaps.attention.empty() || withMaps.attention.back().empty()) {
+                        attnscope::RunOptions maps;
+                        maps.record.attention = true;
+                        maps.precision = base.precision;
+                        auto again = primary.run(item.prepared[0].input, maps);
+                        if (!again)
+                            return Error { item.path + ": " + again.message() };
+                        withMaps = std::move(*again);
+                    }
+                    if (!withMaps.attention.empty() && !withMaps.attention.back().empty())
+                        grid = attentionGridOf(withMaps, item.prepared[0].shown, name, stems[item.index]);
+                }
+                if (!decomposition && base.decomposition) {
+                    auto d = attnscope::decomposeLogits(primary, item.prepared[0].input);
+                    if (!d)
+                        return d.error();
+                    decomposition = *d;
+                }
             }
         }
-        if (cancelled())
+        if (stopped)
             break;
-        auto sha = attnscope::sha256File(path);
-        imageList.push_back({ { "index", i }, { "path", path }, { "sha256", sha ? *sha : "" }, { "stem", stems[i] } });
-        ++outcome.done;
+        for (const auto& item : items)
+            imageList.push_back({ { "index", item.index }, { "path", item.path }, { "sha256", item.sha256 }, { "stem", stems[item.index] } });
+        outcome.done += int(items.size());
         if (progress)
             progress(outcome.done, outcome.total);
     }
@@ -270,7 +297,8 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
         { "runs", runList },
         { "images", imageList },
         { "options", { { "analyses", request.analysesText }, { "noise", runs.front().output.options["noise"] }, { "draws", base.draws },
-                       { "seed", base.seed }, { "device", info.device }, { "dump_tensors", dumping }, { "threads", request.threads },
+                       { "seed", base.seed }, { "device", info.device }, { "batch", batch }, { "precision", toString(base.precision) },
+                       { "analyses_on", runs.front().analysis->analysesOnDevice() ? "device" : "host" }, { "dump_tensors", dumping }, { "threads", request.threads },
                        { "intra_op_threads", threads.intraOp }, { "inter_op_threads", threads.interOp },
                        { "omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "" },
                        { "description", request.description }, { "compare", request.compareSpec }, { "formats", request.formatsText },

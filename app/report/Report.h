@@ -29,6 +29,7 @@ struct ReportRequest {
     // What the manifest records of how the run was asked for.
     std::string analysesText, formatsText, description, compareSpec;
     int threads = 0;
+    int batch = 0; // images per forward; 0: attnscope::defaultBatchSize
     double loadSeconds = 0;
 };
 

@@ -134,6 +134,14 @@ void AnalysisRun::addResults(const ImageResults& r)
     }
 }
 
+int defaultBatchSize(const Model& model, const AnalysisOptions& options)
+{
+    if (!implOf(model).device.is_cpu())
+        return 64;
+    const int inputsPerImage = 1 + (options.snr ? int(options.perturbations.size()) * std::max(0, options.draws) : 0);
+    return std::max(1, interOpThreads() / inputsPerImage);
+}
+
 bool AnalysisRun::analysesOnDevice() const
 {
     return m_options.analysesOnDevice.value_or(!implOf(*m_model).device.is_cpu());

@@ -235,3 +235,60 @@ TEST_F(Cli, DatasetMeansOf200ImagesMatchTheReference)
 }
 
 } // namespace
+
+// The GPU's path on the CPU: batches of 4 with the analyses as batched tensor operations (--analyses-on device) give
+// the CSVs of one image at a time through the host loops, and the manifest says how the run went. The attention grid,
+// whose maps the device path does not copy back, is still drawn.
+TEST_F(Cli, BatchedDevicePathWritesTheHostPathsNumbers)
+{
+    const std::string common = "analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist --noise gaussian:sigma=8"
+                               " --noise blur:sigma=1 --draws 2 --formats png";
+    auto host = cli(common + " --batch 1 --analyses-on host --out " + (m_dir / "host").string());
+    ASSERT_EQ(host.status, 0) << host.err;
+    auto device = cli(common + " --batch 4 --analyses-on device --out " + (m_dir / "device").string());
+    ASSERT_EQ(device.status, 0) << device.err;
+    const auto manifest = nlohmann::json::parse(slurp(m_dir / "device" / "manifest.json"));
+    EXPECT_EQ(manifest["options"]["batch"], 4);
+    EXPECT_EQ(manifest["options"]["analyses_on"], "device");
+    EXPECT_EQ(manifest["options"]["precision"], "fp32");
+    EXPECT_EQ(manifest["options"]["device"], "cpu");
+    EXPECT_EQ(nlohmann::json::parse(slurp(m_dir / "host" / "manifest.json"))["options"]["analyses_on"], "host");
+    EXPECT_EQ(manifest["images"].size(), 10u);
+    int compared = 0;
+    for (const char* csv : { "token_similarity.csv", "head_centres.csv", "attention_similarity.csv", "snr_gaussian-sigma-8.csv",
+                             "snr_diagnostics_blur-sigma-1.csv" }) {
+        const auto a = readCsv(m_dir / "host" / csv), b = readCsv(m_dir / "device" / csv);
+        ASSERT_EQ(a.size(), b.size()) << csv;
+        ASSERT_FALSE(a.empty()) << csv;
+        for (size_t i = 0; i < a.size(); ++i)
+            for (const auto& [column, value] : a[i]) {
+                if (column == "tap" || column == "tokens" || value.empty() || value == "nan")
+                    continue;
+                const double x = num(value), y = num(b[i].at(column));
+                EXPECT_NEAR(y, x, 1e-5 * std::abs(x) + 1e-9) << csv << " row " << i << " " << column;
+                ++compared;
+            }
+    }
+    EXPECT_GT(compared, 300);
+    EXPECT_EQ(slurp(m_dir / "host" / "predictions.csv"), slurp(m_dir / "device" / "predictions.csv"));
+    EXPECT_EQ(slurp(m_dir / "host" / "figures" / "attention_grid.csv"), slurp(m_dir / "device" / "figures" / "attention_grid.csv"));
+}
+
+// Bad values of the batch options are one line each, before anything is written.
+TEST_F(Cli, BatchOptionsRefuseBadValues)
+{
+    const std::string common = "analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist --out " + (m_dir / "out").string();
+    const std::pair<std::string, std::string> cases[] = {
+        { " --batch -2", "--batch -2: expected 0" },
+        { " --precision fp16", "unknown precision \"fp16\" (fp32, tf32, bf16)" },
+        { " --precision tf32 --device cpu", "--precision tf32 needs a CUDA device" },
+        { " --analyses-on gpu", "--analyses-on gpu: expected auto, device or host" },
+    };
+    for (const auto& [args, message] : cases) {
+        auto r = cli(common + args);
+        EXPECT_EQ(r.status, 1) << args;
+        EXPECT_EQ(countLines(r.err, "."), 1) << r.err;
+        EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+        EXPECT_FALSE(fs::exists(m_dir / "out")) << args;
+    }
+}

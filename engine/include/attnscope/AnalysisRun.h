@@ -82,6 +82,12 @@ private:
     std::vector<RunningStats*> m_columnStats;
 };
 
+// How many images a run of these analyses should put in one forward (analyze --batch 0, the window's image sets): on a
+// GPU 64 (the clean and perturbed inputs of 64 images fill an H100 with ViT-S/16; docs/performance.md, GPU); on the CPU
+// enough images that every inter-op thread has an input of its own (one image's clean and noisy inputs already do
+// on two cores), at least 1.
+int defaultBatchSize(const Model& model, const AnalysisOptions& options);
+
 // Turns statistics (of one run or merged shards) into the rows of the CSVs and figures.
 AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius);
 
