@@ -40,11 +40,13 @@ struct EngineWorker::SetRun {
     AnalysisRun run;
     int every = 10;
     int next = 0;
+    int batch = 1; // images per forward (defaultBatchSize: 64 on a GPU)
     QElapsedTimer timer;
 
     SetRun(std::shared_ptr<const Model> m, AnalysisOptions options)
         : model(m)
         , run(std::move(m), std::move(options))
+        , batch(defaultBatchSize(*model, run.options()))
     {
     }
 };
@@ -261,23 +263,46 @@ void EngineWorker::stepSet(std::shared_ptr<SetRun> run)
     }
     const int total = int(run->paths.size());
     if (run->next < total) {
-        const QString& path = run->paths[run->next];
-        auto prepared = prepareImage(*run->model, path);
-        m_forwardSets += prepared ? 1 : 0;
-        Result<bool> added = prepared ? run->run.addImage(*prepared, run->next, superseded) : Result<bool>(prepared.error());
+        // One batch of images per step: one forward for all their inputs (a GPU wants many), and the job's queue gets a
+        // turn between batches.
+        std::vector<Model::Prepared> prepared;
+        std::vector<int64_t> indices;
+        Result<bool> added = true;
+        for (int i = run->next; i < std::min(total, run->next + run->batch) && added; ++i) {
+            auto p = prepareImage(*run->model, run->paths[i]);
+            if (!p)
+                added = p.error();
+            else {
+                prepared.push_back(std::move(*p));
+                indices.push_back(i);
+            }
+        }
+        QString failedPath;
+        if (added) {
+            std::vector<const Model::Prepared*> images;
+            for (const auto& p : prepared)
+                images.push_back(&p);
+            ++m_forwardSets;
+            added = run->run.addImages(images, indices, superseded);
+            if (!added)
+                failedPath = prepared.size() == 1 ? run->paths[run->next] + QStringLiteral(": ")
+                                                  : tr("images %1 to %2: ").arg(run->paths[run->next], run->paths[int(indices.back())]);
+        }
         if (!added) {
             finish();
             if (superseded())
                 emit cancelled(id);
             else
-                emit failed(id, prepared ? path + QStringLiteral(": ") + fromStd(added.message()) : fromStd(added.message()));
+                emit failed(id, failedPath + fromStd(added.message()));
             return;
         }
-        const int done = ++run->next;
+        const int before = run->next;
+        run->next += int(prepared.size());
+        const int done = run->next;
         const double seconds = run->timer.elapsed() / 1000.0;
         emit setProgress(id, done, total, seconds > 0 ? done / seconds : 0.0);
         if (done < total) {
-            if (done % run->every == 0)
+            if (done / run->every > before / run->every) // the curves grow every `every` images
                 emit setAnalysed(id, summaryOf(run->run, *run->model), false);
             post([this, run] { stepSet(run); }); // behind anything asked meanwhile
             return;

@@ -332,6 +332,14 @@ void MainWindow::refreshModelInfo()
                                   QString::fromStdString(i.naming))
                              .arg(c.depth).arg(c.numHeads).arg(c.width).arg(c.patchSize).arg(c.imageHeight).arg(c.imageWidth)
                              .arg(i.parameterCount));
+    // The device, and for an image set how many images go through one forward.
+    const QString device = QString::fromStdString(i.device);
+    const int batch = defaultBatchSize(*m_slots[0]->model(), m_slots[0]->analysisOptions());
+    const ThreadSetup threads = threadSetup();
+    const int cpuThreads = std::max(threads.intraOp, threads.interOp);
+    m_deviceLabel->setText(device != QLatin1String("cpu") ? tr("GPU %1 · image sets in batches of %2").arg(device).arg(batch)
+                               : cpuThreads == 1 ? tr("CPU · 1 thread")
+                                                 : tr("CPU · %1 threads").arg(cpuThreads));
 }
 
 void MainWindow::runVariant(double neutrenoLambda, double boostT)

@@ -121,6 +121,7 @@ private:
     attnscope::ImageListModel* m_images = nullptr;
     QListView* m_imageList = nullptr;
     QLabel* m_modelInfo = nullptr;
+    QLabel* m_deviceLabel = nullptr; // permanent in the status bar: where the forward and the analyses run
     QComboBox* m_builtin = nullptr;
     QComboBox* m_compareBuiltin = nullptr;
     AttentionControls* m_controls = nullptr;

@@ -135,6 +135,12 @@ void MainWindow::buildDocks()
         return d;
     };
 
+    m_deviceLabel = new QLabel(tr("No model"), this);
+    m_deviceLabel->setObjectName("deviceLabel");
+    m_deviceLabel->setToolTip(tr("Where the forward passes and the analyses run. The window takes a GPU when its LibTorch has "
+                                 "CUDA and one is present, the CPU otherwise."));
+    statusBar()->addPermanentWidget(m_deviceLabel);
+
     auto* left = new QWidget;
     auto* leftLayout = new QVBoxLayout(left);
     m_modelInfo = new QLabel(tr("No model. Open one (Ctrl+O) or pick an embedded one."), left);

@@ -4,6 +4,7 @@
 #include "MainWindow.h"
 
 #include <QImage>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -23,6 +24,13 @@ private slots:
         w.openModel(kFixture);
         QVERIFY(modelReady.wait(20000));
         QVERIFY(w.model());
+        // The status bar says where the engine runs: this machine's CPU (a GPU's name and batch where there is one).
+        auto* device = w.findChild<QLabel*>("deviceLabel");
+        QVERIFY(device);
+        if (w.model()->info().device == "cpu")
+            QVERIFY2(device->text().startsWith("CPU · "), qPrintable(device->text()));
+        else
+            QVERIFY2(device->text().contains(QString::fromStdString(w.model()->info().device)), qPrintable(device->text()));
         w.addImages({ kImage });
         QVERIFY(imageReady.wait(20000));
         QVERIFY(w.current());
