@@ -7,9 +7,12 @@
 #include <atomic>
 #include <thread>
 
-BatchPrefetch::BatchPrefetch(std::vector<const attnscope::Model*> models, const std::vector<std::string>& paths,
-                             std::vector<size_t> indices, size_t batch, int threads)
+BatchPrefetch::BatchPrefetch(std::vector<const attnscope::Model*> models, std::vector<const attnscope::AnalysisRun*> runs,
+                             std::vector<size_t> modelOfRun, const std::vector<std::string>& paths, std::vector<size_t> indices,
+                             size_t batch, int threads)
     : m_models(std::move(models))
+    , m_runs(std::move(runs))
+    , m_modelOfRun(std::move(modelOfRun))
     , m_paths(paths)
     , m_indices(std::move(indices))
     , m_batch(std::max<size_t>(1, batch))
@@ -23,10 +26,12 @@ BatchPrefetch::~BatchPrefetch()
         m_pending.wait();
 }
 
-std::vector<PrefetchedImage> BatchPrefetch::read(size_t begin) const
+PrefetchedBatch BatchPrefetch::read(size_t begin) const
 {
     const size_t count = std::min(m_batch, m_indices.size() - begin);
-    std::vector<PrefetchedImage> out(count);
+    PrefetchedBatch batch;
+    std::vector<PrefetchedImage>& out = batch.images;
+    out.resize(count);
     std::atomic<size_t> nextItem { 0 };
     const auto work = [&] {
         for (size_t k; (k = nextItem++) < count;) {
@@ -56,17 +61,36 @@ std::vector<PrefetchedImage> BatchPrefetch::read(size_t begin) const
     work();
     for (auto& h : helpers)
         h.join();
-    return out;
+    for (const auto& item : out)
+        if (!item.error.empty()) {
+            batch.error = item.error;
+            return batch;
+        }
+    std::vector<int64_t> indices;
+    for (const auto& item : out)
+        indices.push_back(int64_t(item.index));
+    for (size_t r = 0; r < m_runs.size(); ++r) {
+        std::vector<const attnscope::Model::Prepared*> prepared;
+        for (const auto& item : out)
+            prepared.push_back(&item.prepared[m_modelOfRun[r]]);
+        auto staged = m_runs[r]->stage(prepared, indices);
+        if (!staged) {
+            batch.error = (count == 1 ? out.front().path : "images " + out.front().path + " to " + out.back().path) + ": " + staged.message();
+            return batch;
+        }
+        batch.staged.push_back(std::move(*staged));
+    }
+    return batch;
 }
 
-std::vector<PrefetchedImage> BatchPrefetch::next()
+PrefetchedBatch BatchPrefetch::next()
 {
-    std::vector<PrefetchedImage> batch;
+    PrefetchedBatch batch;
     if (m_pending.valid())
         batch = m_pending.get();
     else if (m_next < m_indices.size()) { // the first batch: nothing was read ahead
         batch = read(m_next);
-        m_next += batch.size();
+        m_next += batch.images.size();
     }
     if (m_next < m_indices.size()) {
         const size_t begin = m_next;

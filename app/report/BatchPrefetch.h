@@ -1,8 +1,10 @@
 #pragma once
 
-// The images of a report, read one batch ahead of the forward on CPU threads: decoded, hashed and prepared for each
-// model, so that the device (a GPU above all) does not wait for the decoder between batches.
+// The images of a report, read one batch ahead of the forward on CPU threads: decoded, hashed, prepared for each
+// model and staged for each run (perturbed copies made, inputs stacked), so that the device (a GPU above all) does not
+// wait for the host between batches.
 
+#include <attnscope/AnalysisRun.h>
 #include <attnscope/Model.h>
 
 #include <cstddef>
@@ -18,26 +20,35 @@ struct PrefetchedImage {
     std::vector<attnscope::Model::Prepared> prepared; // one per model, in the order given
 };
 
+struct PrefetchedBatch {
+    std::vector<PrefetchedImage> images;
+    std::vector<attnscope::StagedBatch> staged; // one per run, when every image could be read
+    std::string error;                          // the first image's or staging's error
+};
 class BatchPrefetch {
 public:
-    // `indices`: the images of `paths` to read, in order, `batch` at a time, over `threads` threads.
-    BatchPrefetch(std::vector<const attnscope::Model*> models, const std::vector<std::string>& paths, std::vector<size_t> indices,
-                  size_t batch, int threads);
+    // `indices`: the images of `paths` to read, in order, `batch` at a time, over `threads` threads; each run is
+    // staged with its model's preparation (`modelOfRun`: an index into `models`).
+    BatchPrefetch(std::vector<const attnscope::Model*> models, std::vector<const attnscope::AnalysisRun*> runs,
+                  std::vector<size_t> modelOfRun, const std::vector<std::string>& paths, std::vector<size_t> indices, size_t batch,
+                  int threads);
     ~BatchPrefetch();
     BatchPrefetch(const BatchPrefetch&) = delete;
     BatchPrefetch& operator=(const BatchPrefetch&) = delete;
 
     // The next batch, in order (empty after the last); reading the one after it starts before this returns.
-    std::vector<PrefetchedImage> next();
+    PrefetchedBatch next();
 
 private:
-    std::vector<PrefetchedImage> read(size_t begin) const;
+    PrefetchedBatch read(size_t begin) const;
 
     std::vector<const attnscope::Model*> m_models;
+    std::vector<const attnscope::AnalysisRun*> m_runs;
+    std::vector<size_t> m_modelOfRun;
     const std::vector<std::string>& m_paths;
     std::vector<size_t> m_indices;
     size_t m_batch;
     int m_threads;
     size_t m_next = 0;
-    std::future<std::vector<PrefetchedImage>> m_pending;
+    std::future<PrefetchedBatch> m_pending;
 };

@@ -201,21 +201,18 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
     const bool onGpu = primary.info().device != "cpu";
     const size_t batch = size_t(request.batch > 0 ? request.batch : attnscope::defaultBatchSize(primary, base));
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    BatchPrefetch prefetch(models, paths, mine, batch, onGpu ? int(std::max(2u, cores - 2)) : 1);
-    for (auto items = prefetch.next(); !items.empty() && !cancelled(); items = prefetch.next()) {
-        for (const auto& item : items)
-            if (!item.error.empty())
-                return Error { item.error };
-        std::vector<int64_t> indices;
-        for (const auto& item : items)
-            indices.push_back(int64_t(item.index));
+    std::vector<const attnscope::AnalysisRun*> analyses;
+    for (const auto& run : runs)
+        analyses.push_back(run.analysis.get());
+    BatchPrefetch prefetch(models, analyses, modelOfRun, paths, mine, batch, onGpu ? int(std::max(2u, cores - 2)) : 1);
+    for (auto next = prefetch.next(); !next.images.empty() && !cancelled(); next = prefetch.next()) {
+        if (!next.error.empty())
+            return Error { next.error };
+        const std::vector<PrefetchedImage>& items = next.images;
         bool stopped = false;
         for (size_t r = 0; r < runs.size() && !stopped; ++r) {
-            std::vector<const attnscope::Model::Prepared*> prepared;
-            for (const auto& item : items)
-                prepared.push_back(&item.prepared[modelOfRun[r]]);
             std::vector<attnscope::Trace> traces;
-            auto added = runs[r].analysis->addImages(prepared, indices, cancelled, r == 0 ? &traces : nullptr);
+            auto added = runs[r].analysis->addStaged(next.staged[r], cancelled, r == 0 ? &traces : nullptr);
             if (!added) {
                 if (cancelled()) {
                     stopped = true;

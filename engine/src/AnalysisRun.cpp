@@ -157,39 +157,103 @@ Result<bool> AnalysisRun::addImage(const Model::Prepared& image, int64_t index, 
     return added;
 }
 
+// The staged inputs: one per forward row, and on the device path the same stacked (page-locked for a GPU).
+struct StagedBatch::Impl {
+    std::vector<Tensor> inputs;
+    at::Tensor stacked;
+    size_t images = 0;
+};
+
 Result<bool> AnalysisRun::addImages(const std::vector<const Model::Prepared*>& images, const std::vector<int64_t>& indices,
                                     const std::function<bool()>& isCancelled, std::vector<Trace>* cleanTraces)
 {
+    auto staged = stage(images, indices);
+    if (!staged)
+        return staged.error();
+    return addStaged(*staged, isCancelled, cleanTraces);
+}
+
+Result<StagedBatch> AnalysisRun::stage(const std::vector<const Model::Prepared*>& images, const std::vector<int64_t>& indices) const
+{
     if (images.size() != indices.size())
         return Error { "addImages: " + std::to_string(images.size()) + " images but " + std::to_string(indices.size()) + " indices" };
-    if (images.empty())
-        return true;
+    // One forward for every image's clean input and all its perturbed copies (none depends on another's trace),
+    // in the order the statistics take them: image by image, clean first, then perturbation by draw.
+    const size_t noisyPerImage = m_options.snr ? m_options.perturbations.size() * size_t(std::max(0, m_options.draws)) : 0;
+    const size_t stride = 1 + noisyPerImage;
+    auto impl = std::make_shared<StagedBatch::Impl>();
+    impl->images = images.size();
+    impl->inputs.resize(images.size() * stride);
+    // On the device path the rows go straight into one stacked tensor, page-locked for a GPU, so that its copy to
+    // the device can overlap the host's work.
+    if (analysesOnDevice() && !images.empty()) {
+        const ModelConfig& c = m_model->config();
+        const std::vector<int64_t>& first = images.front()->input.shape();
+        std::vector<int64_t> shape { int64_t(impl->inputs.size()) };
+        shape.insert(shape.end(), first.end() - std::min<size_t>(3, first.size()), first.end());
+        if (shape.size() != 4 || shape[1] != c.channels)
+            return Error { "a batch needs inputs [" + std::to_string(c.channels) + ", H, W]" };
+        if (shape[2] % c.patchSize || shape[3] % c.patchSize || shape[2] == 0 || shape[3] == 0)
+            return Error { "input size " + std::to_string(shape[2]) + "x" + std::to_string(shape[3])
+                           + " is not a multiple of the patch size " + std::to_string(c.patchSize) };
+        for (const auto* image : images)
+            if (image->input.numel() != shape[1] * shape[2] * shape[3])
+                return Error { "a batch needs inputs [" + std::to_string(c.channels) + ", H, W] of one size" };
+        try {
+            impl->stacked = at::empty(shape, at::TensorOptions().dtype(at::kFloat).pinned_memory(!implOf(*m_model).device.is_cpu()));
+        } catch (const c10::Error& e) {
+            return Error { std::string("staging the batch failed: ") + e.what_without_backtrace() };
+        }
+    }
+    std::vector<std::string> errors(impl->inputs.size());
+    const size_t draws = size_t(std::max(1, m_options.draws));
+    runInterOp(impl->inputs.size(), interOpThreads(), [&](size_t row) {
+        const size_t i = row / stride, k = row % stride;
+        if (k == 0) {
+            impl->inputs[row] = images[i]->input;
+        } else {
+            const size_t draw = (k - 1) % draws;
+            const uint64_t seed = mix(mix(m_options.seed) ^ mix(uint64_t(indices[i]) * 0x10001u + uint64_t(draw)));
+            auto noisyInput = perturbInput(*m_model, *images[i], m_options.perturbations[(k - 1) / draws], seed);
+            if (!noisyInput) {
+                errors[row] = noisyInput.message();
+                return;
+            }
+            impl->inputs[row] = *noisyInput;
+        }
+        if (impl->stacked.defined()) {
+            at::Tensor into = impl->stacked[int64_t(row)];
+            into.copy_(unwrap(impl->inputs[row]).reshape(into.sizes()));
+        }
+    });
+    for (const auto& e : errors)
+        if (!e.empty())
+            return Error { e };
+    return StagedBatch(std::move(impl));
+}
+
+RunOptions AnalysisRun::runOptions(const std::function<bool()>& isCancelled) const
+{
     RunOptions run;
     run.record = recordSpec();
     run.isCancelled = isCancelled;
     run.neutrenoLambda = m_options.neutrenoLambda;
     run.boostT = m_options.boostT;
     run.precision = m_options.precision;
-    // One forward for every image's clean input and all its perturbed copies (none depends on another's trace),
-    // in the order the statistics take them: image by image, clean first, then perturbation by draw.
-    const size_t noisyPerImage = m_options.snr ? m_options.perturbations.size() * size_t(std::max(0, m_options.draws)) : 0;
-    std::vector<Tensor> inputs;
-    inputs.reserve(images.size() * (1 + noisyPerImage));
-    for (size_t i = 0; i < images.size(); ++i) {
-        inputs.push_back(images[i]->input);
-        if (!noisyPerImage)
-            continue;
-        for (const auto& p : m_options.perturbations)
-            for (int draw = 0; draw < m_options.draws; ++draw) {
-                const uint64_t seed = mix(mix(m_options.seed) ^ mix(uint64_t(indices[i]) * 0x10001u + uint64_t(draw)));
-                auto noisyInput = perturbInput(*m_model, *images[i], p, seed);
-                if (!noisyInput)
-                    return noisyInput.error();
-                inputs.push_back(*noisyInput);
-            }
-    }
-    return analysesOnDevice() ? analyseOnDevice(inputs, images.size(), run, cleanTraces)
-                              : analyseOnHost(inputs, images.size(), run, cleanTraces);
+    return run;
+}
+
+Result<bool> AnalysisRun::addStaged(const StagedBatch& batch, const std::function<bool()>& isCancelled, std::vector<Trace>* cleanTraces)
+{
+    const StagedBatch::Impl* staged = batch.impl().get();
+    if (!staged)
+        return Error { "addStaged: an empty batch" };
+    if (staged->images == 0)
+        return true;
+    if (analysesOnDevice() != staged->stacked.defined())
+        return Error { "addStaged: a batch staged for another run" };
+    const RunOptions run = runOptions(isCancelled);
+    return analysesOnDevice() ? analyseOnDevice(*staged, run, cleanTraces) : analyseOnHost(staged->inputs, staged->images, run, cleanTraces);
 }
 
 Result<bool> AnalysisRun::analyseOnHost(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
@@ -230,26 +294,14 @@ Result<bool> AnalysisRun::analyseOnHost(const std::vector<Tensor>& inputs, size_
     return true;
 }
 
-Result<bool> AnalysisRun::analyseOnDevice(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
-                                          std::vector<Trace>* cleanTraces)
+Result<bool> AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOptions& run, std::vector<Trace>* cleanTraces)
 {
     const ModelConfig& c = m_model->config();
-    const size_t stride = inputs.size() / images;
+    const size_t images = staged.images;
+    const size_t stride = staged.inputs.size() / images;
+    const at::Tensor& batch = staged.stacked;
     BatchedValues values;
     try {
-        std::vector<at::Tensor> xs;
-        for (const auto& input : inputs) {
-            at::Tensor x = unwrap(input);
-            xs.push_back(x.dim() == 4 ? x[0] : x);
-            if (xs.back().dim() != 3 || xs.back().size(0) != c.channels || xs.back().sizes() != xs.front().sizes())
-                return Error { "a batch needs inputs [" + std::to_string(c.channels) + ", H, W] of one size" };
-        }
-        at::Tensor batch = at::stack(xs);
-        if (!implOf(*m_model).device.is_cpu())
-            batch = batch.pin_memory(); // so that the copy to the device is asynchronous
-        if (batch.size(2) % c.patchSize || batch.size(3) % c.patchSize)
-            return Error { "input size " + std::to_string(batch.size(2)) + "x" + std::to_string(batch.size(3))
-                           + " is not a multiple of the patch size " + std::to_string(c.patchSize) };
         const BatchForward forward = forwardBatch(*m_model, batch, run);
         BatchLayout layout;
         layout.images = int64_t(images);

@@ -42,6 +42,23 @@ struct AnalysisOptions {
     static Result<std::vector<std::string>> parseList(const std::string& commaSeparated); // validates names
 };
 
+// The inputs of one batch made ready for its forward: each image's clean input and its perturbed copies (stacked in
+// page-locked memory when the analyses run on a GPU, so that the copy to it overlaps other work). Made by
+// AnalysisRun::stage, on any thread: a reader thread stages batch k + 1 while the device runs batch k.
+class StagedBatch {
+public:
+    struct Impl;
+    StagedBatch() = default;
+    explicit StagedBatch(std::shared_ptr<const Impl> impl)
+        : m_impl(std::move(impl))
+    {
+    }
+    const std::shared_ptr<const Impl>& impl() const { return m_impl; }
+
+private:
+    std::shared_ptr<const Impl> m_impl;
+};
+
 class AnalysisRun {
 public:
     AnalysisRun(std::shared_ptr<const Model> model, AnalysisOptions options);
@@ -56,6 +73,11 @@ public:
     // one input size). The statistics are those of addImage on each in turn, up to float rounding.
     Result<bool> addImages(const std::vector<const Model::Prepared*>& images, const std::vector<int64_t>& indices,
                            const std::function<bool()>& isCancelled = {}, std::vector<Trace>* cleanTraces = nullptr);
+    // addImages in two steps: the inputs (perturbing each image, over the inter-op threads; const, so any thread may
+    // stage while another adds), then the forward, the analyses and the statistics.
+    Result<StagedBatch> stage(const std::vector<const Model::Prepared*>& images, const std::vector<int64_t>& indices) const;
+    Result<bool> addStaged(const StagedBatch& batch, const std::function<bool()>& isCancelled = {},
+                           std::vector<Trace>* cleanTraces = nullptr);
     const AnalysisOptions& options() const { return m_options; }
     // Whether the analyses run on the model's device (AnalysisOptions::analysesOnDevice).
     bool analysesOnDevice() const;
@@ -68,8 +90,8 @@ public:
 private:
     struct ImageResults;
     void addResults(const ImageResults& results);
-    Result<bool> analyseOnDevice(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
-                                 std::vector<Trace>* cleanTraces);
+    RunOptions runOptions(const std::function<bool()>& isCancelled) const;
+    Result<bool> analyseOnDevice(const StagedBatch::Impl& staged, const RunOptions& run, std::vector<Trace>* cleanTraces);
     Result<bool> analyseOnHost(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
                                std::vector<Trace>* cleanTraces);
 
