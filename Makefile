@@ -8,7 +8,7 @@ BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OUT ?= attnscope-out
 
-.PHONY: all deps deps-headless test-fresh configure build test run clean install screenshots bench fuzz test-asan test-tsan headless test-headless libtorch2 libtorch2-headless get-libtorch
+.PHONY: all deps deps-headless test-fresh configure build test run clean install screenshots bench bench-gpu fuzz test-asan test-tsan headless test-headless libtorch2 libtorch2-headless get-libtorch
 
 all: build
 
@@ -59,6 +59,16 @@ bench: deps $(if $(filter libtorch2,$(BENCH_PRESET)),get-libtorch)
 	    -DATTNSCOPE_BUILD_BENCHMARKS=ON -DATTNSCOPE_BENCH_BASELINE=OFF
 	cmake --build --preset $(BENCH_PRESET) -j $(JOBS) --target engine_bench dataset_bench click_bench attnscope
 	/usr/bin/python3 tests/benchmarks/run_bench.py build/$(BENCH_PRESET) --json build/$(BENCH_PRESET)/bench-results.json $(BENCH_ARGS)
+
+# `make bench-gpu`: attnscope-cli of the headless LibTorch 2.x build against the batched PyTorch peer on one GPU, in
+# the same run: images/s at batch 1/16/64/128, GPU utilisation and memory, the device's FP32 sgemm peak, a long
+# flat-memory run, then the table and the targets (docs/performance.md, "GPU (make bench-gpu)"). On a GPU machine with
+# a pip torch: make bench-gpu LIBTORCH_DIR=$$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))').
+# BENCH_ARGS=--quick for a short smoke run; BENCH_ARGS='--device cpu --quick' tests the runner without a GPU.
+bench-gpu: deps-headless get-libtorch
+	cmake --preset libtorch2-headless $(LIBTORCH_ARGS)
+	cmake --build --preset libtorch2-headless -j $(JOBS) --target attnscope-cli
+	python3 tests/benchmarks/gpu_bench.py build/libtorch2-headless --json build/libtorch2-headless/bench-gpu.json $(BENCH_ARGS)
 
 # `make libtorch2`: LibTorch 2.11 with CUDA 13.0 from PyPI's torch wheel, fetched once into third_party/
 # (scripts/get-libtorch.sh), then the libtorch2 preset (build/libtorch2) built and every test run. LIBTORCH_DIR=DIR
