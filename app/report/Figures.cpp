@@ -14,11 +14,13 @@ using namespace attnscope;
 Result<std::vector<std::string>> parseFigureFormats(const std::string& list)
 {
     std::vector<std::string> out;
+    if (list == "none") // the data only
+        return out;
     std::string item;
     for (size_t i = 0; i <= list.size(); ++i) {
         if (i == list.size() || list[i] == ',') {
             if (item != "png" && item != "svg" && item != "pdf" && !item.empty())
-                return Error { "--formats: unknown format \"" + item + "\" (png, svg, pdf)" };
+                return Error { "--formats: unknown format \"" + item + "\" (png, svg, pdf, or none)" };
             if (!item.empty())
                 out.push_back(item);
             item.clear();

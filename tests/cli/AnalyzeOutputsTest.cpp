@@ -292,3 +292,17 @@ TEST_F(Cli, BatchOptionsRefuseBadValues)
         EXPECT_FALSE(fs::exists(m_dir / "out")) << args;
     }
 }
+
+// --formats none: the data only, the figures' CSVs included, no picture in any build.
+TEST_F(Cli, FormatsNoneWritesTheDataOnly)
+{
+    auto r = cli("analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist --analyses similarity,centres --formats none"
+                 " --out " + (m_dir / "out").string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(fs::exists(m_dir / "out" / "figures" / "head_centres.csv"));
+    EXPECT_FALSE(fs::exists(m_dir / "out" / "figures" / "head_centres.png"));
+    EXPECT_EQ(nlohmann::json::parse(slurp(m_dir / "out" / "manifest.json"))["figures"]["drawn"], nlohmann::json::array());
+    auto bad = cli("analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist --formats gif --out " + (m_dir / "bad").string());
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_NE(bad.err.find("unknown format \"gif\" (png, svg, pdf, or none)"), std::string::npos) << bad.err;
+}
