@@ -9,8 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -93,12 +98,67 @@ struct PreparedRun {
 
 } // namespace
 
+// The manifest's image entries as the run goes, one JSON object a line, in an unnamed temporary file in the output
+// folder (gone with the process, whatever ends it): a run of a million images keeps none of them in memory.
+class ImageLog {
+public:
+    explicit ImageLog(const std::string& dir)
+    {
+        const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR, 0600); // where the filesystem has it
+        m_file = fd >= 0 ? ::fdopen(fd, "w+") : std::tmpfile();
+    }
+    ~ImageLog()
+    {
+        if (m_file)
+            std::fclose(m_file);
+    }
+    ImageLog(const ImageLog&) = delete;
+    ImageLog& operator=(const ImageLog&) = delete;
+
+    bool add(const nlohmann::json& entry)
+    {
+        const std::string line = entry.dump() + "\n";
+        ++m_count;
+        return m_file && std::fwrite(line.data(), 1, line.size(), m_file) == line.size();
+    }
+    size_t count() const { return m_count; }
+    // Every entry, as the lines of a JSON array indented by `indent`, into `writer`.
+    attnscope::Result<bool> copyInto(attnscope::TextFileWriter& writer, const std::string& indent)
+    {
+        if (!m_file || std::fflush(m_file) != 0 || std::fseek(m_file, 0, SEEK_SET) != 0)
+            return Error { "the list of images could not be read back" };
+        std::string chunk = "[";
+        char* line = nullptr;
+        size_t capacity = 0;
+        bool first = true;
+        for (ssize_t n; (n = ::getline(&line, &capacity, m_file)) > 0;) {
+            chunk += (first ? "\n" : ",\n") + indent + "  " + std::string(line, size_t(n) - 1);
+            first = false;
+            if (chunk.size() > (1u << 20)) {
+                if (auto w = writer.append(chunk); !w) {
+                    std::free(line);
+                    return w;
+                }
+                chunk.clear();
+            }
+        }
+        std::free(line);
+        std::fseek(m_file, 0, SEEK_END);
+        return writer.append(chunk + (first ? "]" : "\n" + indent + "]"));
+    }
+
+private:
+    std::FILE* m_file = nullptr;
+    size_t m_count = 0;
+};
+
 struct ReportResults {
     ReportOutcome outcome;
     std::vector<RunOutput> outputs;
     std::optional<attnscope::AttentionGrid> grid;
     std::optional<attnscope::LogitDecomposition> decomposition;
-    nlohmann::json manifest;
+    nlohmann::json manifest;           // all but the images,
+    std::shared_ptr<ImageLog> images;  // which finishReport writes into it
     double analysisSeconds = 0;
 };
 
@@ -182,8 +242,18 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
     const auto cancelled = [&] { return isCancelled && isCancelled(); };
     const attnscope::Model& primary = *runs.front().model;
     const bool classify = primary.config().numClasses > 0 && !primary.config().headIsProjection;
-    std::string predictions = "image,rank,class,label,prob\n";
-    nlohmann::json imageList = nlohmann::json::array();
+    // Predictions and the image list are written as the run goes: memory stays flat over any number of images.
+    std::unique_ptr<attnscope::TextFileWriter> predictions;
+    if (classify) {
+        auto writer = attnscope::TextFileWriter::open((fs::path(out) / "predictions.csv").string());
+        if (!writer)
+            return writer.error();
+        predictions = std::move(*writer);
+        if (auto w = predictions->append("image,rank,class,label,prob\n"); !w)
+            return w.error();
+    }
+    auto imageList = std::make_shared<ImageLog>(out);
+    bool gridTried = false;
     std::optional<attnscope::AttentionGrid> grid;
     std::optional<attnscope::LogitDecomposition> decomposition;
     ReportOutcome outcome;
@@ -221,15 +291,17 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
                 return Error { (items.size() == 1 ? items.front().path + ": " : "images " + items.front().path + " to " + items.back().path + ": ")
                                + added.message() };
             }
+            std::string rows;
             for (size_t k = 0; k < traces.size(); ++k) {
                 const PrefetchedImage& item = items[k];
                 const attnscope::Trace& trace = traces[k];
                 if (classify)
-                    appendPredictions(predictions, item.path, trace.logits, primary.info().labels);
+                    appendPredictions(rows, item.path, trace.logits, primary.info().labels);
                 if (dumping)
                     if (auto d = dumpTensors((fs::path(out) / "tensors" / stems[item.index]).string(), trace); !d)
                         return d.error();
-                if (!grid) {
+                if (!grid && !gridTried) {
+                    gridTried = true;
                     // The device path brings back only the logits: the grid's one image runs again for its maps.
                     attnscope::Trace withMaps = trace;
                     if (withMaps.attention.empty() || withMaps.attention.back().empty()) {
@@ -251,11 +323,15 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
                     decomposition = *d;
                 }
             }
+            if (predictions && !rows.empty())
+                if (auto w = predictions->append(rows); !w)
+                    return w.error();
         }
         if (stopped)
             break;
         for (const auto& item : items)
-            imageList.push_back({ { "index", item.index }, { "path", item.path }, { "sha256", item.sha256 }, { "stem", stems[item.index] } });
+            if (!imageList->add({ { "index", item.index }, { "path", item.path }, { "sha256", item.sha256 }, { "stem", stems[item.index] } }))
+                return Error { out + ": cannot write the list of images (" + std::strerror(errno) + ")" };
         outcome.done += int(items.size());
         if (progress)
             progress(outcome.done, outcome.total);
@@ -263,8 +339,8 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
     outcome.complete = !cancelled();
 
     // --- outputs
-    if (classify)
-        if (auto w = attnscope::writeTextFile((fs::path(out) / "predictions.csv").string(), predictions); !w)
+    if (predictions)
+        if (auto w = predictions->commit(); !w)
             return w.error();
     auto results = std::make_shared<ReportResults>();
     nlohmann::json runList = nlohmann::json::array();
@@ -278,6 +354,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
         results->outputs.push_back(run.output);
     }
     results->outcome = outcome;
+    results->images = imageList;
     results->grid = std::move(grid);
     results->decomposition = std::move(decomposition);
     const auto& info = primary.info();
@@ -292,7 +369,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
                      { "attention", toString(info.config.attention) },
                      { "trained_neutreno_lambda", info.config.neutrenoLambda }, { "trained_boost_t", info.config.boostT } } },
         { "runs", runList },
-        { "images", imageList },
+        { "images", nullptr }, // finishReport writes the list in its place
         { "options", { { "analyses", request.analysesText }, { "noise", runs.front().output.options["noise"] }, { "draws", base.draws },
                        { "seed", base.seed }, { "device", info.device }, { "batch", batch }, { "precision", toString(base.precision) },
                        { "analyses_on", runs.front().analysis->analysesOnDevice() ? "device" : "host" }, { "dump_tensors", dumping }, { "threads", request.threads },
@@ -320,7 +397,23 @@ attnscope::Result<ReportOutcome> finishReport(const ReportRequest& request, cons
     const double figures = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     manifest["timings"] = { { "load_seconds", request.loadSeconds },
                             { "total_seconds", request.loadSeconds + results.analysisSeconds + figures } };
-    if (auto w = attnscope::writeTextFile((fs::path(request.out) / "manifest.json").string(), manifest.dump(2) + "\n"); !w)
+    // The image list goes in where its placeholder is, streamed from the run's log.
+    const std::string marker = "\"@images@\"";
+    manifest["images"] = "@images@";
+    const std::string text = manifest.dump(2) + "\n";
+    const size_t at = text.find(marker);
+    const size_t lineStart = text.rfind('\n', at) + 1;
+    const std::string indent = text.substr(lineStart, text.find_first_not_of(' ', lineStart) - lineStart);
+    auto writer = attnscope::TextFileWriter::open((fs::path(request.out) / "manifest.json").string());
+    if (!writer)
+        return writer.error();
+    if (auto w = (*writer)->append(text.substr(0, at)); !w)
+        return w.error();
+    if (auto w = results.images->copyInto(**writer, indent); !w)
+        return Error { (fs::path(request.out) / "manifest.json").string() + ": " + w.message() };
+    if (auto w = (*writer)->append(text.substr(at + marker.size())); !w)
+        return w.error();
+    if (auto w = (*writer)->commit(); !w)
         return w.error();
     return results.outcome;
 }

@@ -200,6 +200,46 @@ Result<bool> writeTextFile(const std::string& path, const std::string& contents)
     return true;
 }
 
+struct TextFileWriter::Impl {
+    AtomicFile file;
+};
+
+TextFileWriter::TextFileWriter(std::unique_ptr<Impl> impl)
+    : m_impl(std::move(impl))
+{
+}
+
+TextFileWriter::~TextFileWriter() = default;
+
+Result<std::unique_ptr<TextFileWriter>> TextFileWriter::open(const std::string& path)
+{
+    try {
+        return std::unique_ptr<TextFileWriter>(new TextFileWriter(std::unique_ptr<Impl>(new Impl { AtomicFile(path) })));
+    } catch (const LoadError& e) {
+        return Error { e.what() };
+    }
+}
+
+Result<bool> TextFileWriter::append(const std::string& text)
+{
+    try {
+        m_impl->file.write(text);
+    } catch (const LoadError& e) {
+        return Error { e.what() };
+    }
+    return true;
+}
+
+Result<bool> TextFileWriter::commit()
+{
+    try {
+        m_impl->file.commit();
+    } catch (const LoadError& e) {
+        return Error { e.what() };
+    }
+    return true;
+}
+
 Result<std::vector<std::string>> expandImagePaths(const std::vector<std::string>& args)
 {
     std::vector<std::string> out;

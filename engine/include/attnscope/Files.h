@@ -2,6 +2,7 @@
 
 #include "attnscope/Result.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,23 @@ std::string csvNumber(double value);
 
 // Writes a text file under a temporary name and renames it onto `path`.
 Result<bool> writeTextFile(const std::string& path, const std::string& contents);
+
+// A text file written piece by piece (a long run's predictions) under the temporary name writeTextFile uses, renamed
+// onto its path by commit(). Destroyed without commit() (an error, a cancelled run), the temporary goes and `path`
+// keeps what it had. Every error names the file.
+class TextFileWriter {
+public:
+    static Result<std::unique_ptr<TextFileWriter>> open(const std::string& path);
+    ~TextFileWriter();
+    Result<bool> append(const std::string& text);
+    Result<bool> commit();
+
+    struct Impl;
+
+private:
+    explicit TextFileWriter(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> m_impl;
+};
 
 // Removes, under `dir` (recursively), what killed runs left of their outputs: `<file>.tmp-<pid>` (the engine's
 // atomic writes) whose process is gone, and `<file>.XXXXXX` (Qt's QSaveFile, the figures) not written to for
