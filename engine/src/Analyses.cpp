@@ -3,6 +3,7 @@
 #include "attnscope/Analyses.h"
 
 #include "AnalysisLoops.h"
+#include "OffsetWindow.h"
 #include "TensorImpl.h"
 
 #include <ATen/ATen.h>
@@ -313,14 +314,9 @@ std::vector<HeadCentre> headCentres(const Trace& trace, int patchSize, int radiu
     const int gh = trace.gridHeight, gw = trace.gridWidth, P = trace.numPrefixTokens, np = gh * gw;
     const int side = 2 * radius + 1, cells = side * side;
     // Interior queries (whole window inside the grid) and, for each, the key index of every window cell.
-    std::vector<int> interior, cellKeys;
-    for (int r = radius; r < gh - radius; ++r)
-        for (int c = radius; c < gw - radius; ++c) {
-            interior.push_back(r * gw + c);
-            for (int dy = -radius; dy <= radius; ++dy)
-                for (int dx = -radius; dx <= radius; ++dx)
-                    cellKeys.push_back((r + dy) * gw + (c + dx));
-        }
+    const OffsetWindow window = offsetWindow(gh, gw, radius);
+    const std::vector<int64_t>& interior = window.interior;
+    const std::vector<int64_t>& cellKeys = window.cellKeys;
     // |pos_k - pos_q| for every query and key patch, from the (|dy|, |dx|) table; pos_k - pos_q per query row (dy)
     // and per query column (dx).
     std::vector<double> hypotenuse(size_t(gh) * size_t(gw)), distance(size_t(np) * size_t(np));
@@ -367,7 +363,7 @@ std::vector<HeadCentre> headCentres(const Trace& trace, int patchSize, int radiu
                 dist += dot(w.data(), distance.data() + size_t(q) * size_t(np), np) * inv;
                 prefix += pre;
                 if (nextInterior < interior.size() && interior[nextInterior] == q) {
-                    const int* keys = cellKeys.data() + nextInterior * size_t(cells);
+                    const int64_t* keys = cellKeys.data() + nextInterior * size_t(cells);
                     for (int c = 0; c < cells; ++c)
                         m[size_t(c)] += w[size_t(keys[c])] * inv; // a_q(q + delta)
                     ++nextInterior;

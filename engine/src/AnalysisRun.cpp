@@ -298,7 +298,7 @@ Result<bool> AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const
     const size_t stride = staged.inputs.size() / images;
     const at::Tensor& batch = staged.stacked;
     BatchedValues values;
-    try {
+    auto analysed = catchForwardErrors([&]() -> Result<bool> {
         const BatchForward forward = forwardBatch(*m_model, batch, run);
         BatchLayout layout;
         layout.images = int64_t(images);
@@ -325,13 +325,10 @@ Result<bool> AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const
                     cleanTraces->push_back(std::move(t));
         }
         values = analyseBatch(forward.state, layout, m_options);
-    } catch (const RunCancelled&) {
-        return Error { "cancelled" };
-    } catch (const std::invalid_argument& e) {
-        return Error { e.what() };
-    } catch (const c10::Error& e) {
-        return Error { std::string("forward failed: ") + e.what_without_backtrace() };
-    }
+        return true;
+    });
+    if (!analysed)
+        return analysed;
     // Into the statistics image by image, each column in order (an SNR key's draws in draw order), as addResults does.
     if (values.keys != m_columnKeys) {
         m_columnKeys = values.keys;

@@ -3,6 +3,7 @@
 // SignalToNoise.cpp, which stay the reference (tests/engine/BatchedAnalysesTest.cpp compares the two).
 #include "BatchedAnalyses.h"
 
+#include "OffsetWindow.h"
 #include "StatKeys.h"
 
 #include <ATen/ATen.h>
@@ -122,14 +123,9 @@ void headCentres(const ForwardState& state, const BatchLayout& layout, int radiu
             offX[i] = double(k % gw - q % gw);
             distance[i] = std::hypot(double(std::abs(k / gw - q / gw)), double(std::abs(k % gw - q % gw)));
         }
-    std::vector<int64_t> interior, cellKeys;
-    for (int r = radius; r < gh - radius; ++r)
-        for (int c = radius; c < gw - radius; ++c) {
-            interior.push_back(r * gw + c);
-            for (int dy = -radius; dy <= radius; ++dy)
-                for (int dx = -radius; dx <= radius; ++dx)
-                    cellKeys.push_back((r + dy) * gw + (c + dx));
-        }
+    OffsetWindow window = offsetWindow(gh, gw, radius);
+    std::vector<int64_t>& interior = window.interior;
+    std::vector<int64_t>& cellKeys = window.cellKeys;
     std::vector<double> cellY, cellX;
     for (int c = 0; c < cells; ++c) {
         cellY.push_back(double(c / side - radius));

@@ -244,7 +244,7 @@ Result<std::vector<Trace>> Model::runBatch(const std::vector<Tensor>& inputs, co
                            + " (recorded taps " + formatBytes(taps) + ", working " + formatBytes(working)
                            + ") but only " + formatBytes(available) + " is available (MemAvailable); record fewer layers or use a smaller input" };
     }
-    try {
+    return catchForwardErrors([&]() -> Result<std::vector<Trace>> {
         const int threads = m_impl->device.is_cpu() ? interOpThreads() : 1;
         if (threads <= 1 || xs.size() < 2)
             return forwardGroup(*this, xs, options);
@@ -254,13 +254,7 @@ Result<std::vector<Trace>> Model::runBatch(const std::vector<Tensor>& inputs, co
         std::vector<Trace> traces(xs.size());
         runInterOp(xs.size(), threads, [&](size_t i) { traces[i] = std::move(forwardGroup(*this, { xs[i] }, options).front()); });
         return traces;
-    } catch (const RunCancelled&) {
-        return Error { "cancelled" };
-    } catch (const std::invalid_argument& e) {
-        return Error { e.what() };
-    } catch (const c10::Error& e) {
-        return Error { std::string("forward failed: ") + e.what_without_backtrace() };
-    }
+    });
 }
 
 std::string builtinModelDir()

@@ -5,6 +5,8 @@
 #include "VisionTransformer.h"
 #include "attnscope/Model.h"
 
+#include <stdexcept>
+
 namespace attnscope {
 
 // The inside of a loaded Model, for the engine functions that need its weights (decomposition, adversarial
@@ -28,6 +30,21 @@ struct BatchForward {
     at::Tensor logits;
 };
 BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const RunOptions& options);
+// Runs `f` (a forward and what follows it), turning what a forward throws into the Error a run returns.
+template <class F>
+auto catchForwardErrors(F&& f) -> decltype(f())
+{
+    try {
+        return f();
+    } catch (const RunCancelled&) {
+        return Error { "cancelled" };
+    } catch (const std::invalid_argument& e) {
+        return Error { e.what() };
+    } catch (const c10::Error& e) {
+        return Error { std::string("forward failed: ") + e.what_without_backtrace() };
+    }
+}
+
 // The Traces of rows `rows` of a batch forward (all rows when empty), copied to the host as float32, one copy per
 // recorded tensor; `inputs` is the batch [B, C, H, W] the forward ran on. Without `taps` only the logits are copied.
 std::vector<Trace> hostTraces(const Model& model, const BatchForward& forward, const at::Tensor& inputs,

@@ -19,22 +19,6 @@ using namespace attnscope::test;
 
 namespace {
 
-std::vector<Model::Prepared> fashionImages(const Model& model, int n)
-{
-    std::vector<Model::Prepared> out;
-    for (const char* name : { "test-0000-ankle-boot.png", "test-0001-pullover.png", "test-0002-trouser.png",
-                              "test-0004-shirt.png", "test-0006-coat.png" }) {
-        auto image = decodeImage(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist/" + std::string(name));
-        if (!image)
-            continue;
-        auto prepared = model.prepare(*image);
-        if (prepared)
-            out.push_back(*prepared);
-        if (int(out.size()) == n)
-            break;
-    }
-    return out;
-}
 
 AnalysisOptions everyAnalysis()
 {
@@ -102,7 +86,7 @@ TEST(BatchedAnalyses, EqualTheHostLoopsOnEveryBuiltinModel)
         SCOPED_TRACE(name);
         auto model = Model::load(std::string("builtin:") + name);
         ASSERT_TRUE(model) << model.message();
-        const auto images = fashionImages(**model, 5);
+        const auto images = fashionSamples(**model, 5);
         ASSERT_EQ(images.size(), 5u);
         compareOnCpu(std::string("builtin:") + name, {}, images);
     }
@@ -131,7 +115,7 @@ TEST(BatchedAnalyses, CleanTracesHoldLogitsAndTheTapsAskedFor)
 {
     auto model = Model::load("builtin:fmnist-vit");
     ASSERT_TRUE(model) << model.message();
-    const auto images = fashionImages(**model, 4);
+    const auto images = fashionSamples(**model, 4);
     AnalysisOptions host = everyAnalysis(), device = everyAnalysis();
     host.analysesOnDevice = false;
     device.analysesOnDevice = true;
@@ -163,7 +147,7 @@ TEST(BatchedAnalyses, PrecisionBf16DeviatesLittleAndTf32NeedsCuda)
 {
     auto model = Model::load("builtin:fmnist-vit", { "cpu", "" });
     ASSERT_TRUE(model) << model.message();
-    const auto images = fashionImages(**model, 3);
+    const auto images = fashionSamples(**model, 3);
     AnalysisOptions fp32 = everyAnalysis(), bf16 = everyAnalysis();
     fp32.analysesOnDevice = bf16.analysesOnDevice = true;
     bf16.precision = Precision::Bf16;
@@ -204,7 +188,7 @@ TEST(BatchedAnalyses, CudaEqualsTheCpuHostPath)
     auto gpu = Model::load("builtin:fmnist-vit", { "cuda", "" });
     ASSERT_TRUE(cpu) << cpu.message();
     ASSERT_TRUE(gpu) << gpu.message();
-    const auto images = fashionImages(**cpu, 5);
+    const auto images = fashionSamples(**cpu, 5);
     AnalysisOptions host = everyAnalysis(), device = everyAnalysis();
     host.analysesOnDevice = false;
     AnalysisRun onHost(*cpu, host), onGpu(*gpu, device);

@@ -16,21 +16,6 @@ using namespace attnscope::test;
 
 namespace {
 
-std::vector<Model::Prepared> sampleImages(const Model& model, int n)
-{
-    std::vector<Model::Prepared> out;
-    for (const char* name : { "test-0000-ankle-boot.png", "test-0001-pullover.png", "test-0002-trouser.png",
-                              "test-0004-shirt.png", "test-0006-coat.png" }) {
-        auto image = decodeImage(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist/" + std::string(name));
-        if (!image)
-            continue;
-        out.push_back(*model.prepare(*image));
-        if (int(out.size()) == n)
-            break;
-    }
-    return out;
-}
-
 // max |a - b| over both tensors, which must have one shape.
 double maxDifference(const Tensor& a, const Tensor& b)
 {
@@ -68,7 +53,7 @@ TEST(Batching, RunBatchEqualsOneRunPerImage)
 {
     auto model = Model::load("builtin:fmnist-vit");
     ASSERT_TRUE(model) << model.message();
-    const auto images = sampleImages(**model, 3);
+    const auto images = fashionSamples(**model, 3);
     ASSERT_EQ(images.size(), 3u);
     RunOptions options;
     options.record = RecordSpec::everything();
@@ -88,7 +73,7 @@ TEST(Batching, RunBatchRefusesMixedSizes)
 {
     auto model = Model::load("builtin:fmnist-vit");
     ASSERT_TRUE(model) << model.message();
-    const auto images = sampleImages(**model, 1);
+    const auto images = fashionSamples(**model, 1);
     ASSERT_EQ(images.size(), 1u);
     const auto& shape = images[0].input.shape();
     const Tensor larger = Tensor::fromVector({ shape[0], shape[1] * 2, shape[2] }, std::vector<float>(size_t(images[0].input.numel() * 2), 0.f));
@@ -102,7 +87,7 @@ TEST(Batching, AddImagesEqualsAddImageOneAtATime)
 {
     auto model = Model::load("builtin:fmnist-vit");
     ASSERT_TRUE(model) << model.message();
-    const auto images = sampleImages(**model, 5);
+    const auto images = fashionSamples(**model, 5);
     ASSERT_EQ(images.size(), 5u);
     AnalysisOptions options;
     options.perturbations.push_back(*Perturbation::parse("gaussian:sigma=8"));
@@ -131,7 +116,6 @@ TEST(Batching, AddImagesEqualsAddImageOneAtATime)
 }
 
 namespace {
-
 // Two engine threads for one test, back to the suite's one after.
 struct TwoThreads {
     TwoThreads() { setNumThreads(2); }
@@ -146,7 +130,7 @@ TEST(InterOp, BatchAtTwoThreadsIsBitwiseOneThreadForwards)
 {
     auto model = Model::load("builtin:fmnist-vit");
     ASSERT_TRUE(model) << model.message();
-    const auto images = sampleImages(**model, 5);
+    const auto images = fashionSamples(**model, 5);
     ASSERT_EQ(images.size(), 5u);
     RunOptions options;
     options.record = RecordSpec::everything();
@@ -171,7 +155,7 @@ TEST(Batching, CleanTracesComeOutBeforeTheAnalyses)
 {
     auto model = Model::load("builtin:fmnist-vit");
     ASSERT_TRUE(model) << model.message();
-    const auto images = sampleImages(**model, 2);
+    const auto images = fashionSamples(**model, 2);
     ASSERT_EQ(images.size(), 2u);
     AnalysisOptions options;
     options.perturbations.push_back(*Perturbation::parse("gaussian:sigma=8"));
@@ -199,7 +183,7 @@ TEST(InterOp, AnalysisStatisticsDoNotDependOnThreads)
 {
     auto model = Model::load("builtin:fmnist-vit");
     ASSERT_TRUE(model) << model.message();
-    const auto images = sampleImages(**model, 3);
+    const auto images = fashionSamples(**model, 3);
     ASSERT_EQ(images.size(), 3u);
     AnalysisOptions options;
     options.perturbations.push_back(*Perturbation::parse("gaussian:sigma=8"));
@@ -227,7 +211,7 @@ TEST(InterOp, CancelDuringABatchSpreadOverThreads)
 {
     auto model = Model::load("builtin:fmnist-vit");
     ASSERT_TRUE(model) << model.message();
-    const auto images = sampleImages(**model, 4);
+    const auto images = fashionSamples(**model, 4);
     ASSERT_EQ(images.size(), 4u);
     const std::vector<Tensor> inputs = inputsOf(images);
     std::atomic<int> polls { 0 };

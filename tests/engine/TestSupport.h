@@ -1,5 +1,7 @@
 #pragma once
 
+#include <attnscope/Image.h>
+#include <attnscope/Model.h>
 #include <attnscope/Npy.h>
 #include <attnscope/Tensor.h>
 
@@ -37,6 +39,22 @@ inline std::filesystem::path scratchDir(const std::string& name)
 
 // max|a - b| / max|b|: the error relative to the reference tensor's scale (near-zero entries would make an
 // elementwise relative error meaningless).
+// Up to `n` of the embedded Fashion-MNIST samples, prepared for `model`: five different garments.
+inline std::vector<Model::Prepared> fashionSamples(const Model& model, int n)
+{
+    std::vector<Model::Prepared> out;
+    for (const char* name : { "test-0000-ankle-boot.png", "test-0001-pullover.png", "test-0002-trouser.png",
+                              "test-0004-shirt.png", "test-0006-coat.png" }) {
+        auto image = decodeImage(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist/" + std::string(name));
+        auto prepared = image ? model.prepare(*image) : Result<Model::Prepared>(image.error());
+        if (prepared)
+            out.push_back(*prepared);
+        if (int(out.size()) == n)
+            break;
+    }
+    return out;
+}
+
 inline double relativeError(const Tensor& a, const Tensor& b)
 {
     double diff = 0, scale = 0;

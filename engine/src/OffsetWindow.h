@@ -1,0 +1,30 @@
+#pragma once
+
+// The offset window of the head centres (ANALYSES.md section 3), shared by the host loops (Analyses.cpp) and the
+// device path (BatchedAnalyses.cpp): the interior patch queries, whose (2R+1) x (2R+1) window lies inside the grid, and
+// for each the key patch of every window cell, rows dy = -R..R, columns dx = -R..R.
+
+#include <cstdint>
+#include <vector>
+
+namespace attnscope {
+
+struct OffsetWindow {
+    std::vector<int64_t> interior; // query patch indices, row-major
+    std::vector<int64_t> cellKeys; // [interior.size(), (2R+1)^2] key patch indices
+};
+
+inline OffsetWindow offsetWindow(int gridHeight, int gridWidth, int radius)
+{
+    OffsetWindow w;
+    for (int r = radius; r < gridHeight - radius; ++r)
+        for (int c = radius; c < gridWidth - radius; ++c) {
+            w.interior.push_back(int64_t(r) * gridWidth + c);
+            for (int dy = -radius; dy <= radius; ++dy)
+                for (int dx = -radius; dx <= radius; ++dx)
+                    w.cellKeys.push_back(int64_t(r + dy) * gridWidth + (c + dx));
+        }
+    return w;
+}
+
+} // namespace attnscope
