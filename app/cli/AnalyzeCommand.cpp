@@ -36,7 +36,9 @@ void AnalyzeCommand::addTo(CLI::App& app)
     app.add_option("--images", images, "image files, folders (recursive) or list files")->required();
     app.add_option("--out", out, "output folder")->capture_default_str();
     app.add_option("--analyses", analyses, "similarity,attention,centres,snr,decomposition")->capture_default_str();
-    app.add_option("--noise", noise, "perturbation for the SNR, e.g. gaussian:sigma=8 (several allowed)");
+    app.add_option("--noise", noise,
+                   "perturbation for the SNR (several allowed): gaussian:sigma=S, saltpepper:fraction=F, blur:sigma=S, "
+                   "jpeg:quality=Q, fgsm:eps=E, pgd:eps=E[,steps=T] (S and E in 0..255 pixel units)");
     app.add_option("--draws", draws, "perturbation draws per image")->capture_default_str();
     app.add_option("--seed", seed, "seed of the perturbations")->capture_default_str();
     app.add_option("--neutreno", neutreno, "also run with NeuTRENO lambda (side by side with the model as trained)");

@@ -169,7 +169,11 @@ at::Tensor adversarial(const Model& model, const at::Tensor& clean, const Pertur
 {
     const auto& impl = implOf(model);
     auto& net = *impl.net.ptr();
-    const at::Tensor x0 = clean.unsqueeze(0).to(impl.device);
+    // The prepared input is an inference tensor (made under InferenceMode, as every ordinary forward's tensors are),
+    // which autograd cannot record: this one forward's input is a normal copy, and the forward runs with autograd on.
+    c10::InferenceMode autograd(false);
+    torch::AutoGradMode gradients(true);
+    const at::Tensor x0 = clean.clone().unsqueeze(0).to(impl.device);
     const at::Tensor eps = (n.pixelStep(p.strength)).unsqueeze(0).to(impl.device);
     const at::Tensor lo = n.normalisedValue(0).unsqueeze(0).to(impl.device), hi = n.normalisedValue(255).unsqueeze(0).to(impl.device);
     at::Tensor target;
@@ -177,8 +181,9 @@ at::Tensor adversarial(const Model& model, const at::Tensor& clean, const Pertur
         c10::InferenceMode guard;
         ForwardState state;
         state.reset(model.config().depth);
-        target = net.forward(x0, state).argmax(1).clone();
+        target = net.forward(x0, state).argmax(1);
     }
+    target = target.clone(); // out of inference mode: the loss saves its target for backward
     const int steps = p.kind == Perturbation::Kind::Fgsm ? 1 : p.steps;
     const at::Tensor stepSize = p.kind == Perturbation::Kind::Fgsm ? eps : eps * 0.15;
     at::Tensor x = x0.clone();

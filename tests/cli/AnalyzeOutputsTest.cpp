@@ -306,3 +306,35 @@ TEST_F(Cli, FormatsNoneWritesTheDataOnly)
     EXPECT_EQ(bad.status, 1);
     EXPECT_NE(bad.err.find("unknown format \"gif\" (png, svg, pdf, or none)"), std::string::npos) << bad.err;
 }
+
+// Every perturbation the help lists runs end to end, on an embedded model and on the third-party CIFAR checkpoint, and
+// gives finite SNR curves (FGSM and PGD once failed on every image: autograd met the forward's inference tensors).
+TEST_F(Cli, EveryPerturbationOfTheHelpRuns)
+{
+    auto help = cli("analyze --help");
+    ASSERT_EQ(help.status, 0);
+    const std::string models[] = { "builtin:fmnist-vit --images resources/samples/fashion-mnist/test-0000-ankle-boot.png"
+                                   " resources/samples/fashion-mnist/test-0001-pullover.png",
+                                   sharedDir() + "/models/cifar10-vit-tintn/model_final.pt --description docs/examples/cifar10-vit-tintn.json"
+                                   " --images " + sharedDir() + "/data/cifar10-test-1000/cat/0000.jpg " + sharedDir()
+                                   + "/data/cifar10-test-1000/ship/0000.jpg" };
+    for (const char* spec : { "gaussian:sigma=8", "saltpepper:fraction=0.05", "blur:sigma=1.5", "jpeg:quality=30", "fgsm:eps=2",
+                              "pgd:eps=2,steps=5" }) {
+        const std::string kind = std::string(spec).substr(0, std::string(spec).find(':'));
+        EXPECT_NE(help.out.find(kind + ":"), std::string::npos) << kind << " is not in the help";
+        for (size_t m = 0; m < std::size(models); ++m) {
+            if (m == 1 && !fs::exists(sharedDir() + "/models/cifar10-vit-tintn/model_final.pt"))
+                continue; // tests read third-party models from ../shared when it is there
+            SCOPED_TRACE(std::string(spec) + " on model " + std::to_string(m));
+            const fs::path out = m_dir / (kind + std::to_string(m));
+            auto r = cli("analyze --model " + models[m] + " --analyses snr --noise " + spec + " --formats none --out " + out.string());
+            ASSERT_EQ(r.status, 0) << r.err;
+            const auto rows = readCsv(out / "snr.csv");
+            ASSERT_FALSE(rows.empty());
+            for (const auto& row : rows) {
+                EXPECT_TRUE(std::isfinite(num(row.at("snr_db_mean")))) << row.at("layer") << " " << row.at("tap");
+                EXPECT_EQ(row.at("n"), "2");
+            }
+        }
+    }
+}

@@ -4,6 +4,7 @@
 #include "MainWindow.h"
 
 #include <QImage>
+#include <cmath>
 #include <QLabel>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -198,6 +199,19 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(!w.busy() && blurred(slot->analysis()) && blurred(slot->variantAnalysis()), 30000);
         QCOMPARE(w.forwardSets() - before, quint64(2));
         QCOMPARE(imageReady.count(), 0);
+
+        // The adversarial entries of the noise menu give curves too (they once failed on every image).
+        QSignalSpy failed(&w, &MainWindow::errorShown);
+        for (const char* spec : { "fgsm:eps=8", "pgd:eps=8,steps=20" }) {
+            w.setPerturbation(*attnscope::Perturbation::parse(spec));
+            const auto attacked = [spec](const auto& analysis) {
+                return analysis && !analysis->summary.snr.empty() && analysis->summary.snr.front().perturbation == spec;
+            };
+            QTRY_VERIFY_WITH_TIMEOUT(!w.busy() && attacked(slot->analysis()), 30000);
+            for (const auto& row : slot->analysis()->summary.snr)
+                QVERIFY2(std::isfinite(row.snrDb.mean), spec);
+        }
+        QCOMPARE(failed.count(), 0);
     }
 
     void supersededImageIsDropped()
