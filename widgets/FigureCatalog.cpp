@@ -1,6 +1,7 @@
 #include "FigureCatalog.h"
 
 #include "AttentionDistancePlot.h"
+#include "AttentionSimilarityPlot.h"
 #include "FigureSizes.h"
 #include "HeadCentresPlot.h"
 #include "LogitDecompositionPlot.h"
@@ -31,6 +32,7 @@ QString missing(Figure figure)
     case Figure::SnrDiagnostics: return QObject::tr("No SNR yet: it needs a perturbation and a second forward pass.");
     case Figure::HeadCentres:
     case Figure::AttentionDistance: return QObject::tr("No head centres yet.");
+    case Figure::AttentionSimilarity: return QObject::tr("No attention similarity yet.");
     case Figure::LogitDecomposition: return QObject::tr("No logit decomposition for this model and image.");
     default: return QObject::tr("No results yet.");
     }
@@ -46,6 +48,7 @@ QString figureTitle(Figure figure)
     case Figure::SnrDiagnostics: return QObject::tr("SNR diagnostics");
     case Figure::HeadCentres: return QObject::tr("Head centres");
     case Figure::AttentionDistance: return QObject::tr("Attention distance");
+    case Figure::AttentionSimilarity: return QObject::tr("Attention similarity");
     case Figure::LogitDecomposition: return QObject::tr("Logit decomposition");
     }
     return {};
@@ -77,6 +80,7 @@ void buildFigure(QCustomPlot* plot, Figure figure, const FigureData& data, const
     case Figure::SnrDiagnostics: buildSnrDiagnosticsPlot(plot, data.series, style); break;
     case Figure::HeadCentres: buildHeadCentresPlot(plot, data.series.front(), style); break;
     case Figure::AttentionDistance: buildAttentionDistancePlot(plot, data.series, style); break;
+    case Figure::AttentionSimilarity: buildAttentionSimilarityPlot(plot, data.series, style); break;
     case Figure::LogitDecomposition:
         buildLogitDecompositionFigure(plot, *data.decomposition, data.decompositionHead, data.decompositionInfo, style);
         break;

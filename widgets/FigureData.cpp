@@ -29,7 +29,7 @@ const AnalysisSummary* first(const FigureData& data) { return data.series.empty(
 const std::vector<Figure>& allFigures()
 {
     static const std::vector<Figure> all { Figure::TokenSimilarity, Figure::Snr, Figure::SnrDiagnostics, Figure::HeadCentres,
-                                           Figure::AttentionDistance, Figure::LogitDecomposition };
+                                           Figure::AttentionDistance, Figure::LogitDecomposition, Figure::AttentionSimilarity };
     return all;
 }
 
@@ -41,6 +41,7 @@ std::string figureFileName(Figure figure)
     case Figure::SnrDiagnostics: return "snr_diagnostics";
     case Figure::HeadCentres: return "head_centres";
     case Figure::AttentionDistance: return "attention_distance";
+    case Figure::AttentionSimilarity: return "attention_similarity";
     case Figure::LogitDecomposition: return "logit_decomposition";
     }
     return {};
@@ -55,6 +56,7 @@ bool figureHasData(Figure figure, const FigureData& data)
     case Figure::SnrDiagnostics: return s && !s->snrDiagnostics.empty();
     case Figure::HeadCentres:
     case Figure::AttentionDistance: return s && !s->headCentres.empty();
+    case Figure::AttentionSimilarity: return s && !s->attentionSimilarity.empty();
     case Figure::LogitDecomposition: return data.decomposition != nullptr;
     }
     return false;
@@ -88,7 +90,7 @@ std::string figureCsv(Figure figure, const FigureData& data)
                     + csvNumber(r.bound.mean) + "," + csvNumber(r.conditionShare) + "," + csvNumber(r.sensitivity.mean) + "\n";
         break;
     case Figure::HeadCentres:
-        csv = "label,layer,head,centre_dy,centre_dx,mean_distance_px,contour50,offset_map\n";
+        csv = "label,layer,head,centre_dy,centre_dx,mean_distance_px,contour50,contour90,offset_map\n";
         if (const AnalysisSummary* s = first(data))
             for (const auto& r : s->headCentres) {
                 std::string map;
@@ -96,8 +98,17 @@ std::string figureCsv(Figure figure, const FigureData& data)
                     map += (map.empty() ? "" : " ") + csvNumber(v);
                 csv += quoted(s->label) + "," + std::to_string(r.layer) + "," + std::to_string(r.head) + ","
                     + csvNumber(r.centreDy.mean) + "," + csvNumber(r.centreDx.mean) + "," + csvNumber(r.meanDistancePx.mean) + ","
-                    + csvNumber(r.contour50) + "," + map + "\n";
+                    + csvNumber(r.contour50) + "," + csvNumber(r.contour90) + "," + map + "\n";
             }
+        break;
+    case Figure::AttentionSimilarity:
+        csv = "label,layer,successive_cos,successive_cos_sd,successive_cos_ci95,head_redundancy,head_redundancy_sd,head_redundancy_ci95,n\n";
+        for (const auto& s : data.series)
+            for (const auto& r : s.attentionSimilarity)
+                csv += quoted(s.label) + "," + std::to_string(r.layer) + "," + csvNumber(r.successiveCos.mean) + ","
+                    + csvNumber(r.successiveCos.sd) + "," + csvNumber(r.successiveCos.ci95) + "," + csvNumber(r.headRedundancy.mean)
+                    + "," + csvNumber(r.headRedundancy.sd) + "," + csvNumber(r.headRedundancy.ci95) + ","
+                    + std::to_string(std::max(r.successiveCos.n, r.headRedundancy.n)) + "\n";
         break;
     case Figure::AttentionDistance:
         csv = "label,layer,head,mean_distance_px,n\n";

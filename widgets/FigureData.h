@@ -13,7 +13,7 @@
 
 namespace attnscope {
 
-enum class Figure { TokenSimilarity, Snr, SnrDiagnostics, HeadCentres, AttentionDistance, LogitDecomposition };
+enum class Figure { TokenSimilarity, Snr, SnrDiagnostics, HeadCentres, AttentionDistance, LogitDecomposition, AttentionSimilarity };
 
 // What the figures are drawn from: one summary per curve (model, variant, compared model), and for the logit
 // decomposition one image's decomposition (optional, not owned).

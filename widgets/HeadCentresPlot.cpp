@@ -168,7 +168,7 @@ void buildHeadCentresPlot(QCustomPlot* plot, const AnalysisSummary& summary, con
 
     const QString subtitle = joinProvenance({ fromStd(summary.label.empty() ? summary.model : summary.label),
         describeImages({ summary }), fromStd(summary.options),
-        QStringLiteral("outlines: 50% of window mass (R = %1), nested per head").arg(radius),
+        QStringLiteral("window mass 50% \u2014, 90% - - (R = %1)").arg(radius),
         QStringLiteral("\u00d7 query, \u25cb prefix mass > 50%") });
     const int row = resetPlot(
         plot, QStringLiteral("Head centres: where each head looks, relative to the query"), subtitle, style);
@@ -215,20 +215,23 @@ void buildHeadCentresPlot(QCustomPlot* plot, const AnalysisSummary& summary, con
         // Outlines first, dots over them. Each head's outline is inset by a step that grows with the head index, so
         // heads whose 50% regions share edges (all of them, in late layers) read as nested outlines, not one line.
         const double step = 0.3 / std::max(1, heads - 1);
+        // The 90% region (dashed, thinner) encloses the 50% one (solid): how far the head's kernel reaches.
         for (const HeadCentreRow* h : centres) {
             const QColor color = headColor(style, h->head, heads);
-            for (const QPolygonF& polygon :
-                levelSetOutline(h->offsetMap, h->radius, h->contour50, 0.04 + step * h->head)) {
-                auto* curve = new QCPCurve(x, y);
-                QVector<double> xs, ys;
-                for (const QPointF& p : polygon) {
-                    xs << p.x();
-                    ys << p.y();
+            const std::pair<double, QPen> levels[] = { { h->contour90, QPen(color, 0.9, Qt::DashLine) },
+                                                       { h->contour50, QPen(color, 1.3) } };
+            for (const auto& [level, pen] : levels)
+                for (const QPolygonF& polygon : levelSetOutline(h->offsetMap, h->radius, level, 0.04 + step * h->head)) {
+                    auto* curve = new QCPCurve(x, y);
+                    QVector<double> xs, ys;
+                    for (const QPointF& p : polygon) {
+                        xs << p.x();
+                        ys << p.y();
+                    }
+                    curve->setData(xs, ys);
+                    curve->setPen(pen);
+                    curve->setSelectable(QCP::stNone);
                 }
-                curve->setData(xs, ys);
-                curve->setPen(QPen(color, 1.3));
-                curve->setSelectable(QCP::stNone);
-            }
         }
         for (const HeadCentreRow* h : centres) {
             const QColor color = headColor(style, h->head, heads);

@@ -5,6 +5,7 @@
 #include "SyntheticData.h"
 
 #include <AttentionDistancePlot.h>
+#include <AttentionSimilarityPlot.h>
 #include <FigureExport.h>
 #include <FigureSizes.h>
 #include <HeadCentresPlot.h>
@@ -56,6 +57,8 @@ const std::map<QString, Figure>& figures()
                 headCentresFigureSize(12) } },
         { "attention_distance",
             { [](QCustomPlot* p) { buildAttentionDistancePlot(p, twoModels(), PlotStyle()); }, lineFigureSize() } },
+        { "attention_similarity",
+            { [](QCustomPlot* p) { buildAttentionSimilarityPlot(p, twoModels(), PlotStyle()); }, lineFigureSize() } },
         { "logit_decomposition",
             { [](QCustomPlot* p) {
                  buildLogitDecompositionFigure(p, testdata::makeDecomposition(), 1,
