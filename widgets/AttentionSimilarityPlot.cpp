@@ -44,7 +44,7 @@ void buildAttentionSimilarityPlot(QCustomPlot* plot, const std::vector<AnalysisS
     QCPAxis* x = rect->axis(QCPAxis::atBottom);
     QCPAxis* y = rect->axis(QCPAxis::atLeft);
     x->setLabel(QStringLiteral("Layer l"));
-    y->setLabel(QStringLiteral("Cosine similarity of attention maps"));
+    y->setLabel(QStringLiteral("Cosine similarity"));
 
     const std::pair<Estimate AttentionSimilarityRow::*, QString> kinds[] = {
         { &AttentionSimilarityRow::successiveCos, QStringLiteral("layer l vs l+1 (head means)") },

@@ -27,6 +27,7 @@ public:
     void setStatus(const QString& text);
     void setFigure(Figure figure);
     Figure figure() const;
+    const std::vector<Figure>& figures() const { return m_figures; } // the chooser's, in its order
     QCustomPlot* plot() const { return m_plot; }
     const FigureData& data() const { return m_data; }
     QWidget* headerWidget() const { return m_header; } // for callers that add their own controls to the row

@@ -389,7 +389,8 @@ void MainWindow::cancelImageSet()
 
 void MainWindow::showSetFigure(int index)
 {
-    m_setPanel->setFigure(allFigures().at(size_t(std::clamp(index, 0, 4))));
+    const auto& figures = m_setPanel->figures();
+    m_setPanel->setFigure(figures.at(size_t(std::clamp(index, 0, int(figures.size()) - 1))));
     if (auto* dock = findChild<QDockWidget*>("setDock"))
         dock->raise();
 }
