@@ -172,8 +172,10 @@ std::string modelNameOf(const std::string& path)
     return fs::is_directory(p) ? p.filename().string() : p.stem().string();
 }
 
-attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequest& request, const std::function<bool()>& isCancelled,
-                                                                const std::function<void(int done, int total)>& progress)
+namespace {
+
+attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportRequest& request, const std::function<bool()>& isCancelled,
+                                                              const std::function<void(int done, int total)>& progress)
 {
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
@@ -208,7 +210,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
     addRun(request.model, name, base);
     if (request.neutreno || request.boost) {
         attnscope::AnalysisOptions variant = base;
-        variant.alsoRecord = {};
+        variant.alsoRecord = base.alsoRecord; // --dump-tensors writes every run's tensors
         variant.neutrenoLambda = request.neutreno;
         variant.boostT = request.boost;
         std::string label = name + " (";
@@ -220,7 +222,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
     }
     if (request.compare) {
         attnscope::AnalysisOptions other = base;
-        other.alsoRecord = {};
+        other.alsoRecord = base.alsoRecord;
         addRun(request.compare, request.compareName == name ? name + " (2)" : request.compareName, other);
     }
 
@@ -282,7 +284,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
         bool stopped = false;
         for (size_t r = 0; r < runs.size() && !stopped; ++r) {
             std::vector<attnscope::Trace> traces;
-            auto added = runs[r].analysis->addStaged(next.staged[r], cancelled, r == 0 ? &traces : nullptr);
+            auto added = runs[r].analysis->addStaged(next.staged[r], cancelled, r == 0 || dumping ? &traces : nullptr);
             if (!added) {
                 if (cancelled()) {
                     stopped = true;
@@ -295,11 +297,14 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
             for (size_t k = 0; k < traces.size(); ++k) {
                 const PrefetchedImage& item = items[k];
                 const attnscope::Trace& trace = traces[k];
+                // Every run's tensors: the model's in tensors/, a variant's or the compared model's in runs/<label>/tensors/.
+                if (dumping)
+                    if (auto d = dumpTensors((fs::path(out) / runs[r].output.folder / "tensors" / stems[item.index]).string(), trace); !d)
+                        return d.error();
+                if (r != 0)
+                    continue;
                 if (classify)
                     appendPredictions(rows, item.path, trace.logits, primary.info().labels);
-                if (dumping)
-                    if (auto d = dumpTensors((fs::path(out) / "tensors" / stems[item.index]).string(), trace); !d)
-                        return d.error();
                 if (!grid && !gridTried) {
                     gridTried = true;
                     // The device path brings back only the logits: the grid's one image runs again for its maps.
@@ -319,7 +324,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
                 if (!decomposition && base.decomposition) {
                     auto d = attnscope::decomposeLogits(primary, item.prepared[0].input);
                     if (!d)
-                        return d.error();
+                        return Error { primary.info().path + ": " + d.message() };
                     decomposition = *d;
                 }
             }
@@ -382,6 +387,20 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
         { "complete", outcome.complete },
     };
     results->analysisSeconds = std::chrono::duration<double>(clock::now() - start).count();
+    return results;
+}
+
+} // namespace
+
+attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequest& request, const std::function<bool()>& isCancelled,
+                                                                const std::function<void(int done, int total)>& progress)
+{
+    // A run that fails (an unreadable image, an analysis the model refuses) leaves no output folder it created behind.
+    std::error_code ec;
+    const bool existed = fs::exists(request.out, ec);
+    auto results = analyseInto(request, isCancelled, progress);
+    if (!results && !existed)
+        fs::remove_all(request.out, ec);
     return results;
 }
 

@@ -338,3 +338,34 @@ TEST_F(Cli, EveryPerturbationOfTheHelpRuns)
         }
     }
 }
+
+// --dump-tensors writes the tensors of every run: the model's under tensors/, a variant's under runs/<label>/tensors/,
+// so that a variant can be checked by hand; they are its own (NeuTRENO changes the blocks' outputs).
+TEST_F(Cli, DumpTensorsCoversTheExtraRuns)
+{
+    auto r = cli("analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist/test-0000-ankle-boot.png --neutreno 0.6"
+                 " --analyses similarity --formats none --dump-tensors --out " + m_dir.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto manifest = nlohmann::json::parse(slurp(m_dir / "manifest.json"));
+    ASSERT_EQ(manifest["runs"].size(), 2u);
+    const std::string folder = manifest["runs"][1]["folder"];
+    const fs::path mine = m_dir / "tensors" / "test-0000-ankle-boot", variant = m_dir / folder / "tensors" / "test-0000-ankle-boot";
+    for (const char* file : { "logits.npy", "attn_L1.npy", "attn_L4.npy", "block_L0.npy", "block_L4.npy" }) {
+        EXPECT_TRUE(fs::exists(mine / file)) << (mine / file);
+        EXPECT_TRUE(fs::exists(variant / file)) << (variant / file);
+    }
+    EXPECT_EQ(slurp(mine / "block_L0.npy"), slurp(variant / "block_L0.npy")); // the same embeddings
+    EXPECT_NE(slurp(mine / "block_L4.npy"), slurp(variant / "block_L4.npy")); // the variant's own blocks
+}
+
+// An analysis the model refuses (the decomposition of a model without additive position embeddings) is one line
+// naming the model, and the output folder the run would have made is not left behind.
+TEST_F(Cli, RefusedAnalysisLeavesNoFolder)
+{
+    const fs::path out = m_dir / "refused";
+    auto r = cli("analyze --model builtin:fmnist-quadratic --images resources/samples/fashion-mnist --analyses decomposition --out " + out.string());
+    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(countLines(r.err, "."), 1) << r.err;
+    EXPECT_NE(r.err.find("builtin:fmnist-quadratic: the logit decomposition needs"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+}
