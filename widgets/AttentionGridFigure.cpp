@@ -12,6 +12,17 @@ namespace attnscope {
 
 namespace {
 
+    // "rollout: Abnar & Zuidema (2020)", with the fusion and discard share when they are not the paper's.
+    QString rolloutDescription(const RolloutOptions& o)
+    {
+        QString text = QStringLiteral("rollout: Abnar & Zuidema (2020)");
+        if (o.fusion != HeadFusion::Mean)
+            text += QStringLiteral(", %1 of heads").arg(QString::fromLatin1(toString(o.fusion)));
+        if (o.discard > 0)
+            text += QStringLiteral(", lowest %1% discarded").arg(o.discard * 100, 0, 'g', 3);
+        return text;
+    }
+
     QString queryDescription(const AttentionGrid& grid)
     {
         if (const auto patch = queryPatchOf(grid.query, grid.numPrefixTokens, grid.gridWidth))
@@ -70,7 +81,7 @@ QImage renderAttentionGrid(const AttentionGrid& grid, const GridStyle& style)
     const QString title = QStringLiteral("Attention of %1").arg(queryDescription(grid));
     const QString subtitle = joinProvenance({ fromStd(grid.model), fromStd(grid.image),
         QStringLiteral("%1, opacity %2").arg(colormapName(style.colormap)).arg(style.opacity),
-        QStringLiteral("rollout: Abnar & Zuidema (2020)") });
+        rolloutDescription(grid.rolloutOptions) });
     double rowLabelWidth = 0;
     for (int l = 1; l <= layers; ++l)
         rowLabelWidth = std::max(rowLabelWidth, labelMetrics.horizontalAdvance(QStringLiteral("layer %1").arg(l)));

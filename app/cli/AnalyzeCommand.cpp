@@ -53,6 +53,12 @@ void AnalyzeCommand::addTo(CLI::App& app)
                    "where the analyses run: device (batched tensor operations where the forward ran), host (float64 loops"
                    " per image) or auto (the device on a GPU, the host on a CPU)")
         ->capture_default_str();
+    app.add_option("--grid-images", gridImages, "attention grids (layers x heads) of the first N images (0: none)")->capture_default_str();
+    app.add_option("--query", query, "the grids' query: cls (the CLS token, or the centre patch without one) or ROW,COL (a patch, from 0)")
+        ->capture_default_str();
+    app.add_option("--rollout", rollout, "head fusion of the grids' rollout: mean (Abnar & Zuidema), max or min")->capture_default_str();
+    app.add_option("--discard", discard, "share of each layer's fused attention the rollout discards first, lowest first (0 to <1)")
+        ->capture_default_str();
     app.add_flag("--dump-tensors", dumpTensors, "write logits, attention maps and block outputs as .npy");
     app.add_option("--threads", threads, "CPU threads for the forward (0: the engine's default)");
 }
@@ -81,6 +87,15 @@ int AnalyzeCommand::run() const
     if (!parsedPrecision)
         return fail("--precision: " + parsedPrecision.message());
     base.precision = *parsedPrecision;
+    if (gridImages < 0)
+        return fail("--grid-images " + std::to_string(gridImages) + ": expected 0 or more");
+    if (auto q = checkGridQuery(query); !q)
+        return fail(q.message());
+    auto fusion = attnscope::parseHeadFusion(rollout);
+    if (!fusion)
+        return fail("--rollout: " + fusion.message());
+    if (!(discard >= 0.0 && discard < 1.0))
+        return fail("--discard " + std::to_string(discard) + ": expected a share from 0 up to (not including) 1");
     if (analysesOn == "device" || analysesOn == "host")
         base.analysesOnDevice = analysesOn == "device";
     else if (analysesOn != "auto")
@@ -138,6 +153,9 @@ int AnalyzeCommand::run() const
     request.compareSpec = compare;
     request.threads = threads;
     request.batch = batch;
+    request.gridImages = gridImages;
+    request.gridQuery = query;
+    request.rollout = { *fusion, discard };
     if (base.precision == attnscope::Precision::Tf32 && (*loaded)->info().device == "cpu")
         return fail("--precision tf32 needs a CUDA device (the model runs on the CPU; tf32 is a setting of CUDA's matrix units)");
 

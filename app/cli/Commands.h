@@ -31,6 +31,10 @@ struct AnalyzeCommand {
     int batch = 0;                   // images per forward; 0: the device's default (attnscope::defaultBatchSize)
     std::string precision = "fp32";
     std::string analysesOn = "auto"; // auto | device | host
+    int gridImages = 1;
+    std::string query = "cls";
+    std::string rollout = "mean";
+    double discard = 0.0;
     std::string analyses = "similarity,attention,centres,snr";
     std::vector<std::string> noise;
     int draws = 1;

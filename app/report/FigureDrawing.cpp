@@ -35,7 +35,7 @@ std::string figureDrawingUnavailable() { return {}; }
 std::string defaultFigureFormats() { return "png"; }
 
 std::string drawFigures(
-    const std::string& dir, const FigureData& data, const AttentionGrid* grid, const std::vector<std::string>& formats)
+    const std::string& dir, const FigureData& data, const std::vector<NamedGrid>& grids, const std::vector<std::string>& formats)
 {
     if (formats.empty())
         return {};
@@ -54,11 +54,11 @@ std::string drawFigures(
                 return path.toStdString() + ": " + message.toStdString();
         }
     }
-    if (grid) {
-        const QImage image = renderAttentionGrid(*grid);
+    for (const auto& g : grids) {
+        const QImage image = renderAttentionGrid(g.grid);
         for (const auto& f : formats) {
             QString message;
-            const QString path = QString::fromStdString((fs::path(dir) / ("attention_grid." + f)).string());
+            const QString path = QString::fromStdString((fs::path(dir) / (g.name + "." + f)).string());
             if (!exportImage(image, path, &message))
                 return path.toStdString() + ": " + message.toStdString();
         }

@@ -10,6 +10,12 @@
 #include <string>
 #include <vector>
 
+// An attention grid with the name its files take: attention_grid, or attention_grid_<image stem> when there are several.
+struct NamedGrid {
+    std::string name;
+    attnscope::AttentionGrid grid;
+};
+
 // "" where this build draws figures; otherwise why it cannot, as a phrase ("figures need the Qt build ...").
 std::string figureDrawingUnavailable();
 
@@ -17,7 +23,7 @@ std::string figureDrawingUnavailable();
 // (the data only) where they cannot.
 std::string defaultFigureFormats();
 
-// Draws every figure of `data` that has data, and the attention grid when given, into `dir` as <name>.<format> for
-// each format; returns an error message naming the file, or "".
-std::string drawFigures(const std::string& dir, const attnscope::FigureData& data, const attnscope::AttentionGrid* grid,
+// Draws every figure of `data` that has data, and the attention grids, into `dir` as <name>.<format> for each format;
+// returns an error message naming the file, or "".
+std::string drawFigures(const std::string& dir, const attnscope::FigureData& data, const std::vector<NamedGrid>& grids,
     const std::vector<std::string>& formats);

@@ -31,7 +31,8 @@ Result<std::vector<std::string>> parseFigureFormats(const std::string& list)
     return out;
 }
 
-AttentionGrid attentionGridOf(const Trace& trace, const Image& shown, const std::string& model, const std::string& image, int query)
+AttentionGrid attentionGridOf(const Trace& trace, const Image& shown, const std::string& model, const std::string& image, int query,
+                              const RolloutOptions& rollout)
 {
     AttentionGrid g;
     g.model = model;
@@ -48,7 +49,8 @@ AttentionGrid attentionGridOf(const Trace& trace, const Image& shown, const std:
         row.push_back(attentionMap(trace, l, -1, g.query));
         g.maps.push_back(std::move(row));
     }
-    g.rollout = rolloutMap(trace, attentionRollout(trace), g.query);
+    g.rollout = rolloutMap(trace, attentionRollout(trace, rollout), g.query);
+    g.rolloutOptions = rollout;
     return g;
 }
 
@@ -70,7 +72,29 @@ std::string attentionGridCsv(const AttentionGrid& g)
     return csv;
 }
 
-std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>& runs, const AttentionGrid* grid,
+Result<bool> checkGridQuery(const std::string& spec)
+{
+    auto token = gridQueryToken(spec, 1 << 20, 1 << 20, 1);
+    if (!token)
+        return token.error();
+    return true;
+}
+
+Result<int> gridQueryToken(const std::string& spec, int gridHeight, int gridWidth, int prefixTokens)
+{
+    if (spec == "cls")
+        return -1;
+    int row = -1, column = -1;
+    char end = 0;
+    if (std::sscanf(spec.c_str(), "%d,%d%c", &row, &column, &end) != 2)
+        return Error { "--query " + spec + ": expected cls or ROW,COL (a patch of the grid, from 0)" };
+    if (row < 0 || column < 0 || row >= gridHeight || column >= gridWidth)
+        return Error { "--query " + spec + ": outside the model's " + std::to_string(gridHeight) + "x" + std::to_string(gridWidth)
+                       + " patch grid" };
+    return prefixTokens + row * gridWidth + column;
+}
+
+std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>& runs, const std::vector<NamedGrid>& grids,
                          const LogitDecomposition* decomposition, const std::vector<std::string>& formats)
 {
     if (runs.empty())
@@ -86,18 +110,18 @@ std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>
     if (decomposition) {
         data.decomposition = decomposition;
         data.decompositionInfo.model = data.series.front().model;
-        data.decompositionInfo.image = grid ? grid->image : std::string();
-        data.decompositionInfo.numPrefixTokens = grid ? grid->numPrefixTokens : 1;
+        data.decompositionInfo.image = grids.empty() ? std::string() : grids.front().grid.image;
+        data.decompositionInfo.numPrefixTokens = grids.empty() ? 1 : grids.front().grid.numPrefixTokens;
     }
     // The data first, in every build; then the pictures of it, where this build draws them.
     for (Figure figure : allFigures())
         if (figureHasData(figure, data))
             if (auto w = writeTextFile((dir / (figureFileName(figure) + ".csv")).string(), figureCsv(figure, data)); !w)
                 return w.message();
-    if (grid)
-        if (auto w = writeTextFile((dir / "attention_grid.csv").string(), attentionGridCsv(*grid)); !w)
+    for (const auto& g : grids)
+        if (auto w = writeTextFile((dir / (g.name + ".csv")).string(), attentionGridCsv(g.grid)); !w)
             return w.message();
-    return formats.empty() ? std::string() : drawFigures(dir.string(), data, grid, formats);
+    return formats.empty() ? std::string() : drawFigures(dir.string(), data, grids, formats);
 }
 
 nlohmann::json figuresRecord(const std::vector<std::string>& formats)

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "FigureDrawing.h"
 #include "OutputFolder.h"
 
 #include <attnscope/Result.h>
@@ -15,15 +16,20 @@
 attnscope::Result<std::vector<std::string>> parseFigureFormats(const std::string& commaSeparated);
 
 // The layers x heads maps of `query` (by default -1: the CLS token, or the centre patch of a model without prefix
-// tokens), the head mean of each layer and the rollout.
+// tokens), the head mean of each layer and the rollout (made as `rollout` says).
 attnscope::AttentionGrid attentionGridOf(const attnscope::Trace& trace, const attnscope::Image& shown, const std::string& model,
-                                         const std::string& image, int query = -1);
+                                         const std::string& image, int query = -1, const attnscope::RolloutOptions& rollout = {});
+// The query token a grid asks for: "cls" (-1: the CLS token, or the centre patch without prefix tokens) or "R,C", the
+// patch in row R and column C of the grid, from 0. Bounds are checked against a model by gridQueryToken.
+attnscope::Result<bool> checkGridQuery(const std::string& spec);
+attnscope::Result<int> gridQueryToken(const std::string& spec, int gridHeight, int gridWidth, int prefixTokens);
+
 // Its data: layer,head,row,col,attention (head "mean"; layer "rollout").
 std::string attentionGridCsv(const attnscope::AttentionGrid& grid);
 
 // Writes the CSV of every figure the runs have data for and draws the figures in each format (none: the CSVs only);
 // returns an error message or "".
-std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>& runs, const attnscope::AttentionGrid* grid,
+std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>& runs, const std::vector<NamedGrid>& grids,
                          const attnscope::LogitDecomposition* decomposition, const std::vector<std::string>& formats);
 
 // The manifest's "figures": the formats drawn, and in a build that draws none, why ("not_drawn").

@@ -155,7 +155,7 @@ private:
 struct ReportResults {
     ReportOutcome outcome;
     std::vector<RunOutput> outputs;
-    std::optional<attnscope::AttentionGrid> grid;
+    std::vector<NamedGrid> grids;
     std::optional<attnscope::LogitDecomposition> decomposition;
     nlohmann::json manifest;           // all but the images,
     std::shared_ptr<ImageLog> images;  // which finishReport writes into it
@@ -255,8 +255,8 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
             return w.error();
     }
     auto imageList = std::make_shared<ImageLog>(out);
-    bool gridTried = false;
-    std::optional<attnscope::AttentionGrid> grid;
+    std::vector<NamedGrid> grids;
+    int gridsWanted = std::max(0, request.gridImages);
     std::optional<attnscope::LogitDecomposition> decomposition;
     ReportOutcome outcome;
     outcome.total = int(mine.size());
@@ -305,9 +305,8 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                     continue;
                 if (classify)
                     appendPredictions(rows, item.path, trace.logits, primary.info().labels);
-                if (!grid && !gridTried) {
-                    gridTried = true;
-                    // The device path brings back only the logits: the grid's one image runs again for its maps.
+                if (int(grids.size()) < gridsWanted) {
+                    // The device path brings back only the logits: a grid's image runs again for its maps.
                     attnscope::Trace withMaps = trace;
                     if (withMaps.attention.empty() || withMaps.attention.back().empty()) {
                         attnscope::RunOptions maps;
@@ -318,8 +317,15 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                             return Error { item.path + ": " + again.message() };
                         withMaps = std::move(*again);
                     }
-                    if (!withMaps.attention.empty() && !withMaps.attention.back().empty())
-                        grid = attentionGridOf(withMaps, item.prepared[0].shown, name, stems[item.index]);
+                    if (withMaps.attention.empty() || withMaps.attention.back().empty()) {
+                        gridsWanted = 0; // a model without attention maps
+                    } else {
+                        auto query = gridQueryToken(request.gridQuery, withMaps.gridHeight, withMaps.gridWidth, withMaps.numPrefixTokens);
+                        if (!query)
+                            return Error { primary.info().path + ": " + query.message() };
+                        grids.push_back({ "attention_grid_" + stems[item.index],
+                                          attentionGridOf(withMaps, item.prepared[0].shown, name, stems[item.index], *query, request.rollout) });
+                    }
                 }
                 if (!decomposition && base.decomposition) {
                     auto d = attnscope::decomposeLogits(primary, item.prepared[0].input);
@@ -360,7 +366,9 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
     }
     results->outcome = outcome;
     results->images = imageList;
-    results->grid = std::move(grid);
+    if (grids.size() == 1)
+        grids.front().name = "attention_grid"; // one grid keeps the plain name
+    results->grids = std::move(grids);
     results->decomposition = std::move(decomposition);
     const auto& info = primary.info();
     auto weightsSha = attnscope::sha256File(info.weightsPath);
@@ -377,6 +385,8 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         { "images", nullptr }, // finishReport writes the list in its place
         { "options", { { "analyses", request.analysesText }, { "noise", runs.front().output.options["noise"] }, { "draws", base.draws },
                        { "seed", base.seed }, { "device", info.device }, { "batch", batch }, { "precision", toString(base.precision) },
+                       { "grid_images", request.gridImages }, { "query", request.gridQuery },
+                       { "rollout", attnscope::toString(request.rollout.fusion) }, { "discard", request.rollout.discard },
                        { "analyses_on", runs.front().analysis->analysesOnDevice() ? "device" : "host" }, { "dump_tensors", dumping }, { "threads", request.threads },
                        { "intra_op_threads", threads.intraOp }, { "inter_op_threads", threads.interOp },
                        { "omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "" },
@@ -407,7 +417,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
 attnscope::Result<ReportOutcome> finishReport(const ReportRequest& request, const ReportResults& results)
 {
     const auto start = std::chrono::steady_clock::now();
-    const std::string figureError = writeFigures(request.out, results.outputs, results.grid ? &*results.grid : nullptr,
+    const std::string figureError = writeFigures(request.out, results.outputs, results.grids,
                                                  results.decomposition ? &*results.decomposition : nullptr, request.formats);
     if (!figureError.empty())
         return Error { figureError };

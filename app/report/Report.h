@@ -30,6 +30,11 @@ struct ReportRequest {
     std::string analysesText, formatsText, description, compareSpec;
     int threads = 0;
     int batch = 0; // images per forward; 0: attnscope::defaultBatchSize
+    // The attention grid figures: of the first `gridImages` images, for the query `gridQuery` (Figures.h:
+    // gridQueryToken), their rollout made as `rollout` says.
+    int gridImages = 1;
+    std::string gridQuery = "cls";
+    attnscope::RolloutOptions rollout;
     double loadSeconds = 0;
 };
 

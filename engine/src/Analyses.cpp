@@ -181,30 +181,83 @@ AttentionMap attentionMap(const Trace& trace, int layer, int head, int query, bo
     return map;
 }
 
-ATTNSCOPE_VECTOR_CLONES
-Tensor attentionRollout(const Trace& trace)
+const char* toString(HeadFusion f) { return f == HeadFusion::Max ? "max" : f == HeadFusion::Min ? "min" : "mean"; }
+
+Result<HeadFusion> parseHeadFusion(const std::string& name)
 {
-    // Â_l in one pass over the float32 maps, row by row into a float64 matrix; the products are float64 BLAS (each
-    // N^3, where the time goes).
+    for (HeadFusion f : { HeadFusion::Mean, HeadFusion::Max, HeadFusion::Min })
+        if (name == toString(f))
+            return f;
+    return Error { "unknown head fusion \"" + name + "\" (mean, max, min)" };
+}
+
+namespace {
+
+// F = fuse_h A[h] of one layer's [H, N, N] maps into `out` [N, N], row by row.
+ATTNSCOPE_VECTOR_CLONES
+void fuseHeads(const Tensor& a, HeadFusion fusion, double* out)
+{
+    const int64_t H = a.size(0), N = a.size(1);
+    for (int64_t i = 0; i < N; ++i) {
+        double* o = out + i * N;
+        const float* first = a.data() + i * N;
+        for (int64_t j = 0; j < N; ++j)
+            o[j] = first[j];
+        for (int64_t h = 1; h < H; ++h) {
+            const float* src = a.data() + (h * N + i) * N;
+            if (fusion == HeadFusion::Mean)
+                for (int64_t j = 0; j < N; ++j)
+                    o[j] += src[j];
+            else if (fusion == HeadFusion::Max)
+                for (int64_t j = 0; j < N; ++j)
+                    o[j] = std::max(o[j], double(src[j]));
+            else
+                for (int64_t j = 0; j < N; ++j)
+                    o[j] = std::min(o[j], double(src[j]));
+        }
+        if (fusion == HeadFusion::Mean)
+            for (int64_t j = 0; j < N; ++j)
+                o[j] /= double(H);
+    }
+}
+
+// Zeroes the floor(share * N^2) smallest entries of the [N, N] map (ties in index order), entry 0 excepted.
+void discardSmallest(double* map, int64_t n, double share)
+{
+    const int64_t count = int64_t(std::floor(share * double(n * n)));
+    if (count <= 0)
+        return;
+    std::vector<int64_t> order(size_t(n * n - 1));
+    for (size_t k = 0; k < order.size(); ++k)
+        order[k] = int64_t(k) + 1;
+    const int64_t kept = std::min<int64_t>(count, int64_t(order.size()));
+    std::partial_sort(order.begin(), order.begin() + kept, order.end(),
+                      [map](int64_t a, int64_t b) { return map[a] < map[b] || (map[a] == map[b] && a < b); });
+    for (int64_t k = 0; k < kept; ++k)
+        map[order[size_t(k)]] = 0.0;
+}
+
+} // namespace
+
+ATTNSCOPE_VECTOR_CLONES
+Tensor attentionRollout(const Trace& trace, const RolloutOptions& options)
+{
+    if (!(options.discard >= 0.0 && options.discard < 1.0))
+        throw std::invalid_argument("attentionRollout: discard " + std::to_string(options.discard) + " is outside [0, 1)");
+    // Â_l in one pass over the float32 maps into a float64 matrix; the products are float64 BLAS (each N^3, where the
+    // time goes).
     at::Tensor r;
     for (int l = 1; l <= trace.depth; ++l) {
         const Tensor& a = trace.attention.at(size_t(l)); // [H, N, N]
-        const int64_t H = a.size(0), N = a.size(1);
+        const int64_t N = a.size(1);
         at::Tensor ah = at::empty({ N, N }, at::kDouble);
         double* out = ah.data_ptr<double>();
+        fuseHeads(a, options.fusion, out);
+        discardSmallest(out, N, options.discard);
         for (int64_t i = 0; i < N; ++i) {
             double* o = out + i * N;
-            const float* first = a.data() + i * N;
             for (int64_t j = 0; j < N; ++j)
-                o[j] = first[j];
-            for (int64_t h = 1; h < H; ++h) {
-                const float* src = a.data() + (h * N + i) * N;
-                for (int64_t j = 0; j < N; ++j)
-                    o[j] += src[j];
-            }
-            const double half = 0.5 / double(H); // 0.5 mean_h
-            for (int64_t j = 0; j < N; ++j)
-                o[j] *= half;
+                o[j] *= 0.5;
             o[i] += 0.5;
             const double inv = 1.0 / sum(o, N);
             for (int64_t j = 0; j < N; ++j)

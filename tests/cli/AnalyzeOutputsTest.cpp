@@ -369,3 +369,40 @@ TEST_F(Cli, RefusedAnalysisLeavesNoFolder)
     EXPECT_NE(r.err.find("builtin:fmnist-quadratic: the logit decomposition needs"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(out));
 }
+
+// The attention grids: of any number of images, for any patch query, with the rollout's head fusion and discard share;
+// the figure's CSV holds the chosen query's maps (they differ from the CLS query's), and the manifest the choices.
+TEST_F(Cli, AttentionGridsForImagesQueriesAndRollouts)
+{
+    const std::string common = "analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist --analyses similarity --formats png";
+    auto plain = cli(common + " --out " + (m_dir / "plain").string());
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    auto r = cli(common + " --grid-images 3 --query 3,4 --rollout max --discard 0.5 --out " + (m_dir / "grids").string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    int grids = 0;
+    for (const auto& e : fs::directory_iterator(m_dir / "grids" / "figures"))
+        grids += e.path().extension() == ".png" && e.path().filename().string().rfind("attention_grid_", 0) == 0;
+    EXPECT_EQ(grids, kCliDrawsFigures ? 3 : 0);
+    const fs::path first = m_dir / "grids" / "figures" / "attention_grid_test-0000-ankle-boot.csv";
+    ASSERT_TRUE(fs::exists(first));
+    EXPECT_NE(slurp(first), slurp(m_dir / "plain" / "figures" / "attention_grid.csv"));
+    const auto options = nlohmann::json::parse(slurp(m_dir / "grids" / "manifest.json"))["options"];
+    EXPECT_EQ(options["query"], "3,4");
+    EXPECT_EQ(options["rollout"], "max");
+    EXPECT_EQ(options["discard"], 0.5);
+    EXPECT_EQ(options["grid_images"], 3);
+    const std::pair<std::string, std::string> bad[] = {
+        { " --query 7,0", "--query 7,0: outside the model's 7x7 patch grid" },
+        { " --query centre", "--query centre: expected cls or ROW,COL" },
+        { " --rollout median", "unknown head fusion \"median\" (mean, max, min)" },
+        { " --discard 1", "--discard 1.000000: expected a share from 0 up to (not including) 1" },
+        { " --grid-images -1", "--grid-images -1: expected 0 or more" },
+    };
+    for (const auto& [args, message] : bad) {
+        auto e = cli(common + args + " --out " + (m_dir / "bad").string());
+        EXPECT_EQ(e.status, 1) << args;
+        EXPECT_EQ(countLines(e.err, "."), 1) << e.err;
+        EXPECT_NE(e.err.find(message), std::string::npos) << e.err;
+        EXPECT_FALSE(fs::exists(m_dir / "bad")) << args;
+    }
+}

@@ -386,3 +386,39 @@ TEST(AnalysisOracles, StatisticsMergeEqualsOnePass)
 }
 
 } // namespace
+
+// Rollout with each head fusion and discard share against tests/golden/rollout (make_rollout.py: the float64 forward,
+// fusion and discarding written in NumPy), rows 0 (CLS) and 137 (a patch) of R on tv_grid16. The engine fuses the
+// float32 maps: 1e-5 of each row's largest value. Discarding 90% of the entries changes the rows (checked), and a
+// share outside [0, 1) is refused.
+TEST(RolloutGolden, EveryFusionAndDiscardMatchesTheReference)
+{
+    auto model = Model::load(goldenDir() + "/tv_grid16");
+    ASSERT_TRUE(model) << model.message();
+    RunOptions options;
+    options.record.attention = true;
+    auto trace = (*model)->run(loadNpy(goldenDir() + "/tv_grid16/input.npy"), options);
+    ASSERT_TRUE(trace) << trace.message();
+    const at::Tensor plain = unwrap(attentionRollout(*trace));
+    for (const char* fusion : { "mean", "max", "min" })
+        for (const char* share : { "0.0", "0.5", "0.9" }) {
+            SCOPED_TRACE(std::string(fusion) + " " + share);
+            RolloutOptions o;
+            o.fusion = *parseHeadFusion(fusion);
+            o.discard = std::stod(share);
+            const at::Tensor r = unwrap(attentionRollout(*trace, o));
+            const at::Tensor rows = r.index_select(0, at::tensor(std::vector<int64_t> { 0, 137 }, at::kLong)).to(at::kDouble);
+            const at::Tensor ref = unwrap(loadNpy(ATTNSCOPE_TEST_SOURCE_DIR "/golden/rollout/rollout_" + std::string(fusion) + "_" + share + ".npy")).to(at::kDouble);
+            ASSERT_EQ(rows.sizes(), ref.sizes());
+            for (int64_t i = 0; i < 2; ++i) {
+                const double scale = ref[i].abs().max().item<double>();
+                EXPECT_LE((rows[i] - ref[i]).abs().max().item<double>(), 1e-5 * scale) << "row " << i;
+            }
+            if (std::string(fusion) != "mean" || std::string(share) != "0.0")
+                EXPECT_GT((r - plain).abs().max().item<double>(), 1e-4) << "the option changed nothing";
+        }
+    EXPECT_FALSE(parseHeadFusion("median"));
+    RolloutOptions bad;
+    bad.discard = 1.0;
+    EXPECT_THROW(attentionRollout(*trace, bad), std::invalid_argument);
+}

@@ -41,8 +41,19 @@ struct AttentionMap {
 };
 // Row `query` of A_layer for `head` (-1: the mean over heads); `renormalise` scales the patch part to sum 1.
 AttentionMap attentionMap(const Trace& trace, int layer, int head, int query, bool renormalise = false);
-// Abnar & Zuidema's rollout: R = Â_L ... Â_1 with Â_l = 0.5 mean_h A_l + 0.5 I, rows renormalised. [N, N]
-Tensor attentionRollout(const Trace& trace);
+// How the heads of a layer are fused for the rollout, and how much of the fused map is discarded first: the options
+// vit-explain (Gildenblat) offers. Discarding sets the smallest `discard` share of the fused map's N x N entries to 0
+// (ties in index order), never the first token's attention to itself, which vit-explain keeps too.
+enum class HeadFusion { Mean, Max, Min };
+const char* toString(HeadFusion f); // mean | max | min
+Result<HeadFusion> parseHeadFusion(const std::string& name);
+struct RolloutOptions {
+    HeadFusion fusion = HeadFusion::Mean;
+    double discard = 0.0; // in [0, 1)
+};
+// Abnar & Zuidema's rollout: R = Â_L ... Â_1 with Â_l = 0.5 F_l + 0.5 I, rows renormalised, F_l the fused heads of A_l
+// (the mean by default, as the paper) after discarding. [N, N]
+Tensor attentionRollout(const Trace& trace, const RolloutOptions& options = {});
 AttentionMap rolloutMap(const Trace& trace, const Tensor& rollout, int query);
 
 struct AttentionSimilarityPoint {

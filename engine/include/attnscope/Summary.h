@@ -74,6 +74,7 @@ struct AttentionGrid {
     int gridHeight = 0, gridWidth = 0, numPrefixTokens = 0;
     std::vector<std::vector<AttentionMap>> maps; // [layer - 1][head], heads.size() == H, plus the head mean last
     AttentionMap rollout;
+    RolloutOptions rolloutOptions; // how the rollout was made
 };
 
 } // namespace attnscope
