@@ -5,6 +5,7 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
 #include <QSettings>
@@ -63,8 +64,33 @@ AttentionControls::AttentionControls(QWidget* parent)
     connect(m_grid, &QCheckBox::toggled, this, &AttentionControls::gridToggled);
     m_query = new QLabel(this);
     m_query->setWordWrap(true);
+    // The rollout's options (vit-explain's): how the heads of a layer are fused, and which share of the fused map,
+    // lowest first, is dropped before the layers are chained. Used while "rollout" is the head shown.
+    m_fusion = new QComboBox(this);
+    m_fusion->setAccessibleName(tr("Rollout head fusion"));
+    for (HeadFusion f : { HeadFusion::Mean, HeadFusion::Max, HeadFusion::Min })
+        m_fusion->addItem(tr("%1 of heads").arg(QString::fromLatin1(toString(f))), int(f));
+    m_discard = new QDoubleSpinBox(this);
+    m_discard->setAccessibleName(tr("Rollout discard share"));
+    m_discard->setRange(0.0, 0.99);
+    m_discard->setSingleStep(0.05);
+    m_discard->setDecimals(2);
+    m_discard->setPrefix(tr("discard "));
+    m_discard->setToolTip(tr("Share of each layer's fused attention set to zero, lowest values first, before the rollout"));
+    connect(m_fusion, &QComboBox::currentIndexChanged, this, &AttentionControls::rolloutChanged);
+    connect(m_discard, &QDoubleSpinBox::valueChanged, this, &AttentionControls::rolloutChanged);
+    auto* rolloutRow = new QHBoxLayout;
+    rolloutRow->addWidget(m_fusion, 1);
+    rolloutRow->addWidget(m_discard, 1);
+    const auto enableRollout = [this] {
+        m_fusion->setEnabled(head() == -2);
+        m_discard->setEnabled(head() == -2);
+    };
+    connect(m_head, &QComboBox::currentIndexChanged, this, enableRollout);
+    enableRollout();
     layout->addRow(tr("Layer"), m_layer);
     layout->addRow(tr("Head"), m_head);
+    layout->addRow(tr("Rollout"), rolloutRow);
     layout->addRow(tr("Opacity"), m_opacity);
     layout->addRow(tr("Colour map"), m_colormap);
     layout->addRow(QString(), m_grid);
@@ -183,6 +209,8 @@ void AttentionControls::setHead(int head)
     m_head->blockSignals(true);
     m_head->setCurrentIndex(index);
     m_head->blockSignals(false);
+    m_fusion->setEnabled(head == -2);
+    m_discard->setEnabled(head == -2);
 }
 
 void AttentionControls::setQueryText(const QString& text) { m_query->setText(text); }
@@ -203,6 +231,17 @@ void AttentionControls::setPerturbation(const Perturbation& perturbation)
 }
 
 int AttentionControls::layer() const { return m_layer->value(); }
+
+void AttentionControls::setRollout(const RolloutOptions& rollout)
+{
+    m_fusion->setCurrentIndex(m_fusion->findData(int(rollout.fusion)));
+    m_discard->setValue(rollout.discard);
+}
+
+RolloutOptions AttentionControls::rollout() const
+{
+    return { HeadFusion(m_fusion->currentData().toInt()), m_discard->value() };
+}
 
 int AttentionControls::head() const { return m_head->currentIndex() < 0 ? -1 : m_head->currentData().toInt(); }
 

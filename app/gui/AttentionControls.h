@@ -32,6 +32,7 @@ public:
     void setQueryText(const QString& text);
     void setVariantValues(double lambda, double boost); // moves the spin boxes (reported like a user's edit)
     void setPerturbation(const attnscope::Perturbation& perturbation);
+    void setRollout(const attnscope::RolloutOptions& rollout);
 
     void announce(); // emits the drawing settings (restored from the last session) for the views to follow
 
@@ -40,6 +41,7 @@ public:
     QString headText() const;
     std::optional<ModelSlot::Variant> variant() const; // unset when both equal the model's own
     attnscope::Perturbation perturbation() const;
+    attnscope::RolloutOptions rollout() const; // head fusion and discard share of the rollout view
 
 signals:
     void layerChanged(int layer);
@@ -49,6 +51,7 @@ signals:
     void gridToggled(bool on);
     void variantChanged();
     void perturbationChanged();
+    void rolloutChanged();
 
 private:
     QSpinBox* m_layer = nullptr;
@@ -57,6 +60,8 @@ private:
     QComboBox* m_colormap = nullptr;
     QCheckBox* m_grid = nullptr;
     QLabel* m_query = nullptr;
+    QComboBox* m_fusion = nullptr;
+    QDoubleSpinBox* m_discard = nullptr;
     QDoubleSpinBox* m_lambda = nullptr;
     QDoubleSpinBox* m_boost = nullptr;
     QComboBox* m_noiseKind = nullptr;

@@ -278,7 +278,7 @@ void MainWindow::refreshMaps()
         const int query = i == 0 ? m_query : mapQuery(m_query, primary->trace, t);
         const int layer = std::clamp(m_layer, 1, t.depth);
         const int head = m_head >= t.numHeads ? -1 : m_head;
-        const AttentionMap map = head == -2 ? rolloutMap(t, attentionRollout(t), query) : attentionMap(t, layer, head, query);
+        const AttentionMap map = head == -2 ? rolloutMap(t, attentionRollout(t, m_controls->rollout()), query) : attentionMap(t, layer, head, query);
         m_views[i]->setQuery(query);
         m_views[i]->setMap(map);
         if (i == 0)

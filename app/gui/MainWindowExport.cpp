@@ -61,7 +61,7 @@ bool MainWindow::exportTiles(const QString& path)
         return false;
     }
     const AttentionGrid grid = attentionGridOf(t->trace, t->shown, m_slots[0]->name().toStdString(),
-                                               QFileInfo(t->path).completeBaseName().toStdString(), m_query);
+                                               QFileInfo(t->path).completeBaseName().toStdString(), m_query, m_controls->rollout());
     QString error;
     bool ok;
     if (path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)) {

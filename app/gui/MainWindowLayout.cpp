@@ -169,6 +169,7 @@ void MainWindow::buildDocks()
     dock(tr("Attention"), "attentionDock", scrollControls, Qt::RightDockWidgetArea);
     connect(m_controls, &AttentionControls::layerChanged, this, &MainWindow::setLayer);
     connect(m_controls, &AttentionControls::headChanged, this, &MainWindow::setHead);
+    connect(m_controls, &AttentionControls::rolloutChanged, this, &MainWindow::refreshMaps);
     for (AttentionView* view : m_views) {
         connect(m_controls, &AttentionControls::opacityChanged, view, &AttentionView::setOpacity);
         connect(m_controls, &AttentionControls::colormapChanged, view, &AttentionView::setColormap);

@@ -1,6 +1,7 @@
 // The desktop window driven as a user would, offscreen: open a model and an image, see the overlay, click a
 // patch, change head, export, survive a broken model file.
 #include "GuiTestSupport.h"
+#include "AttentionControls.h"
 #include "MainWindow.h"
 
 #include <QImage>
@@ -55,6 +56,16 @@ private slots:
         const QImage head0 = w.view()->rendered();
         w.setHead(3);
         QVERIFY(differingPixels(head0, w.view()->rendered()) > 50);
+
+        // The rollout view follows its head fusion and discard share (the controls of the Attention dock).
+        w.setHead(-2);
+        auto* controls = w.findChild<AttentionControls*>();
+        QVERIFY(controls);
+        const QImage meanRollout = w.view()->rendered();
+        controls->setRollout({ attnscope::HeadFusion::Max, 0.9 });
+        QVERIFY(differingPixels(meanRollout, w.view()->rendered()) > 50);
+        controls->setRollout({});
+        QCOMPARE(differingPixels(meanRollout, w.view()->rendered()), 0);
 
         // A tile of the layers x heads grid selects its layer and head.
         w.tiles()->resize(w.tiles()->sizeHint());
