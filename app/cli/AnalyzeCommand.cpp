@@ -59,6 +59,7 @@ void AnalyzeCommand::addTo(CLI::App& app)
     app.add_option("--rollout", rollout, "head fusion of the grids' rollout: mean (Abnar & Zuidema), max or min")->capture_default_str();
     app.add_option("--discard", discard, "share of each layer's fused attention the rollout discards first, lowest first (0 to <1)")
         ->capture_default_str();
+    app.add_flag("--strict", strict, "stop at the first image that cannot be read (default: skip it, list it, exit with 3)");
     app.add_flag("--dump-tensors", dumpTensors, "write logits, attention maps and block outputs as .npy");
     app.add_option("--threads", threads, "CPU threads for the forward (0: the engine's default)");
 }
@@ -72,7 +73,7 @@ int AnalyzeCommand::run() const
     // --- options
     auto names = attnscope::AnalysisOptions::parseList(analyses);
     if (!names)
-        return fail(names.message());
+        return usage(names.message());
     const auto wants = [&](const char* n) { return std::find(names->begin(), names->end(), n) != names->end(); };
     attnscope::AnalysisOptions base;
     base.similarity = wants("similarity");
@@ -82,39 +83,42 @@ int AnalyzeCommand::run() const
     base.decomposition = wants("decomposition");
     base.draws = draws;
     if (batch < 0)
-        return fail("--batch " + std::to_string(batch) + ": expected 0 (the device's default) or a positive count");
+        return usage("--batch " + std::to_string(batch) + ": expected 0 (the device's default) or a positive count");
     auto parsedPrecision = attnscope::parsePrecision(precision);
     if (!parsedPrecision)
-        return fail("--precision: " + parsedPrecision.message());
+        return usage("--precision: " + parsedPrecision.message());
     base.precision = *parsedPrecision;
     if (gridImages < 0)
-        return fail("--grid-images " + std::to_string(gridImages) + ": expected 0 or more");
+        return usage("--grid-images " + std::to_string(gridImages) + ": expected 0 or more");
     if (auto q = checkGridQuery(query); !q)
-        return fail(q.message());
+        return usage(q.message());
     auto fusion = attnscope::parseHeadFusion(rollout);
     if (!fusion)
-        return fail("--rollout: " + fusion.message());
+        return usage("--rollout: " + fusion.message());
     if (!(discard >= 0.0 && discard < 1.0))
-        return fail("--discard " + std::to_string(discard) + ": expected a share from 0 up to (not including) 1");
+        return usage("--discard " + std::to_string(discard) + ": expected a share from 0 up to (not including) 1");
     if (analysesOn == "device" || analysesOn == "host")
         base.analysesOnDevice = analysesOn == "device";
     else if (analysesOn != "auto")
-        return fail("--analyses-on " + analysesOn + ": expected auto, device or host");
+        return usage("--analyses-on " + analysesOn + ": expected auto, device or host");
     base.seed = seed;
     base.alsoRecord.attention = base.alsoRecord.blocks = dumpTensors;
     for (const auto& spec : noise.empty() && base.snr ? std::vector<std::string> { "gaussian:sigma=8" } : noise) {
         auto p = attnscope::Perturbation::parse(spec);
         if (!p)
-            return fail(p.message());
+            return usage(p.message());
         base.perturbations.push_back(*p);
     }
     int shardIndex = 1, shardCount = 1;
     if (!shard.empty() && (std::sscanf(shard.c_str(), "%d/%d", &shardIndex, &shardCount) != 2 || shardCount < 1
                            || shardIndex < 1 || shardIndex > shardCount))
-        return fail("--shard " + shard + ": expected K/N with 1 <= K <= N");
+        return usage("--shard " + shard + ": expected K/N with 1 <= K <= N");
     auto figureFormats = parseFigureFormats(formats);
     if (!figureFormats)
-        return fail(figureFormats.message());
+        return usage(figureFormats.message());
+
+    if (const std::string bad = deviceUsageError(device); !bad.empty())
+        return usage(bad);
 
     // --- models
     attnscope::LoadOptions loadOptions;
@@ -157,7 +161,7 @@ int AnalyzeCommand::run() const
     request.gridQuery = query;
     request.rollout = { *fusion, discard };
     if (base.precision == attnscope::Precision::Tf32 && (*loaded)->info().device == "cpu")
-        return fail("--precision tf32 needs a CUDA device (the model runs on the CPU; tf32 is a setting of CUDA's matrix units)");
+        return usage("--precision tf32 needs a CUDA device (the model runs on the CPU; tf32 is a setting of CUDA's matrix units)");
 
     // --- analysis and output folder
     std::signal(SIGINT, onInterrupt);
@@ -166,6 +170,8 @@ int AnalyzeCommand::run() const
     for (size_t i = 0; i < paths->size(); ++i)
         mine += int(i % size_t(shardCount)) == shardIndex - 1;
     Progress bar("analyze", mine);
+    request.strict = strict;
+    request.skipped = [&](const std::string& message) { bar.note("attnscope-cli: skipped " + message); };
     auto outcome = writeReport(request, [] { return g_interrupted.load(); }, [&](int done, int) { bar.update(done); });
     bar.finish();
     if (!outcome)
@@ -176,6 +182,11 @@ int AnalyzeCommand::run() const
         return 130;
     }
     noteUndrawnFigures(*figureFormats);
+    if (outcome->skipped > 0) {
+        std::fprintf(stderr, "attnscope-cli: %d images analysed, %d skipped (listed in %s/manifest.json); results in %s\n", outcome->done,
+                     outcome->skipped, out.c_str(), out.c_str());
+        return kExitSkipped;
+    }
     std::fprintf(stderr, "attnscope-cli: %d images analysed; results in %s\n", outcome->done, out.c_str());
     return 0;
 }

@@ -42,6 +42,7 @@ struct AnalyzeCommand {
     std::string formats; // --formats; by default defaultFigureFormats(): "png", or "" in the headless build
     std::string shard;
     bool dumpTensors = false;
+    bool strict = false;
     int threads = 0;
     std::optional<double> neutreno;
     std::optional<double> boost;
@@ -59,8 +60,17 @@ struct MergeCommand {
     int run() const;
 };
 
-// "attnscope-cli: <message>" on stderr; returns 1.
+// "attnscope-cli: <message>" on stderr; returns 1 (a failure).
 int fail(const std::string& message);
+// The same for an option the command line got wrong; returns 2 (bad usage, as a parse error).
+int usage(const std::string& message);
+
+// Exit statuses: 0 done, 1 failed, 2 bad usage, 3 done with some images skipped (unreadable: listed in the manifest),
+// 130 interrupted (the results so far are written).
+constexpr int kExitSkipped = 3;
+
+// "" when `device` is one --device takes (auto, cpu, cuda, cuda:<i>), otherwise the usage error to print.
+std::string deviceUsageError(const std::string& device);
 
 // The figure formats to draw of those --formats asked for: all of them, or none in a build that cannot draw
 // figures (ATTNSCOPE_GUI=OFF); the run goes on with the data.

@@ -60,7 +60,9 @@ int InfoCommand::run() const
         return 0;
     }
     if (model.empty())
-        return fail("info: give a MODEL (or --list)");
+        return usage("info: give a MODEL (or --list)");
+    if (const std::string bad = deviceUsageError(device); !bad.empty())
+        return usage(bad);
     attnscope::LoadOptions options;
     options.device = device;
     options.descriptionPath = description;

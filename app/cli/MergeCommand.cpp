@@ -47,7 +47,7 @@ int MergeCommand::run() const
 {
     auto asked = parseFigureFormats(formats);
     if (!asked)
-        return fail(asked.message());
+        return usage(asked.message());
     std::map<std::string, RunOutput> runs; // by folder
     std::vector<std::string> order;
     nlohmann::json images = nlohmann::json::array();

@@ -30,6 +30,12 @@ void Progress::update(int done)
     std::fflush(stderr);
 }
 
+void Progress::note(const std::string& line)
+{
+    std::fprintf(stderr, m_terminal ? "\r\033[K%s\n" : "%s\n", line.c_str());
+    std::fflush(stderr);
+}
+
 void Progress::finish()
 {
     if (m_terminal)

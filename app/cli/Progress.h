@@ -8,6 +8,8 @@ class Progress {
 public:
     Progress(std::string what, int total);
     void update(int done);
+    // One line of its own (a skipped file), the bar redrawn under it on the next update.
+    void note(const std::string& line);
     void finish();
 
 private:

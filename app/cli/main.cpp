@@ -18,6 +18,21 @@ int fail(const std::string& message)
     return 1;
 }
 
+std::string deviceUsageError(const std::string& device)
+{
+    const bool indexed = device.rfind("cuda:", 0) == 0 && device.size() > 5
+        && device.find_first_not_of("0123456789", 5) == std::string::npos;
+    if (device == "auto" || device == "cpu" || device == "cuda" || indexed)
+        return {};
+    return "--device " + device + ": expected auto, cpu, cuda or cuda:<i>";
+}
+
+int usage(const std::string& message)
+{
+    std::cerr << "attnscope-cli: " << message << '\n';
+    return 2;
+}
+
 std::vector<std::string> formatsToDraw(const std::vector<std::string>& asked)
 {
     return figureDrawingUnavailable().empty() ? asked : std::vector<std::string> {};

@@ -61,11 +61,14 @@ PrefetchedBatch BatchPrefetch::read(size_t begin) const
     work();
     for (auto& h : helpers)
         h.join();
-    for (const auto& item : out)
-        if (!item.error.empty()) {
-            batch.error = item.error;
-            return batch;
-        }
+    // An image that cannot be read is set aside with its reason; the others go on.
+    std::vector<PrefetchedImage> good;
+    for (auto& item : out)
+        (item.error.empty() ? good : batch.skipped).push_back(std::move(item));
+    out = std::move(good);
+    if (out.empty())
+        return batch;
+    const size_t readable = out.size();
     std::vector<int64_t> indices;
     for (const auto& item : out)
         indices.push_back(int64_t(item.index));
@@ -75,7 +78,7 @@ PrefetchedBatch BatchPrefetch::read(size_t begin) const
             prepared.push_back(&item.prepared[m_modelOfRun[r]]);
         auto staged = m_runs[r]->stage(prepared, indices);
         if (!staged) {
-            batch.error = (count == 1 ? out.front().path : "images " + out.front().path + " to " + out.back().path) + ": " + staged.message();
+            batch.error = (readable == 1 ? out.front().path : "images " + out.front().path + " to " + out.back().path) + ": " + staged.message();
             return batch;
         }
         batch.staged.push_back(std::move(*staged));
@@ -90,7 +93,7 @@ PrefetchedBatch BatchPrefetch::next()
         batch = m_pending.get();
     else if (m_next < m_indices.size()) { // the first batch: nothing was read ahead
         batch = read(m_next);
-        m_next += batch.images.size();
+        m_next += batch.images.size() + batch.skipped.size();
     }
     if (m_next < m_indices.size()) {
         const size_t begin = m_next;

@@ -21,9 +21,11 @@ struct PrefetchedImage {
 };
 
 struct PrefetchedBatch {
-    std::vector<PrefetchedImage> images;
-    std::vector<attnscope::StagedBatch> staged; // one per run, when every image could be read
-    std::string error;                          // the first image's or staging's error
+    std::vector<PrefetchedImage> images;        // those that could be read, in order
+    std::vector<PrefetchedImage> skipped;       // those that could not, each with its error
+    std::vector<attnscope::StagedBatch> staged; // one per run, of `images`
+    std::string error;                          // staging's error (it concerns the whole batch)
+    bool end() const { return images.empty() && skipped.empty() && error.empty(); }
 };
 class BatchPrefetch {
 public:

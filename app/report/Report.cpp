@@ -277,9 +277,23 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
     for (const auto& run : runs)
         analyses.push_back(run.analysis.get());
     BatchPrefetch prefetch(models, analyses, modelOfRun, paths, mine, batch, onGpu ? int(std::max(2u, cores - 2)) : 1);
-    for (auto next = prefetch.next(); !next.images.empty() && !cancelled(); next = prefetch.next()) {
+    nlohmann::json skippedList = nlohmann::json::array();
+    for (auto next = prefetch.next(); !next.end() && !cancelled(); next = prefetch.next()) {
+        for (const auto& item : next.skipped) {
+            if (request.strict)
+                return Error { item.error + " (--strict: the run stops at the first image it cannot read)" };
+            skippedList.push_back({ { "index", item.index }, { "path", item.path }, { "cause", item.error } });
+            ++outcome.skipped;
+            if (request.skipped)
+                request.skipped(item.error);
+        }
         if (!next.error.empty())
             return Error { next.error };
+        if (next.images.empty()) {
+            if (progress)
+                progress(outcome.done + outcome.skipped, outcome.total);
+            continue;
+        }
         const std::vector<PrefetchedImage>& items = next.images;
         bool stopped = false;
         for (size_t r = 0; r < runs.size() && !stopped; ++r) {
@@ -345,7 +359,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                 return Error { out + ": cannot write the list of images (" + std::strerror(errno) + ")" };
         outcome.done += int(items.size());
         if (progress)
-            progress(outcome.done, outcome.total);
+            progress(outcome.done + outcome.skipped, outcome.total);
     }
     outcome.complete = !cancelled();
 
@@ -383,6 +397,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                      { "trained_neutreno_lambda", info.config.neutrenoLambda }, { "trained_boost_t", info.config.boostT } } },
         { "runs", runList },
         { "images", nullptr }, // finishReport writes the list in its place
+        { "skipped", skippedList },
         { "options", { { "analyses", request.analysesText }, { "noise", runs.front().output.options["noise"] }, { "draws", base.draws },
                        { "seed", base.seed }, { "device", info.device }, { "batch", batch }, { "precision", toString(base.precision) },
                        { "grid_images", request.gridImages }, { "query", request.gridQuery },

@@ -35,11 +35,16 @@ struct ReportRequest {
     int gridImages = 1;
     std::string gridQuery = "cls";
     attnscope::RolloutOptions rollout;
+    // An image that cannot be read (corrupt, truncated, not an image) is skipped, reported through `skipped` (one line:
+    // the file and why) and listed in the manifest; with `strict` the run stops at the first instead.
+    bool strict = false;
+    std::function<void(const std::string& message)> skipped;
     double loadSeconds = 0;
 };
 
 struct ReportOutcome {
     int done = 0;  // images analysed
+    int skipped = 0; // images that could not be read
     int total = 0; // images of this shard
     bool complete = false;
 };

@@ -274,7 +274,7 @@ TEST_F(Cli, BatchedDevicePathWritesTheHostPathsNumbers)
     EXPECT_EQ(slurp(m_dir / "host" / "figures" / "attention_grid.csv"), slurp(m_dir / "device" / "figures" / "attention_grid.csv"));
 }
 
-// Bad values of the batch options are one line each, before anything is written.
+// Bad values of the batch options are usage errors: one line each and status 2, before anything is written.
 TEST_F(Cli, BatchOptionsRefuseBadValues)
 {
     const std::string common = "analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist --out " + (m_dir / "out").string();
@@ -286,7 +286,7 @@ TEST_F(Cli, BatchOptionsRefuseBadValues)
     };
     for (const auto& [args, message] : cases) {
         auto r = cli(common + args);
-        EXPECT_EQ(r.status, 1) << args;
+        EXPECT_EQ(r.status, 2) << args;
         EXPECT_EQ(countLines(r.err, "."), 1) << r.err;
         EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
         EXPECT_FALSE(fs::exists(m_dir / "out")) << args;
@@ -303,7 +303,7 @@ TEST_F(Cli, FormatsNoneWritesTheDataOnly)
     EXPECT_FALSE(fs::exists(m_dir / "out" / "figures" / "head_centres.png"));
     EXPECT_EQ(nlohmann::json::parse(slurp(m_dir / "out" / "manifest.json"))["figures"]["drawn"], nlohmann::json::array());
     auto bad = cli("analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist --formats gif --out " + (m_dir / "bad").string());
-    EXPECT_EQ(bad.status, 1);
+    EXPECT_EQ(bad.status, 2);
     EXPECT_NE(bad.err.find("unknown format \"gif\" (png, svg, pdf, or none)"), std::string::npos) << bad.err;
 }
 
@@ -391,16 +391,17 @@ TEST_F(Cli, AttentionGridsForImagesQueriesAndRollouts)
     EXPECT_EQ(options["rollout"], "max");
     EXPECT_EQ(options["discard"], 0.5);
     EXPECT_EQ(options["grid_images"], 3);
-    const std::pair<std::string, std::string> bad[] = {
-        { " --query 7,0", "--query 7,0: outside the model's 7x7 patch grid" },
-        { " --query centre", "--query centre: expected cls or ROW,COL" },
-        { " --rollout median", "unknown head fusion \"median\" (mean, max, min)" },
-        { " --discard 1", "--discard 1.000000: expected a share from 0 up to (not including) 1" },
-        { " --grid-images -1", "--grid-images -1: expected 0 or more" },
+    // A query outside this model's grid is found once the model is loaded (status 1); the rest are usage errors (2).
+    const std::tuple<std::string, std::string, int> bad[] = {
+        { " --query 7,0", "--query 7,0: outside the model's 7x7 patch grid", 1 },
+        { " --query centre", "--query centre: expected cls or ROW,COL", 2 },
+        { " --rollout median", "unknown head fusion \"median\" (mean, max, min)", 2 },
+        { " --discard 1", "--discard 1.000000: expected a share from 0 up to (not including) 1", 2 },
+        { " --grid-images -1", "--grid-images -1: expected 0 or more", 2 },
     };
-    for (const auto& [args, message] : bad) {
+    for (const auto& [args, message, status] : bad) {
         auto e = cli(common + args + " --out " + (m_dir / "bad").string());
-        EXPECT_EQ(e.status, 1) << args;
+        EXPECT_EQ(e.status, status) << args;
         EXPECT_EQ(countLines(e.err, "."), 1) << e.err;
         EXPECT_NE(e.err.find(message), std::string::npos) << e.err;
         EXPECT_FALSE(fs::exists(m_dir / "bad")) << args;

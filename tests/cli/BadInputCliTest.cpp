@@ -1,6 +1,8 @@
 // attnscope-cli on files of the bad-input corpus (tests/data/bad): exit code 1 and one line on stderr that names
-// the file and the cause.
+// the file and the cause (images with --strict; without it a bad image is skipped, SkippedImages below).
 #include "CliSupport.h"
+
+#include <nlohmann/json.hpp>
 
 using namespace attnscope::test;
 namespace fs = std::filesystem;
@@ -36,7 +38,7 @@ TEST_F(Cli, InfoOnBrokenModelsFailsWithOneLine)
 
 TEST_F(Cli, AnalyzeOnBrokenInputsFailsWithOneLine)
 {
-    const std::string out = " --out " + (m_dir / "out").string() + " --analyses similarity --formats png";
+    const std::string out = " --out " + (m_dir / "out").string() + " --analyses similarity --formats png --strict";
     expectOneLineNaming(cli("analyze --model " + kCorpus + "model_truncated_data.safetensors --images " + kCorpus + "image_ok.png" + out),
                         "model_truncated_data.safetensors", "truncated file?");
     const std::pair<const char*, const char*> images[] = {
@@ -54,6 +56,33 @@ TEST_F(Cli, AnalyzeOnBrokenInputsFailsWithOneLine)
     auto ok = cli("analyze --model builtin:fmnist-vit --images " + kCorpus + "image_cmyk.jpg " + kCorpus + "image_16bit_rgb.png "
                   + kCorpus + "image_rgba.png" + out);
     EXPECT_EQ(ok.status, 0) << ok.err;
+}
+
+// Without --strict, images that cannot be read are skipped: one line each naming the file and the cause, the others
+// analysed, the skipped listed with their causes in the manifest, a summary line, and exit status 3.
+TEST_F(Cli, SkippedImagesAreListedAndTheRunFinishes)
+{
+    const fs::path images = m_dir / "images";
+    fs::create_directories(images);
+    for (const auto& e : fs::directory_iterator(ATTNSCOPE_SOURCE_DIR "/resources/samples/fashion-mnist"))
+        fs::copy_file(e.path(), images / e.path().filename());
+    const char* broken[] = { "image_truncated.png", "image_truncated.jpg", "image_text.png", "image_empty.png" };
+    for (const char* file : broken)
+        fs::copy_file(kCorpus + file, images / file);
+    std::ofstream(images / "notes.jpg") << "{\"a JSON file\": \"named .jpg\"}";
+    auto r = cli("analyze --model builtin:fmnist-vit --images " + images.string() + " --analyses similarity --formats none --batch 3 --out "
+                 + (m_dir / "out").string());
+    EXPECT_EQ(r.status, 3) << r.err;
+    EXPECT_EQ(countLines(r.err, "^attnscope-cli: skipped "), 5) << r.err;
+    for (const char* file : broken)
+        EXPECT_EQ(countLines(r.err, std::string("skipped .*") + file + ": "), 1) << file << "\n" << r.err;
+    EXPECT_EQ(countLines(r.err, "^attnscope-cli: 10 images analysed, 5 skipped"), 1) << r.err;
+    const auto manifest = nlohmann::json::parse(slurp(m_dir / "out" / "manifest.json"));
+    EXPECT_EQ(manifest["images"].size(), 10u);
+    ASSERT_EQ(manifest["skipped"].size(), 5u);
+    for (const auto& s : manifest["skipped"])
+        EXPECT_NE(s["cause"].get<std::string>().find(s["path"].get<std::string>()), std::string::npos) << s;
+    EXPECT_EQ(readCsv(m_dir / "out" / "token_similarity.csv").front().at("n"), "10");
 }
 
 } // namespace

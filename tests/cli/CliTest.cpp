@@ -133,10 +133,11 @@ TEST_F(Cli, ThreadsAboveOneRunWithPassiveWaiting)
     EXPECT_EQ(manifest["options"]["omp_wait_policy"], "ACTIVE");
 }
 
+// With --strict an image that cannot be read stops the run: one line naming it, status 1, nothing written.
 TEST_F(Cli, AnalyzeBadImageFailsWithOneLine)
 {
     std::ofstream(m_dir / "broken.png") << "not an image at all";
-    auto r = cli("analyze --model tests/golden/fixtures/tv_timm --images " + (m_dir / "broken.png").string() + " --out "
+    auto r = cli("analyze --strict --model tests/golden/fixtures/tv_timm --images " + (m_dir / "broken.png").string() + " --out "
                  + (m_dir / "out").string());
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("broken.png"), std::string::npos) << r.err;
@@ -168,3 +169,33 @@ TEST_F(Cli, ThirdPartyCheckpointThroughTheCli)
 }
 
 } // namespace
+
+// Every usage error of analyze, info and merge exits with 2 (DESIGN.md: 2 on bad usage), with one line naming the
+// option; a failure of the run itself (a missing model) stays 1.
+TEST_F(Cli, EveryUsageErrorExitsWithTwo)
+{
+    const std::string images = " --images resources/samples/fashion-mnist --out " + (m_dir / "out").string();
+    const std::string analyze = "analyze --model builtin:fmnist-vit" + images;
+    const std::pair<std::string, std::string> cases[] = {
+        { analyze + " --device gpu", "--device gpu: expected auto, cpu, cuda or cuda:<i>" },
+        { analyze + " --device cuda:x", "--device cuda:x" },
+        { analyze + " --analyses smilarity", "unknown analysis \"smilarity\"" },
+        { analyze + " --noise gauss:sigma=8", "unknown kind" },
+        { analyze + " --shard 3/2", "--shard 3/2: expected K/N" },
+        { analyze + " --formats gif", "unknown format \"gif\"" },
+        { analyze + " --batch -1", "--batch -1" },
+        { analyze + " --precision fp16", "unknown precision" },
+        { analyze + " --rollout median", "unknown head fusion" },
+        { analyze + " --draws x", "" },
+        { "info builtin:fmnist-vit --device gpu", "--device gpu" },
+        { "info", "give a MODEL" },
+        { "merge " + m_dir.string() + " --out " + (m_dir / "m").string() + " --formats gif", "unknown format" },
+    };
+    for (const auto& [args, message] : cases) {
+        auto r = cli(args);
+        EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
+        EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
+        EXPECT_FALSE(fs::exists(m_dir / "out")) << args;
+    }
+    EXPECT_EQ(cli("analyze --model no/such/model.safetensors" + images).status, 1);
+}
