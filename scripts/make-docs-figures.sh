@@ -11,7 +11,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$build/app/attnscope-cli" analyze --model builtin:conv3x3-as-attention --images resources/samples/fashion-mnist \
     --out "$tmp/conv" --analyses centres --formats png
 mkdir -p docs/figures
-for f in token_similarity snr snr_diagnostics head_centres attention_distance attention_similarity attention_grid logit_decomposition; do
+for f in token_similarity snr snr_diagnostics head_centres head_kernels attention_distance attention_similarity attention_grid logit_decomposition; do
     cp "$tmp/zoo/figures/$f.png" docs/figures/
 done
 cp "$tmp/conv/figures/head_centres.png" docs/figures/conv_head_centres.png

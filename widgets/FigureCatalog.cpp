@@ -4,6 +4,7 @@
 #include "AttentionSimilarityPlot.h"
 #include "FigureSizes.h"
 #include "HeadCentresPlot.h"
+#include "HeadKernelPlot.h"
 #include "LogitDecompositionPlot.h"
 #include "PlotElements.h"
 #include "SnrPlot.h"
@@ -16,6 +17,14 @@
 namespace attnscope {
 
 namespace {
+
+int headsOf(const AnalysisSummary& s)
+{
+    int heads = 0;
+    for (const auto& r : s.headCentres)
+        heads = std::max(heads, r.head + 1);
+    return heads;
+}
 
 int layersOf(const AnalysisSummary& s)
 {
@@ -34,6 +43,8 @@ QString missing(Figure figure)
     case Figure::AttentionDistance: return QObject::tr("No head centres yet.");
     case Figure::AttentionSimilarity: return QObject::tr("No attention similarity yet.");
     case Figure::LogitDecomposition: return QObject::tr("No logit decomposition for this model and image.");
+    case Figure::HeadKernels:
+        return QObject::tr("No head kernels yet: they need head centres on a patch grid wider than the offset window.");
     default: return QObject::tr("No results yet.");
     }
 }
@@ -50,6 +61,7 @@ QString figureTitle(Figure figure)
     case Figure::AttentionDistance: return QObject::tr("Attention distance");
     case Figure::AttentionSimilarity: return QObject::tr("Attention similarity");
     case Figure::LogitDecomposition: return QObject::tr("Logit decomposition");
+    case Figure::HeadKernels: return QObject::tr("Head kernels");
     }
     return {};
 }
@@ -60,6 +72,9 @@ QSize figureSize(Figure figure, const FigureData& data)
     case Figure::SnrDiagnostics: return snrDiagnosticsFigureSize();
     case Figure::HeadCentres: return headCentresFigureSize(data.series.empty() ? 1 : layersOf(data.series.front()));
     case Figure::LogitDecomposition: return logitDecompositionFigureSize();
+    case Figure::HeadKernels:
+        return data.series.empty() ? headKernelsFigureSize(1, 1)
+                                   : headKernelsFigureSize(layersOf(data.series.front()), headsOf(data.series.front()));
     default: return lineFigureSize();
     }
 }
@@ -81,6 +96,7 @@ void buildFigure(QCustomPlot* plot, Figure figure, const FigureData& data, const
     case Figure::HeadCentres: buildHeadCentresPlot(plot, data.series.front(), style); break;
     case Figure::AttentionDistance: buildAttentionDistancePlot(plot, data.series, style); break;
     case Figure::AttentionSimilarity: buildAttentionSimilarityPlot(plot, data.series, style); break;
+    case Figure::HeadKernels: buildHeadKernelPlot(plot, data.series.front(), style); break;
     case Figure::LogitDecomposition:
         buildLogitDecompositionFigure(plot, *data.decomposition, data.decompositionHead, data.decompositionInfo, style);
         break;

@@ -22,6 +22,12 @@ std::string estimateColumns(const Estimate& e)
     return csvNumber(e.mean) + "," + csvNumber(e.sd) + "," + csvNumber(e.ci95) + "," + std::to_string(e.n);
 }
 
+// A head whose offset map was measured: the grid has queries whose whole window fits (else the map is all NaN).
+bool hasOffsetMap(const HeadCentreRow& r)
+{
+    return std::any_of(r.offsetMap.begin(), r.offsetMap.end(), [](double v) { return std::isfinite(v); });
+}
+
 const AnalysisSummary* first(const FigureData& data) { return data.series.empty() ? nullptr : &data.series.front(); }
 
 } // namespace
@@ -29,7 +35,8 @@ const AnalysisSummary* first(const FigureData& data) { return data.series.empty(
 const std::vector<Figure>& allFigures()
 {
     static const std::vector<Figure> all { Figure::TokenSimilarity, Figure::Snr, Figure::SnrDiagnostics, Figure::HeadCentres,
-                                           Figure::AttentionDistance, Figure::LogitDecomposition, Figure::AttentionSimilarity };
+                                           Figure::AttentionDistance, Figure::LogitDecomposition, Figure::AttentionSimilarity,
+                                           Figure::HeadKernels };
     return all;
 }
 
@@ -43,6 +50,7 @@ std::string figureFileName(Figure figure)
     case Figure::AttentionDistance: return "attention_distance";
     case Figure::AttentionSimilarity: return "attention_similarity";
     case Figure::LogitDecomposition: return "logit_decomposition";
+    case Figure::HeadKernels: return "head_kernels";
     }
     return {};
 }
@@ -58,6 +66,7 @@ bool figureHasData(Figure figure, const FigureData& data)
     case Figure::AttentionDistance: return s && !s->headCentres.empty();
     case Figure::AttentionSimilarity: return s && !s->attentionSimilarity.empty();
     case Figure::LogitDecomposition: return data.decomposition != nullptr;
+    case Figure::HeadKernels: return s && std::any_of(s->headCentres.begin(), s->headCentres.end(), hasOffsetMap);
     }
     return false;
 }
@@ -99,6 +108,22 @@ std::string figureCsv(Figure figure, const FigureData& data)
                 csv += quoted(s->label) + "," + std::to_string(r.layer) + "," + std::to_string(r.head) + ","
                     + csvNumber(r.centreDy.mean) + "," + csvNumber(r.centreDx.mean) + "," + csvNumber(r.meanDistancePx.mean) + ","
                     + csvNumber(r.contour50) + "," + csvNumber(r.contour90) + "," + map + "\n";
+            }
+        break;
+    case Figure::HeadKernels:
+        // One row per offset cell (rows dy = -R..R, columns dx = -R..R), with the head's centre and bandwidth repeated.
+        csv = "label,layer,head,dy,dx,weight,centre_dy,centre_dx,bandwidth\n";
+        if (const AnalysisSummary* s = first(data))
+            for (const auto& r : s->headCentres) {
+                const int side = 2 * r.radius + 1;
+                if (!hasOffsetMap(r) || r.offsetMap.size() != size_t(side) * size_t(side))
+                    continue;
+                const std::string head = quoted(s->label) + "," + std::to_string(r.layer) + "," + std::to_string(r.head) + ",";
+                const std::string tail = "," + csvNumber(r.centreDy.mean) + "," + csvNumber(r.centreDx.mean) + ","
+                    + csvNumber(r.bandwidth.mean) + "\n";
+                for (int c = 0; c < side * side; ++c)
+                    csv += head + std::to_string(c / side - r.radius) + "," + std::to_string(c % side - r.radius) + ","
+                        + csvNumber(r.offsetMap[size_t(c)]) + tail;
             }
         break;
     case Figure::AttentionSimilarity:

@@ -13,7 +13,8 @@
 
 namespace attnscope {
 
-enum class Figure { TokenSimilarity, Snr, SnrDiagnostics, HeadCentres, AttentionDistance, LogitDecomposition, AttentionSimilarity };
+enum class Figure { TokenSimilarity, Snr, SnrDiagnostics, HeadCentres, AttentionDistance, LogitDecomposition, AttentionSimilarity,
+                    HeadKernels };
 
 // What the figures are drawn from: one summary per curve (model, variant, compared model), and for the logit
 // decomposition one image's decomposition (optional, not owned).

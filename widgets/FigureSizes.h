@@ -25,4 +25,15 @@ inline QSize headCentresFigureSize(int layers)
     return { std::max(560, 16 + columns * panelWidth), 62 + rows * panelHeight + 62 };
 }
 
+// One square panel per layer and head (buildHeadKernelPlot): ~120 px panels for a 4 x 4 model, ~55 px for ViT-B's
+// 12 x 12; beyond ~22 layers or heads the panels stay at 30 px and the figure grows instead.
+inline QSize headKernelsFigureSize(int layers, int heads)
+{
+    layers = std::max(1, layers);
+    heads = std::max(1, heads);
+    const int panel = std::clamp(660 / std::max(layers, heads), 30, 120) + 3;
+    // Layer labels on the left, the colour bar on the right; title, subtitle and head labels above, caption below.
+    return { std::max(640, 16 + 64 + heads * panel + 104), 68 + 20 + layers * panel + 46 };
+}
+
 } // namespace attnscope

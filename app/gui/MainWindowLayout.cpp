@@ -217,7 +217,7 @@ void MainWindow::buildDocks()
     setRow->addWidget(m_setButton);
     setRow->addWidget(m_setProgress, 1);
     m_setPanel = new FigurePanel({ Figure::TokenSimilarity, Figure::Snr, Figure::SnrDiagnostics, Figure::HeadCentres,
-                                   Figure::AttentionDistance, Figure::AttentionSimilarity },
+                                   Figure::AttentionDistance, Figure::AttentionSimilarity, Figure::HeadKernels },
                                  setWidget);
     setLayout->addLayout(setRow);
     setLayout->addWidget(m_setPanel, 1);

@@ -110,7 +110,7 @@ int main(int argc, char** argv)
     QCommandLineOption variant("variant", "also run with NeuTRENO lambda and Boost t", "LAMBDA,T");
     QCommandLineOption figure("figure", "figure of the image dock: 0 token similarity ... 5 logit decomposition", "N");
     QCommandLineOption set("analyse-set", "analyse the image set (before the screenshot)");
-    QCommandLineOption setFigure("set-figure", "figure of the image-set dock (raised): 0 token similarity ... 4 distance, 5 attention similarity", "N");
+    QCommandLineOption setFigure("set-figure", "figure of the image-set dock (raised): 0 token similarity ... 4 distance, 5 attention similarity, 6 head kernels", "N");
     QCommandLineOption timeStartup("time-startup", "print the milliseconds from process start to the first heatmap, then quit");
     QCommandLineOption timeSelect("time-select",
                                   "once the first image is analysed, select it again N times, PAUSE ms apart (default 50); print the "

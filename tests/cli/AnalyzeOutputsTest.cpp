@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -406,4 +407,32 @@ TEST_F(Cli, AttentionGridsForImagesQueriesAndRollouts)
         EXPECT_NE(e.err.find(message), std::string::npos) << e.err;
         EXPECT_FALSE(fs::exists(m_dir / "bad")) << args;
     }
+
+// The head-kernel figure comes with the head centres, in every format, and its CSV is the offset maps: one row per
+// cell of every head's (2R+1)^2 window, whose weights add up to the head's window mass in head_centres.csv (both are
+// means over the images of the same per-image maps; 1e-6 covers the CSVs' 10 significant digits).
+TEST_F(Cli, HeadKernelsFigureIsTheOffsetMaps)
+{
+    const std::string images = " resources/samples/chelsea.png resources/samples/coffee.png resources/samples/rocket.jpg";
+    auto r = cli("analyze --model tests/golden/fixtures/tv_grid16 --images" + images + " --analyses centres --formats png,svg,pdf --out "
+                 + m_dir.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    expectFigures(r, m_dir, { "head_kernels" }, { "png", "svg", "pdf" });
+    EXPECT_EQ(firstLine(m_dir / "figures" / "head_kernels.csv"), "label,layer,head,dy,dx,weight,centre_dy,centre_dx,bandwidth");
+
+    std::map<std::pair<int, int>, double> windowMass, weights;
+    for (const auto& row : readCsv(m_dir / "head_centres.csv"))
+        windowMass[{ std::stoi(row.at("layer")), std::stoi(row.at("head")) }] = num(row.at("window_mass"));
+    ASSERT_EQ(windowMass.size(), 12u); // tv_grid16: 3 layers x 4 heads
+    const auto rows = readCsv(m_dir / "figures" / "head_kernels.csv");
+    constexpr int radius = 3; // the default window
+    EXPECT_EQ(rows.size(), windowMass.size() * (2 * radius + 1) * (2 * radius + 1));
+    for (const auto& row : rows) {
+        EXPECT_LE(std::abs(std::stoi(row.at("dy"))), radius);
+        EXPECT_LE(std::abs(std::stoi(row.at("dx"))), radius);
+        weights[{ std::stoi(row.at("layer")), std::stoi(row.at("head")) }] += num(row.at("weight"));
+    }
+    ASSERT_EQ(weights.size(), windowMass.size());
+    for (const auto& [key, mass] : windowMass)
+        EXPECT_NEAR(weights[key], mass, 1e-6) << "layer " << key.first << " head " << key.second;
 }

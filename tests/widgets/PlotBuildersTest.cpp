@@ -9,6 +9,7 @@
 #include <FigureExport.h>
 #include <FigureSizes.h>
 #include <HeadCentresPlot.h>
+#include <HeadKernelPlot.h>
 #include <LogitDecompositionPlot.h>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -55,6 +56,21 @@ const std::map<QString, Figure>& figures()
                  buildHeadCentresPlot(p, testdata::makeSummary("ViT-S/16", "ViT-S/16"), PlotStyle());
              },
                 headCentresFigureSize(12) } },
+        { "head_kernels",
+            { [](QCustomPlot* p) {
+                 testdata::SummaryShape shape; // ViT-B's 12 x 12
+                 shape.heads = 12;
+                 buildHeadKernelPlot(p, testdata::makeSummary("ViT-B/16", "ViT-B/16", shape), PlotStyle());
+             },
+                headKernelsFigureSize(12, 12) } },
+        { "head_kernels_4x4",
+            { [](QCustomPlot* p) {
+                 testdata::SummaryShape shape;
+                 shape.layers = 4;
+                 shape.heads = 4;
+                 buildHeadKernelPlot(p, testdata::makeSummary("fmnist-vit", "fmnist-vit", shape), PlotStyle());
+             },
+                headKernelsFigureSize(4, 4) } },
         { "attention_distance",
             { [](QCustomPlot* p) { buildAttentionDistancePlot(p, twoModels(), PlotStyle()); }, lineFigureSize() } },
         { "attention_similarity",
@@ -183,6 +199,7 @@ private slots:
         QTest::newRow("head centres") << 3;
         QTest::newRow("attention distance") << 4;
         QTest::newRow("logit decomposition") << 5;
+        QTest::newRow("head kernels") << 6;
     }
 
     void emptyInputDrawsANote()
@@ -207,6 +224,9 @@ private slots:
             break;
         case 4:
             buildAttentionDistancePlot(&plot, { empty }, style);
+            break;
+        case 6:
+            buildHeadKernelPlot(&plot, empty, style);
             break;
         default:
             buildLogitDecompositionFigure(&plot, LogitDecomposition {}, 0, {}, style);
