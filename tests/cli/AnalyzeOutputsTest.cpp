@@ -407,6 +407,7 @@ TEST_F(Cli, AttentionGridsForImagesQueriesAndRollouts)
         EXPECT_NE(e.err.find(message), std::string::npos) << e.err;
         EXPECT_FALSE(fs::exists(m_dir / "bad")) << args;
     }
+}
 
 // The head-kernel figure comes with the head centres, in every format, and its CSV is the offset maps: one row per
 // cell of every head's (2R+1)^2 window, whose weights add up to the head's window mass in head_centres.csv (both are
