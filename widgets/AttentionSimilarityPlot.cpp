@@ -78,21 +78,7 @@ void buildAttentionSimilarityPlot(QCustomPlot* plot, const std::vector<AnalysisS
     setLayerAxis(x, firstLayer, lastLayer);
     y->setRange(0.0, 1.0); // cosines of non-negative maps lie in [0, 1]
 
-    QCPLegend* legend = addLegend(plot, rect, row, style);
-    for (int i : plotted) {
-        const QColor color = style.color(i);
-        QCPGraph* key = addLine(rect, {}, {}, color, Qt::SolidLine, fromStd(series[size_t(i)].label), style);
-        key->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, style.markerSize - 1));
-        key->addToLegend(legend);
-    }
-    QCPLegend* keys = addKeyLegend(plot, legend, style);
-    addStyleKey(rect, keys, kinds[0].second, penStyleFor(0), style)
-        ->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, style.neutral, style.neutral, style.markerSize - 1));
-    addStyleKey(rect, keys, kinds[1].second, penStyleFor(1), style)
-        ->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, style.neutral, style.background, style.markerSize - 1));
-    finishLegend(legend, 4);
-    if (keys != legend)
-        finishLegend(keys, 4);
+    addModelsAndTwoKindsLegend(plot, rect, row, series, plotted, kinds[0].second, kinds[1].second, style);
 }
 
 } // namespace attnscope

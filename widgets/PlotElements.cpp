@@ -373,4 +373,26 @@ QString joinProvenance(const QStringList& parts)
     return kept.join(QStringLiteral("  \u00b7  "));
 }
 
+void addModelsAndTwoKindsLegend(QCustomPlot* plot, QCPAxisRect* rect, int row, const std::vector<AnalysisSummary>& series,
+    const std::vector<int>& plotted, const QString& first, const QString& second, const PlotStyle& style)
+{
+    QCPLegend* legend = addLegend(plot, rect, row, style);
+    for (int i : plotted) {
+        // Colour = model in the legend; the two neutral keys after them explain the line styles.
+        const QColor color = style.color(i);
+        QCPGraph* key = addLine(rect, {}, {}, color, Qt::SolidLine, fromStd(series[size_t(i)].label), style);
+        key->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, style.markerSize - 1));
+        key->addToLegend(legend);
+    }
+    QCPLegend* keys = addKeyLegend(plot, legend, style);
+    addStyleKey(rect, keys, first, penStyleFor(0), style)
+        ->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, style.neutral, style.neutral, style.markerSize - 1));
+    addStyleKey(rect, keys, second, penStyleFor(1), style)
+        ->setScatterStyle(
+            QCPScatterStyle(QCPScatterStyle::ssCircle, style.neutral, style.background, style.markerSize - 1));
+    finishLegend(legend, 4);
+    if (keys != legend)
+        finishLegend(keys, 4);
+}
+
 } // namespace attnscope

@@ -49,6 +49,11 @@ QCPGraph* addBand(QCPAxisRect* rect, const QVector<double>& x, const QVector<dou
 QCPGraph* addStyleKey(
     QCPAxisRect* rect, QCPLegend* legend, const QString& name, Qt::PenStyle penStyle, const PlotStyle& style);
 
+// The legend of a plot of two curve kinds per model: a key per plotted model (its colour, filled disc), then two
+// neutral keys for the kinds (solid line with discs: `first`; dashed with open circles: `second`).
+void addModelsAndTwoKindsLegend(QCustomPlot* plot, QCPAxisRect* rect, int row, const std::vector<AnalysisSummary>& series,
+    const std::vector<int>& plotted, const QString& first, const QString& second, const PlotStyle& style);
+
 // Layers on an axis: a tick at every integer, or every 2nd, 3rd, 4th, 5th, 10th... so that there are at most
 // `maxTicks`; the range is padded by 0.4 on both sides.
 void setLayerAxis(QCPAxis* axis, int firstLayer, int lastLayer, int maxTicks = 16);

@@ -89,23 +89,7 @@ void buildTokenSimilarityPlot(
     else
         y->setRange(0.0, 1.0);
 
-    QCPLegend* legend = addLegend(plot, rect, row, style);
-    for (int i : plotted) {
-        // Colour = model in the legend; the two neutral keys after them explain the line styles.
-        const QColor color = style.color(i);
-        QCPGraph* key = addLine(rect, {}, {}, color, Qt::SolidLine, fromStd(series[size_t(i)].label), style);
-        key->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, style.markerSize - 1));
-        key->addToLegend(legend);
-    }
-    QCPLegend* keys = addKeyLegend(plot, legend, style);
-    addStyleKey(rect, keys, tokenSetName(TokenSet::All), penStyleFor(0), style)
-        ->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, style.neutral, style.neutral, style.markerSize - 1));
-    addStyleKey(rect, keys, tokenSetName(TokenSet::Patches), penStyleFor(1), style)
-        ->setScatterStyle(
-            QCPScatterStyle(QCPScatterStyle::ssCircle, style.neutral, style.background, style.markerSize - 1));
-    finishLegend(legend, 4);
-    if (keys != legend)
-        finishLegend(keys, 4);
+    addModelsAndTwoKindsLegend(plot, rect, row, series, plotted, tokenSetName(TokenSet::All), tokenSetName(TokenSet::Patches), style);
 }
 
 } // namespace attnscope
