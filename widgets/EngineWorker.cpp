@@ -265,28 +265,30 @@ void EngineWorker::stepSet(std::shared_ptr<SetRun> run)
     if (run->next < total) {
         // One batch of images per step: one forward for all their inputs (a GPU wants many), and the job's queue gets a
         // turn between batches.
+        // An image that cannot be read is reported and left out; the set goes on (no dialog per file).
         std::vector<Model::Prepared> prepared;
         std::vector<int64_t> indices;
-        Result<bool> added = true;
-        for (int i = run->next; i < std::min(total, run->next + run->batch) && added; ++i) {
+        const int end = std::min(total, run->next + run->batch);
+        for (int i = run->next; i < end; ++i) {
             auto p = prepareImage(*run->model, run->paths[i]);
-            if (!p)
-                added = p.error();
-            else {
-                prepared.push_back(std::move(*p));
-                indices.push_back(i);
+            if (!p) {
+                emit setSkipped(id, fromStd(p.message()));
+                continue;
             }
+            prepared.push_back(std::move(*p));
+            indices.push_back(i);
         }
+        Result<bool> added = true;
         QString failedPath;
-        if (added) {
+        if (!prepared.empty()) {
             std::vector<const Model::Prepared*> images;
             for (const auto& p : prepared)
                 images.push_back(&p);
             ++m_forwardSets;
             added = run->run.addImages(images, indices, superseded);
             if (!added)
-                failedPath = prepared.size() == 1 ? run->paths[run->next] + QStringLiteral(": ")
-                                                  : tr("images %1 to %2: ").arg(run->paths[run->next], run->paths[int(indices.back())]);
+                failedPath = prepared.size() == 1 ? run->paths[int(indices.front())] + QStringLiteral(": ")
+                                                  : tr("images %1 to %2: ").arg(run->paths[int(indices.front())], run->paths[int(indices.back())]);
         }
         if (!added) {
             finish();
@@ -297,7 +299,7 @@ void EngineWorker::stepSet(std::shared_ptr<SetRun> run)
             return;
         }
         const int before = run->next;
-        run->next += int(prepared.size());
+        run->next = end;
         const int done = run->next;
         const double seconds = run->timer.elapsed() / 1000.0;
         emit setProgress(id, done, total, seconds > 0 ? done / seconds : 0.0);

@@ -82,6 +82,8 @@ signals:
     void imageAnalysed(quint64 job, std::shared_ptr<const attnscope::ImageAnalysis> result);
     void setProgress(quint64 job, int done, int total, double imagesPerSecond);
     void setAnalysed(quint64 job, std::shared_ptr<const attnscope::AnalysisSummary> summary, bool complete);
+    // An image of a set that cannot be read: it is left out and the run goes on (`message` names it and the cause).
+    void setSkipped(quint64 job, QString message);
     void taskProgress(quint64 job, int done, int total);
     void taskFinished(quint64 job);
     void failed(quint64 job, QString message);

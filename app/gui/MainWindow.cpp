@@ -152,7 +152,16 @@ void MainWindow::connectSlot(int index)
         m_setProgress->setRange(0, total);
         m_setProgress->setValue(done);
         const double left = rate > 0 ? (total - done) / rate : 0;
-        m_setProgress->setFormat(tr("%v/%m images · %1 img/s · %2 s left").arg(rate, 0, 'f', 1).arg(left, 0, 'f', 0));
+        const QString skipped = m_setSkipped.isEmpty() ? QString() : tr(" · %1 skipped").arg(m_setSkipped.size());
+        m_setProgress->setFormat(tr("%v/%m images%3 · %1 img/s · %2 s left").arg(rate, 0, 'f', 1).arg(left, 0, 'f', 0).arg(skipped));
+    });
+    connect(slot, &ModelSlot::setSkipped, this, [this, index](const QString& message) {
+        if (index != 0)
+            return;
+        // Listed, not a dialog per file: the bar says how many, its tooltip which and why.
+        m_setSkipped << message;
+        m_setProgress->setToolTip(tr("Skipped (could not be read):\n%1").arg(m_setSkipped.join(QLatin1Char('\n'))));
+        statusBar()->showMessage(tr("Skipped %1").arg(message), 5000);
     });
     connect(slot, &ModelSlot::setUpdated, this, [this](bool) {
         refreshSetPlots();
@@ -378,6 +387,8 @@ void MainWindow::analyseImageSet()
     m_setButton->setText(tr("Cancel"));
     m_setProgress->setRange(0, m_images->rowCount());
     m_setProgress->setValue(0);
+    m_setSkipped.clear();
+    m_setProgress->setToolTip(tr("Analyses every image in the strip, with the SNR noise chosen under Variant and noise"));
     refreshSetPlots();
 }
 

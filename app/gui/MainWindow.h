@@ -131,5 +131,6 @@ private:
     QMenu* m_recent = nullptr;
     QMenu* m_viewMenu = nullptr;
     QProgressBar* m_setProgress = nullptr;
+    QStringList m_setSkipped; // the image set's files that could not be read, with why
     QPushButton* m_setButton = nullptr;
 };

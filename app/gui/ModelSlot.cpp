@@ -51,6 +51,10 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
         if (job == m_setJob)
             emit setProgress(done, total, rate);
     });
+    connect(worker, &EngineWorker::setSkipped, this, [this](quint64 job, const QString& message) {
+        if (job == m_setJob)
+            emit setSkipped(message);
+    });
     connect(worker, &EngineWorker::setAnalysed, this, [this](quint64 job, std::shared_ptr<const AnalysisSummary> s, bool complete) {
         if (job == m_setJob) {
             m_setSummary = std::move(s);

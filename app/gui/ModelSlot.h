@@ -59,6 +59,7 @@ signals:
     void setProgress(int done, int total, double imagesPerSecond);
     void setUpdated(bool complete);
     void setCancelled();
+    void setSkipped(const QString& message); // an image of the set that could not be read
     void failed(const QString& message);
 
 private:

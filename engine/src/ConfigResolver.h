@@ -43,5 +43,8 @@ PreprocessConfig preprocessFromHuggingFace(const nlohmann::json& pre, const std:
 
 // Applies the description's rename/drop rules (regular expressions onto the engine's names).
 TensorMap applyDescriptionRenames(TensorMap tensors, const nlohmann::json& description, const std::string& path);
+// Throws LoadError for a key a model description does not have (docs/model-description.md), naming it and the closest
+// valid key: a misspelt "num_head" must not leave the head count to a guess.
+void checkDescriptionKeys(const nlohmann::json& description, const std::string& path);
 
 } // namespace attnscope

@@ -5,8 +5,10 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cctype>
 #include <regex>
+#include <vector>
 
 namespace attnscope {
 
@@ -56,6 +58,66 @@ std::regex descriptionRegex(const std::string& pattern, const std::string& path)
 }
 
 } // namespace
+
+namespace {
+
+size_t editDistance(const std::string& a, const std::string& b)
+{
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t above = row[j];
+            row[j] = std::min({ row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1) });
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+void checkKeys(const json& object, const std::vector<std::string>& known, const std::string& prefix, const std::string& path)
+{
+    if (!object.is_object())
+        return;
+    for (const auto& [key, value] : object.items()) {
+        if (std::find(known.begin(), known.end(), key) != known.end())
+            continue;
+        const std::string* closest = nullptr;
+        size_t best = std::string::npos;
+        for (const auto& k : known)
+            if (const size_t d = editDistance(key, k); d < best) {
+                best = d;
+                closest = &k;
+            }
+        std::string message = path + ": " + prefix + key + ": unknown key";
+        if (closest && best <= std::max<size_t>(2, closest->size() / 3))
+            message += "; did you mean " + *closest + "?";
+        else {
+            message += " (";
+            for (size_t i = 0; i < known.size(); ++i)
+                message += (i ? ", " : "") + known[i];
+            message += ")";
+        }
+        throw LoadError(message);
+    }
+}
+
+} // namespace
+
+void checkDescriptionKeys(const json& d, const std::string& path)
+{
+    checkKeys(d, { "attnscope_description", "about", "weights", "rename", "drop", "architecture", "preprocessing", "labels" }, "", path);
+    if (d.contains("architecture"))
+        checkKeys(d["architecture"],
+                  { "num_heads", "block_norm", "activation", "layer_norm_eps", "final_norm", "pooling", "image_size",
+                    "pos_embed_includes_prefix", "neutreno_lambda", "boost_t" },
+                  "architecture.", path);
+    if (d.contains("preprocessing"))
+        checkKeys(d["preprocessing"], { "input_size", "crop_pct", "crop_mode", "interpolation", "mean", "std" }, "preprocessing.", path);
+}
 
 TensorMap applyDescriptionRenames(TensorMap tensors, const json& d, const std::string& path)
 {

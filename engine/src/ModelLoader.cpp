@@ -102,6 +102,7 @@ ModelFiles locateModelFiles(const std::string& given, const LoadOptions& options
         const auto& d = *files.sources.description;
         if (!d.is_object())
             throw LoadError(descriptionPath + ": a model description must be a JSON object");
+        checkDescriptionKeys(d, descriptionPath);
         if (files.weights.empty()) {
             if (!d.contains("weights") || !d["weights"].is_string())
                 throw LoadError(descriptionPath + ": the description names no \"weights\" file");

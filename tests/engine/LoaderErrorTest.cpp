@@ -270,3 +270,29 @@ TEST_F(LoaderErrors, PickleThatWouldRunCodeIsRefusedThroughTheModelLoader)
 }
 
 } // namespace
+
+// A model description's keys are checked: a misspelt key is an error naming it and the closest valid one, never a
+// silent guess (a "num_head" once left the head count to width/64 and the model classified 312/1000 instead of 690).
+TEST(DescriptionKeys, UnknownKeysAreNamedWithTheClosestValidOne)
+{
+    const fs::path dir = scratchDir("description_keys");
+    fs::copy_file(goldenDir() + "/tv_grid16/model.safetensors", dir / "model.safetensors", fs::copy_options::overwrite_existing);
+    const std::pair<std::string, std::string> cases[] = {
+        { R"({"weights": "model.safetensors", "architecture": {"num_head": 4}})",
+          "architecture.num_head: unknown key; did you mean num_heads?" },
+        { R"({"weights": "model.safetensors", "renames": []})", "renames: unknown key; did you mean rename?" },
+        { R"({"weights": "model.safetensors", "preprocessing": {"crop_pc": 1.0}})",
+          "preprocessing.crop_pc: unknown key; did you mean crop_pct?" },
+        { R"({"weights": "model.safetensors", "architecture": {"zzz": 1}})", "architecture.zzz: unknown key (num_heads, block_norm," },
+    };
+    for (const auto& [text, message] : cases) {
+        writeBytes(dir / "description.json", text);
+        auto model = Model::load((dir / "description.json").string());
+        ASSERT_FALSE(model) << text;
+        EXPECT_NE(model.message().find((dir / "description.json").string() + ": " + message), std::string::npos) << model.message();
+    }
+    writeBytes(dir / "description.json",
+               R"({"attnscope_description": 1, "about": "x", "weights": "model.safetensors", "architecture": {"num_heads": 4}})");
+    auto ok = Model::load((dir / "description.json").string());
+    EXPECT_TRUE(ok) << ok.message();
+}

@@ -2,6 +2,9 @@
 // contract, and the window survives garbage drops, closing and switching models in the middle of a run.
 #include "GuiTestSupport.h"
 #include "MainWindow.h"
+#include <QFile>
+#include <QDir>
+#include <QProgressBar>
 
 #include <QAbstractItemModelTester>
 #include <QJsonArray>
@@ -184,6 +187,34 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(w.model() && w.model()->info().path == "builtin:fmnist-bilateral", 20000);
         QTRY_VERIFY_WITH_TIMEOUT(w.current() && w.current()->trace.depth > 0, 20000);
         QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 20000);
+    }
+
+    // An image of the set that cannot be read is skipped and listed (the bar counts it, its tooltip names it), not a
+    // dialog per file, and the set finishes with the others.
+    void imageSetSkipsUnreadableFiles()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        QStringList paths;
+        for (const QString& name : QDir(QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist")).entryList(QDir::Files))
+            paths << QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist/") + name;
+        const QString broken = dir.filePath(QStringLiteral("broken.png"));
+        QVERIFY(QFile::copy(QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/data/bad/image_truncated.png"), broken));
+        paths.insert(3, broken);
+        MainWindow w;
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        QSignalSpy finished(&w, &MainWindow::setFinished);
+        QSignalSpy errors(&w, &MainWindow::errorShown);
+        w.openModel(QStringLiteral("builtin:fmnist-vit"));
+        QVERIFY(modelReady.wait(20000));
+        w.addImages(paths);
+        w.analyseImageSet();
+        QVERIFY(finished.wait(60000));
+        QCOMPARE(finished.last().at(0).toBool(), true);
+        auto* bar = w.findChild<QProgressBar*>();
+        QVERIFY(bar);
+        QVERIFY2(bar->toolTip().contains(QStringLiteral("broken.png")), qPrintable(bar->toolTip()));
+        QCOMPARE(errors.count(), 0);
     }
 };
 
