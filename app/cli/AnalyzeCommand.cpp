@@ -127,6 +127,8 @@ int AnalyzeCommand::run() const
     auto loaded = attnscope::Model::load(model, loadOptions);
     if (!loaded)
         return fail(loaded.message());
+    for (const auto& guess : (*loaded)->info().guesses)
+        std::fprintf(stderr, "attnscope-cli: warning: %s: %s\n", model.c_str(), guess.c_str());
     ReportRequest request;
     request.loadSeconds = std::chrono::duration<double>(clock::now() - start).count();
     request.model = *loaded;
@@ -137,6 +139,8 @@ int AnalyzeCommand::run() const
         auto second = attnscope::Model::load(compare, compareOptions);
         if (!second)
             return fail(second.message());
+        for (const auto& guess : (*second)->info().guesses)
+            std::fprintf(stderr, "attnscope-cli: warning: %s: %s\n", compare.c_str(), guess.c_str());
         request.compare = *second;
         request.compareName = modelNameOf(compare);
     }

@@ -29,7 +29,7 @@ static nlohmann::json infoJson(const attnscope::ModelInfo& i)
         prefix.push_back("reg" + std::to_string(r));
     return {
         { "path", i.path }, { "weights", i.weightsPath }, { "format", i.format }, { "naming", i.naming },
-        { "family", i.family }, { "config_source", i.configSource }, { "device", i.device },
+        { "family", i.family }, { "config_source", i.configSource }, { "guesses", i.guesses }, { "device", i.device },
         { "layers", c.depth }, { "heads", c.numHeads }, { "width", c.width }, { "head_dim", c.headDim() },
         { "mlp_hidden", c.mlpHidden }, { "patch_size", c.patchSize },
         { "input_size", { c.imageHeight, c.imageWidth } }, { "grid", { c.gridHeight(), c.gridWidth() } },
@@ -69,6 +69,8 @@ int InfoCommand::run() const
     auto loaded = attnscope::Model::load(model, options);
     if (!loaded)
         return fail(loaded.message());
+    for (const auto& guess : (*loaded)->info().guesses)
+        std::cerr << "attnscope-cli: warning: " << model << ": " << guess << '\n';
     const auto j = infoJson((*loaded)->info());
     if (json) {
         std::cout << j.dump(2) << '\n';

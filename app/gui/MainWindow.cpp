@@ -341,6 +341,11 @@ void MainWindow::refreshModelInfo()
                                   QString::fromStdString(i.naming))
                              .arg(c.depth).arg(c.numHeads).arg(c.width).arg(c.patchSize).arg(c.imageHeight).arg(c.imageWidth)
                              .arg(i.parameterCount));
+    // A value taken from a convention (heads = width/64) is said where the model is described, not left silent.
+    for (const auto& guess : i.guesses)
+        m_modelInfo->setText(m_modelInfo->text() + tr("<br><span style=\"color:#b35900\">⚠ %1</span>").arg(QString::fromStdString(guess).toHtmlEscaped()));
+    if (!i.guesses.empty())
+        statusBar()->showMessage(tr("Warning: %1").arg(QString::fromStdString(i.guesses.front())), 10000);
     // The device, and for an image set how many images go through one forward.
     const QString device = QString::fromStdString(i.device);
     const int batch = defaultBatchSize(*m_slots[0]->model(), m_slots[0]->analysisOptions());

@@ -496,6 +496,8 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
                                   + " is not a multiple of 64; give num_heads in config.json, metadata or a description");
         heads = c.width / 64; // the common head width when nothing says otherwise (DESIGN.md, Models)
         out.source += "; heads = width/64";
+        out.guesses.push_back("num_heads guessed as width/64 = " + std::to_string(*heads)
+                              + ": nothing records it (give architecture.num_heads in a model description to be sure)");
     }
     if (*heads <= 0 || c.width % *heads != 0)
         fail(src.configPath.empty() ? weightsPath : src.configPath,

@@ -28,6 +28,7 @@ struct ResolvedConfig {
     PreprocessConfig preprocess;
     std::vector<std::string> labels;
     std::string source; // e.g. "config.json (huggingface vit)", "inferred from tensor shapes"
+    std::vector<std::string> guesses; // values nothing recorded, taken from a convention (ModelInfo::guesses)
 };
 
 // Decides the architecture from the tensors (canonical names), the naming hints and whatever config files exist.

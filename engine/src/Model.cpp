@@ -138,6 +138,7 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
         info.naming = files.sources.description ? "described (" + hints.naming + " after renaming)" : hints.naming;
         info.family = hints.family.empty() ? "vit" : hints.family;
         info.configSource = resolved.source;
+        info.guesses = resolved.guesses;
         info.config = resolved.model;
         info.preprocess = resolved.preprocess;
         info.labels = resolved.labels;

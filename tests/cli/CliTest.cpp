@@ -199,3 +199,37 @@ TEST_F(Cli, EveryUsageErrorExitsWithTwo)
     }
     EXPECT_EQ(cli("analyze --model no/such/model.safetensors" + images).status, 1);
 }
+
+// A value no file records and attnscope takes from a convention (heads = width/64) is a warning from info and analyze,
+// and is listed in their JSON: a wrong guess runs and is wrong, so it must not be silent.
+TEST_F(Cli, GuessedHeadsAreAWarning)
+{
+    // fmnist-vit's weights without its config.json and without the safetensors metadata that records its 4 heads.
+    const fs::path bare = m_dir / "bare";
+    fs::create_directories(bare);
+    const std::string bytes = slurp(ATTNSCOPE_SOURCE_DIR "/resources/models/fmnist-vit/model.safetensors");
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i)
+        length = (length << 8) | uint8_t(bytes[size_t(i)]);
+    auto header = nlohmann::json::parse(bytes.substr(8, length));
+    ASSERT_TRUE(header.contains("__metadata__"));
+    header.erase("__metadata__");
+    const std::string text = header.dump();
+    std::string prefix(8, '\0');
+    for (int i = 0; i < 8; ++i)
+        prefix[size_t(i)] = char((uint64_t(text.size()) >> (8 * i)) & 0xff);
+    std::ofstream(bare / "model.safetensors", std::ios::binary) << prefix << text << bytes.substr(8 + length);
+    auto info = cli("info " + bare.string() + " --json");
+    ASSERT_EQ(info.status, 0) << info.err;
+    EXPECT_EQ(countLines(info.err, "^attnscope-cli: warning: .*num_heads guessed as width/64 = 1"), 1) << info.err;
+    EXPECT_EQ(nlohmann::json::parse(info.out)["guesses"].size(), 1u);
+    auto recorded = cli("info builtin:fmnist-vit --json");
+    ASSERT_EQ(recorded.status, 0) << recorded.err;
+    EXPECT_EQ(recorded.err, "");
+    EXPECT_TRUE(nlohmann::json::parse(recorded.out)["guesses"].empty());
+    auto analyze = cli("analyze --model " + bare.string() + " --images resources/samples/fashion-mnist --analyses similarity --formats none --out "
+                       + (m_dir / "out").string());
+    ASSERT_EQ(analyze.status, 0) << analyze.err;
+    EXPECT_EQ(countLines(analyze.err, "^attnscope-cli: warning: .*num_heads guessed"), 1) << analyze.err;
+    EXPECT_EQ(nlohmann::json::parse(slurp(m_dir / "out" / "manifest.json"))["model"]["guesses"].size(), 1u);
+}

@@ -29,6 +29,9 @@ struct ModelInfo {
     std::string naming;      // timm | huggingface | torchvision | openai-clip | described
     std::string family;      // vit | deit | dinov2 | clip | ...
     std::string configSource;
+    // Architecture values no file recorded, taken from a convention (heads = width/64), each as a sentence: the tools
+    // print them as warnings, since a wrong guess gives a model that runs and is wrong.
+    std::vector<std::string> guesses;
     std::string device;
     ModelConfig config;
     PreprocessConfig preprocess;
