@@ -184,18 +184,15 @@ Result<StagedBatch> AnalysisRun::stage(const std::vector<const Model::Prepared*>
     // On the device path the rows go straight into one stacked tensor, page-locked for a GPU, so that its copy to
     // the device can overlap the host's work.
     if (analysesOnDevice() && !images.empty()) {
-        const ModelConfig& c = m_model->config();
-        const std::vector<int64_t>& first = images.front()->input.shape();
-        std::vector<int64_t> shape { int64_t(impl->inputs.size()) };
-        shape.insert(shape.end(), first.end() - std::min<size_t>(3, first.size()), first.end());
-        if (shape.size() != 4 || shape[1] != c.channels)
-            return Error { "a batch needs inputs [" + std::to_string(c.channels) + ", H, W]" };
-        if (shape[2] % c.patchSize || shape[3] % c.patchSize || shape[2] == 0 || shape[3] == 0)
-            return Error { "input size " + std::to_string(shape[2]) + "x" + std::to_string(shape[3])
-                           + " is not a multiple of the patch size " + std::to_string(c.patchSize) };
+        std::vector<Tensor> clean;
         for (const auto* image : images)
-            if (image->input.numel() != shape[1] * shape[2] * shape[3])
-                return Error { "a batch needs inputs [" + std::to_string(c.channels) + ", H, W] of one size" };
+            clean.push_back(image->input);
+        auto checked = checkedBatchInputs(m_model->config(), clean); // the perturbed copies take their size
+        if (!checked)
+            return checked.error();
+        std::vector<int64_t> shape { int64_t(impl->inputs.size()) };
+        for (int64_t d : checked->front().sizes())
+            shape.push_back(d);
         try {
             impl->stacked = at::empty(shape, at::TensorOptions().dtype(at::kFloat).pinned_memory(!implOf(*m_model).device.is_cpu()));
         } catch (const c10::Error& e) {

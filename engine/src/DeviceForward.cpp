@@ -120,7 +120,7 @@ std::vector<Trace> hostTraces(const Model& model, const BatchForward& forward, c
         index = at::tensor(rows, at::kLong);
     // One copy to the host per recorded tensor (not per image), after the forward: nothing inside it waits.
     const auto host = [&](const at::Tensor& t) {
-        if (!t.defined() || (!withTaps && &t != &forward.logits))
+        if (!t.defined())
             return at::Tensor();
         const at::Tensor picked = index.defined() ? t.index_select(0, index.to(t.device())) : t;
         return picked.to(at::kCPU).to(at::kFloat).contiguous();
@@ -131,7 +131,7 @@ std::vector<Trace> hostTraces(const Model& model, const BatchForward& forward, c
     for (const auto* v : { &state.attention, &state.attnBranch, &state.residual, &state.blocks }) {
         taps.emplace_back();
         for (const auto& t : *v)
-            taps.back().push_back(host(t));
+            taps.back().push_back(withTaps ? host(t) : at::Tensor()); // without taps: the logits alone
     }
     std::vector<Trace> traces(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) {

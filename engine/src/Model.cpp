@@ -210,9 +210,8 @@ Result<Trace> Model::run(const Tensor& input, const RunOptions& options) const
     return std::move(traces->front());
 }
 
-Result<std::vector<Trace>> Model::runBatch(const std::vector<Tensor>& inputs, const RunOptions& options) const
+Result<std::vector<at::Tensor>> checkedBatchInputs(const ModelConfig& c, const std::vector<Tensor>& inputs)
 {
-    const ModelConfig& c = config();
     if (inputs.empty())
         return Error { "no input" };
     std::vector<at::Tensor> xs;
@@ -231,6 +230,16 @@ Result<std::vector<Trace>> Model::runBatch(const std::vector<Tensor>& inputs, co
             return Error { "a batch needs inputs of one size" };
         xs.push_back(x);
     }
+    return xs;
+}
+
+Result<std::vector<Trace>> Model::runBatch(const std::vector<Tensor>& inputs, const RunOptions& options) const
+{
+    const ModelConfig& c = config();
+    auto checked = checkedBatchInputs(c, inputs);
+    if (!checked)
+        return checked.error();
+    const std::vector<at::Tensor>& xs = *checked;
     // Refused before anything is allocated when it cannot fit; the weights are loaded already, so what must fit
     // in MemAvailable is what the run adds (per image of the batch).
     {

@@ -30,6 +30,10 @@ struct BatchForward {
     at::Tensor logits;
 };
 BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const RunOptions& options);
+// The inputs of one batch as [C, H, W] tensors, checked against the model: its channels, a size that is a multiple of the
+// patch size, one size for all. The one check of Model::runBatch and AnalysisRun::stage.
+Result<std::vector<at::Tensor>> checkedBatchInputs(const ModelConfig& config, const std::vector<Tensor>& inputs);
+
 // Runs `f` (a forward and what follows it), turning what a forward throws into the Error a run returns.
 template <class F>
 auto catchForwardErrors(F&& f) -> decltype(f())
