@@ -60,6 +60,8 @@ void AnalyzeCommand::addTo(CLI::App& app)
     app.add_option("--discard", discard, "share of each layer's fused attention the rollout discards first, lowest first (0 to <1)")
         ->capture_default_str();
     app.add_flag("--strict", strict, "stop at the first image that cannot be read (default: skip it, list it, exit with 3)");
+    app.add_flag("--fresh", fresh, "start again, discarding what an unfinished run left in --out (default: resume it)");
+    app.add_option("--checkpoint-seconds", checkpointSeconds, "seconds between the checkpoints a rerun resumes from")->capture_default_str();
     app.add_flag("--dump-tensors", dumpTensors, "write logits, attention maps and block outputs as .npy");
     app.add_option("--threads", threads, "CPU threads for the forward (0: the engine's default)");
 }
@@ -109,6 +111,8 @@ int AnalyzeCommand::run() const
             return usage(p.message());
         base.perturbations.push_back(*p);
     }
+    if (!(checkpointSeconds >= 0))
+        return usage("--checkpoint-seconds " + std::to_string(checkpointSeconds) + ": expected 0 (after every batch) or more");
     int shardIndex = 1, shardCount = 1;
     if (!shard.empty() && (std::sscanf(shard.c_str(), "%d/%d", &shardIndex, &shardCount) != 2 || shardCount < 1
                            || shardIndex < 1 || shardIndex > shardCount))
@@ -175,14 +179,20 @@ int AnalyzeCommand::run() const
         mine += int(i % size_t(shardCount)) == shardIndex - 1;
     Progress bar("analyze", mine);
     request.strict = strict;
+    request.resume = !fresh;
+    request.checkpointSeconds = checkpointSeconds;
     request.skipped = [&](const std::string& message) { bar.note("attnscope-cli: skipped " + message); };
+    request.resumed = [&](int at, int total) {
+        bar.note("attnscope-cli: resuming the unfinished run in " + out + " after " + std::to_string(at) + " of " + std::to_string(total) + " images");
+        bar.resumeAt(at);
+    };
     auto outcome = writeReport(request, [] { return g_interrupted.load(); }, [&](int done, int) { bar.update(done); });
     bar.finish();
     if (!outcome)
         return fail(outcome.message());
     if (!outcome->complete) {
-        std::fprintf(stderr, "attnscope-cli: interrupted after %d of %d images; results so far in %s\n", outcome->done, outcome->total,
-                     out.c_str());
+        std::fprintf(stderr, "attnscope-cli: interrupted after %d of %d images; results so far in %s (the same command resumes the run)\n",
+                     outcome->done, outcome->total, out.c_str());
         return 130;
     }
     noteUndrawnFigures(*figureFormats);

@@ -43,6 +43,8 @@ struct AnalyzeCommand {
     std::string shard;
     bool dumpTensors = false;
     bool strict = false;
+    bool fresh = false;
+    double checkpointSeconds = 5.0;
     int threads = 0;
     std::optional<double> neutreno;
     std::optional<double> boost;

@@ -15,7 +15,7 @@ Progress::Progress(std::string what, int total)
 void Progress::update(int done)
 {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
-    const double rate = elapsed > 0 ? done / elapsed : 0;
+    const double rate = elapsed > 0 ? (done - m_base) / elapsed : 0;
     const double left = rate > 0 ? (m_total - done) / rate : 0;
     const int percent = m_total ? int(100.0 * done / m_total) : 100;
     if (m_terminal) {
@@ -28,6 +28,12 @@ void Progress::update(int done)
     }
     m_lastPercent = percent;
     std::fflush(stderr);
+}
+
+void Progress::resumeAt(int done)
+{
+    m_base = done;
+    m_start = std::chrono::steady_clock::now();
 }
 
 void Progress::note(const std::string& line)

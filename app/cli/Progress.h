@@ -8,6 +8,8 @@ class Progress {
 public:
     Progress(std::string what, int total);
     void update(int done);
+    // The run continues one that stopped after `done` (a resumed run): rates count from here.
+    void resumeAt(int done);
     // One line of its own (a skipped file), the bar redrawn under it on the next update.
     void note(const std::string& line);
     void finish();
@@ -17,5 +19,6 @@ private:
     int m_total;
     bool m_terminal;
     int m_lastPercent = -1;
+    int m_base = 0;
     std::chrono::steady_clock::time_point m_start;
 };

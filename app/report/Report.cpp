@@ -3,14 +3,13 @@
 #include "BatchPrefetch.h"
 #include "Figures.h"
 #include "OutputFolder.h"
+#include "RunJournal.h"
 
 #include <attnscope/Files.h>
+#include <attnscope/Image.h>
 #include <attnscope/Npy.h>
 
 #include <nlohmann/json.hpp>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -98,67 +97,13 @@ struct PreparedRun {
 
 } // namespace
 
-// The manifest's image entries as the run goes, one JSON object a line, in an unnamed temporary file in the output
-// folder (gone with the process, whatever ends it): a run of a million images keeps none of them in memory.
-class ImageLog {
-public:
-    explicit ImageLog(const std::string& dir)
-    {
-        const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR, 0600); // where the filesystem has it
-        m_file = fd >= 0 ? ::fdopen(fd, "w+") : std::tmpfile();
-    }
-    ~ImageLog()
-    {
-        if (m_file)
-            std::fclose(m_file);
-    }
-    ImageLog(const ImageLog&) = delete;
-    ImageLog& operator=(const ImageLog&) = delete;
-
-    bool add(const nlohmann::json& entry)
-    {
-        const std::string line = entry.dump() + "\n";
-        ++m_count;
-        return m_file && std::fwrite(line.data(), 1, line.size(), m_file) == line.size();
-    }
-    size_t count() const { return m_count; }
-    // Every entry, as the lines of a JSON array indented by `indent`, into `writer`.
-    attnscope::Result<bool> copyInto(attnscope::TextFileWriter& writer, const std::string& indent)
-    {
-        if (!m_file || std::fflush(m_file) != 0 || std::fseek(m_file, 0, SEEK_SET) != 0)
-            return Error { "the list of images could not be read back" };
-        std::string chunk = "[";
-        char* line = nullptr;
-        size_t capacity = 0;
-        bool first = true;
-        for (ssize_t n; (n = ::getline(&line, &capacity, m_file)) > 0;) {
-            chunk += (first ? "\n" : ",\n") + indent + "  " + std::string(line, size_t(n) - 1);
-            first = false;
-            if (chunk.size() > (1u << 20)) {
-                if (auto w = writer.append(chunk); !w) {
-                    std::free(line);
-                    return w;
-                }
-                chunk.clear();
-            }
-        }
-        std::free(line);
-        std::fseek(m_file, 0, SEEK_END);
-        return writer.append(chunk + (first ? "]" : "\n" + indent + "]"));
-    }
-
-private:
-    std::FILE* m_file = nullptr;
-    size_t m_count = 0;
-};
-
 struct ReportResults {
     ReportOutcome outcome;
     std::vector<RunOutput> outputs;
     std::vector<NamedGrid> grids;
     std::optional<attnscope::LogitDecomposition> decomposition;
     nlohmann::json manifest;           // all but the images,
-    std::shared_ptr<ImageLog> images;  // which finishReport writes into it
+    std::shared_ptr<RunJournal> journal; // the images, which finishReport writes into it
     double analysisSeconds = 0;
 };
 
@@ -244,22 +189,89 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
     const auto cancelled = [&] { return isCancelled && isCancelled(); };
     const attnscope::Model& primary = *runs.front().model;
     const bool classify = primary.config().numClasses > 0 && !primary.config().headIsProjection;
-    // Predictions and the image list are written as the run goes: memory stays flat over any number of images.
-    std::unique_ptr<attnscope::TextFileWriter> predictions;
-    if (classify) {
-        auto writer = attnscope::TextFileWriter::open((fs::path(out) / "predictions.csv").string());
-        if (!writer)
-            return writer.error();
-        predictions = std::move(*writer);
-        if (auto w = predictions->append("image,rank,class,label,prob\n"); !w)
-            return w.error();
+    const bool onGpu = primary.info().device != "cpu";
+    const size_t batch = size_t(request.batch > 0 ? request.batch : attnscope::defaultBatchSize(primary, base));
+    const auto weightsSha = attnscope::sha256File(primary.info().weightsPath);
+
+    // --- the journal: what a resumed run continues from (RunJournal.h). Whatever changes the statistics, the
+    // predictions or the files per image is part of the run's identity; the figures' options are not (a resumed run
+    // draws its figures anew).
+    nlohmann::json identity = { { "models", nlohmann::json::array() }, { "options", nlohmann::json::object() } };
+    for (const auto& run : runs) {
+        auto sha = run.model.get() == &primary ? weightsSha : attnscope::sha256File(run.model->info().weightsPath);
+        identity["models"].push_back({ { "model", run.model->info().path + " (sha256 " + (sha ? sha->substr(0, 12) : "?") + ")" },
+                                       { "neutreno", run.output.options["neutreno_lambda"] }, { "boost", run.output.options["boost_t"] } });
     }
-    auto imageList = std::make_shared<ImageLog>(out);
+    identity["options"] = { { "analyses", request.analysesText }, { "noise", runs.front().output.options["noise"] }, { "draws", base.draws },
+                            { "seed", base.seed }, { "description", request.description }, { "compare", request.compareSpec },
+                            { "device", primary.info().device },
+                            { "batch", batch }, { "precision", toString(base.precision) },
+                            { "analyses-on", runs.front().analysis->analysesOnDevice() ? "device" : "host" },
+                            { "dump-tensors", dumping },
+                            { "shard", std::to_string(request.shardIndex) + "/" + std::to_string(request.shardCount) } };
+    auto opened = RunJournal::open(out, identity, paths, request.resume);
+    if (!opened)
+        return opened.error();
+    std::shared_ptr<RunJournal> journal = std::move(*opened);
+    RunCheckpoint state = journal->resumed();
+    state.total = mine.size();
+    if (!state.runs.empty())
+        for (size_t r = 0; r < runs.size(); ++r)
+            runs[r].analysis->restore(std::move(state.runs[r].stats), state.runs[r].images);
+
     std::vector<NamedGrid> grids;
     int gridsWanted = std::max(0, request.gridImages);
     std::optional<attnscope::LogitDecomposition> decomposition;
+    // The per-image figures of the first images: each from a forward of its own, so that they do not depend on
+    // which images shared its batch (nor on whether the run was resumed after it).
+    const auto addFigures = [&](size_t index, const attnscope::Model::Prepared& prepared, const std::string& path) -> attnscope::Result<bool> {
+        if (int(grids.size()) < gridsWanted) {
+            attnscope::RunOptions maps;
+            maps.record.attention = true;
+            maps.precision = base.precision;
+            auto traced = primary.run(prepared.input, maps);
+            if (!traced)
+                return Error { path + ": " + traced.message() };
+            if (traced->attention.empty() || traced->attention.back().empty()) {
+                gridsWanted = 0; // a model without attention maps
+            } else {
+                auto query = gridQueryToken(request.gridQuery, traced->gridHeight, traced->gridWidth, traced->numPrefixTokens);
+                if (!query)
+                    return Error { primary.info().path + ": " + query.message() };
+                grids.push_back({ "attention_grid_" + stems[index],
+                                  attentionGridOf(*traced, prepared.shown, name, stems[index], *query, request.rollout) });
+            }
+        }
+        if (!decomposition && base.decomposition) {
+            auto d = attnscope::decomposeLogits(primary, prepared.input);
+            if (!d)
+                return Error { primary.info().path + ": " + d.message() };
+            decomposition = *d;
+        }
+        return true;
+    };
+    // A resumed run draws the figures of the images behind it again.
+    for (const auto& entry : journal->firstImages(base.decomposition ? std::max<size_t>(1, size_t(gridsWanted)) : size_t(gridsWanted))) {
+        const std::string path = entry.value("path", "");
+        auto image = attnscope::decodeImage(path);
+        auto prepared = image ? primary.prepare(*image) : attnscope::Result<attnscope::Model::Prepared>(image.error());
+        if (!prepared)
+            return Error { path + ": " + prepared.message() + " (it was read before the run was resumed)" };
+        if (auto f = addFigures(entry.value("index", size_t(0)), *prepared, path); !f)
+            return f.error();
+    }
+
     ReportOutcome outcome;
     outcome.total = int(mine.size());
+    outcome.done = state.done;
+    outcome.skipped = int(state.skipped.size());
+    outcome.resumedAt = int(state.position);
+    if (state.position > 0) {
+        if (request.resumed)
+            request.resumed(int(state.position), outcome.total);
+        if (progress)
+            progress(int(state.position), outcome.total);
+    }
     // Distinct models (a variant shares its model, and so its preprocessing, with the first run): each image is
     // prepared once per model, on the prefetch threads, a batch ahead of the forwards.
     std::vector<const attnscope::Model*> models;
@@ -270,33 +282,35 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         if (it == models.end())
             models.push_back(run.model.get());
     }
-    const bool onGpu = primary.info().device != "cpu";
-    const size_t batch = size_t(request.batch > 0 ? request.batch : attnscope::defaultBatchSize(primary, base));
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     std::vector<const attnscope::AnalysisRun*> analyses;
     for (const auto& run : runs)
         analyses.push_back(run.analysis.get());
-    BatchPrefetch prefetch(models, analyses, modelOfRun, paths, mine, batch, onGpu ? int(std::max(2u, cores - 2)) : 1);
-    nlohmann::json skippedList = nlohmann::json::array();
+    BatchPrefetch prefetch(models, analyses, modelOfRun, paths, std::vector<size_t>(mine.begin() + long(state.position), mine.end()), batch,
+                           onGpu ? int(std::max(2u, cores - 2)) : 1);
+    // Every few seconds, after a batch all runs have added, the state a resume starts from.
+    auto lastCheckpoint = clock::now();
+    const auto checkpoint = [&]() -> attnscope::Result<bool> {
+        state.runs.clear();
+        for (const auto& run : runs)
+            state.runs.push_back({ run.analysis->statistics(), run.analysis->images() });
+        lastCheckpoint = clock::now();
+        return journal->checkpoint(state);
+    };
+    bool stopped = false; // cancelled inside a batch, which some runs may have added and others not
     for (auto next = prefetch.next(); !next.end() && !cancelled(); next = prefetch.next()) {
         for (const auto& item : next.skipped) {
             if (request.strict)
                 return Error { item.error + " (--strict: the run stops at the first image it cannot read)" };
-            skippedList.push_back({ { "index", item.index }, { "path", item.path }, { "cause", item.error } });
+            state.skipped.push_back({ { "index", item.index }, { "path", item.path }, { "cause", item.error } });
             ++outcome.skipped;
             if (request.skipped)
                 request.skipped(item.error);
         }
         if (!next.error.empty())
             return Error { next.error };
-        if (next.images.empty()) {
-            if (progress)
-                progress(outcome.done + outcome.skipped, outcome.total);
-            continue;
-        }
         const std::vector<PrefetchedImage>& items = next.images;
-        bool stopped = false;
-        for (size_t r = 0; r < runs.size() && !stopped; ++r) {
+        for (size_t r = 0; r < runs.size() && !items.empty() && !stopped; ++r) {
             std::vector<attnscope::Trace> traces;
             auto added = runs[r].analysis->addStaged(next.staged[r], cancelled, r == 0 || dumping ? &traces : nullptr);
             if (!added) {
@@ -319,53 +333,37 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                     continue;
                 if (classify)
                     appendPredictions(rows, item.path, trace.logits, primary.info().labels);
-                if (int(grids.size()) < gridsWanted) {
-                    // The device path brings back only the logits: a grid's image runs again for its maps.
-                    attnscope::Trace withMaps = trace;
-                    if (withMaps.attention.empty() || withMaps.attention.back().empty()) {
-                        attnscope::RunOptions maps;
-                        maps.record.attention = true;
-                        maps.precision = base.precision;
-                        auto again = primary.run(item.prepared[0].input, maps);
-                        if (!again)
-                            return Error { item.path + ": " + again.message() };
-                        withMaps = std::move(*again);
-                    }
-                    if (withMaps.attention.empty() || withMaps.attention.back().empty()) {
-                        gridsWanted = 0; // a model without attention maps
-                    } else {
-                        auto query = gridQueryToken(request.gridQuery, withMaps.gridHeight, withMaps.gridWidth, withMaps.numPrefixTokens);
-                        if (!query)
-                            return Error { primary.info().path + ": " + query.message() };
-                        grids.push_back({ "attention_grid_" + stems[item.index],
-                                          attentionGridOf(withMaps, item.prepared[0].shown, name, stems[item.index], *query, request.rollout) });
-                    }
-                }
-                if (!decomposition && base.decomposition) {
-                    auto d = attnscope::decomposeLogits(primary, item.prepared[0].input);
-                    if (!d)
-                        return Error { primary.info().path + ": " + d.message() };
-                    decomposition = *d;
-                }
+                if (auto f = addFigures(item.index, item.prepared[0], item.path); !f)
+                    return f.error();
             }
-            if (predictions && !rows.empty())
-                if (auto w = predictions->append(rows); !w)
+            if (!rows.empty())
+                if (auto w = journal->appendPredictions(rows); !w)
                     return w.error();
         }
         if (stopped)
             break;
         for (const auto& item : items)
-            if (!imageList->add({ { "index", item.index }, { "path", item.path }, { "sha256", item.sha256 }, { "stem", stems[item.index] } }))
-                return Error { out + ": cannot write the list of images (" + std::strerror(errno) + ")" };
+            if (auto w = journal->appendImage({ { "index", item.index }, { "path", item.path }, { "sha256", item.sha256 }, { "stem", stems[item.index] } });
+                !w)
+                return w.error();
         outcome.done += int(items.size());
+        state.position += items.size() + next.skipped.size();
+        state.done = outcome.done;
+        if (std::chrono::duration<double>(clock::now() - lastCheckpoint).count() >= request.checkpointSeconds)
+            if (auto c = checkpoint(); !c)
+                return c.error();
         if (progress)
             progress(outcome.done + outcome.skipped, outcome.total);
     }
     outcome.complete = !cancelled();
+    // The last state all runs agree on (a run stopped inside a batch resumes from the checkpoint before it).
+    if (!stopped)
+        if (auto c = checkpoint(); !c)
+            return c.error();
 
     // --- outputs
-    if (predictions)
-        if (auto w = predictions->commit(); !w)
+    if (classify)
+        if (auto w = journal->writePredictions((fs::path(out) / "predictions.csv").string(), "image,rank,class,label,prob\n"); !w)
             return w.error();
     auto results = std::make_shared<ReportResults>();
     nlohmann::json runList = nlohmann::json::array();
@@ -379,13 +377,12 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         results->outputs.push_back(run.output);
     }
     results->outcome = outcome;
-    results->images = imageList;
+    results->journal = journal;
     if (grids.size() == 1)
         grids.front().name = "attention_grid"; // one grid keeps the plain name
     results->grids = std::move(grids);
     results->decomposition = std::move(decomposition);
     const auto& info = primary.info();
-    auto weightsSha = attnscope::sha256File(info.weightsPath);
     const attnscope::ThreadSetup threads = attnscope::threadSetup();
     results->manifest = {
         { "tool", "attnscope" }, { "version", attnscope::version() },
@@ -397,7 +394,8 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                      { "trained_neutreno_lambda", info.config.neutrenoLambda }, { "trained_boost_t", info.config.boostT } } },
         { "runs", runList },
         { "images", nullptr }, // finishReport writes the list in its place
-        { "skipped", skippedList },
+        { "skipped", state.skipped },
+        { "resumed_at", outcome.resumedAt },
         { "options", { { "analyses", request.analysesText }, { "noise", runs.front().output.options["noise"] }, { "draws", base.draws },
                        { "seed", base.seed }, { "device", info.device }, { "batch", batch }, { "precision", toString(base.precision) },
                        { "grid_images", request.gridImages }, { "query", request.gridQuery },
@@ -453,12 +451,14 @@ attnscope::Result<ReportOutcome> finishReport(const ReportRequest& request, cons
         return writer.error();
     if (auto w = (*writer)->append(text.substr(0, at)); !w)
         return w.error();
-    if (auto w = results.images->copyInto(**writer, indent); !w)
+    if (auto w = results.journal->copyImagesInto(**writer, indent); !w)
         return Error { (fs::path(request.out) / "manifest.json").string() + ": " + w.message() };
     if (auto w = (*writer)->append(text.substr(at + marker.size())); !w)
         return w.error();
     if (auto w = (*writer)->commit(); !w)
         return w.error();
+    if (results.outcome.complete)
+        results.journal->remove(); // nothing left to resume
     return results.outcome;
 }
 

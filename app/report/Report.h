@@ -39,6 +39,12 @@ struct ReportRequest {
     // the file and why) and listed in the manifest; with `strict` the run stops at the first instead.
     bool strict = false;
     std::function<void(const std::string& message)> skipped;
+    // A run killed or cancelled before it finished leaves its journal in the folder (RunJournal.h); with `resume` the
+    // same run into the same folder continues from its last checkpoint, and a different run there is an Error saying
+    // what differs. Without, an earlier journal is discarded. Checkpoints are written every `checkpointSeconds`.
+    bool resume = false;
+    double checkpointSeconds = 5.0;
+    std::function<void(int at, int total)> resumed; // told once, when a run resumes after `at` of its images
     double loadSeconds = 0;
 };
 
@@ -46,6 +52,7 @@ struct ReportOutcome {
     int done = 0;  // images analysed
     int skipped = 0; // images that could not be read
     int total = 0; // images of this shard
+    int resumedAt = 0; // images (analysed or skipped) behind the run it resumed; 0 for a fresh run
     bool complete = false;
 };
 

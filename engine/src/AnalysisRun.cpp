@@ -144,6 +144,14 @@ bool AnalysisRun::analysesOnDevice() const
     return m_options.analysesOnDevice.value_or(!implOf(*m_model).device.is_cpu());
 }
 
+void AnalysisRun::restore(StatsTable stats, int64_t images)
+{
+    m_stats = std::move(stats);
+    m_images = images;
+    m_columnKeys.clear(); // the cached pointers were into the table replaced
+    m_columnStats.clear();
+}
+
 Result<bool> AnalysisRun::addImage(const Model::Prepared& image, int64_t index, const std::function<bool()>& isCancelled,
                                    Trace* cleanTrace)
 {

@@ -3,6 +3,7 @@
 #include "TestSupport.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <regex>
@@ -58,5 +59,32 @@ protected:
 
     std::filesystem::path m_dir;
 };
+
+// Starts attnscope-cli with `args` from the source folder, output discarded; returns its pid.
+inline pid_t startCli(const std::vector<std::string>& args)
+{
+    const pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    if (chdir(ATTNSCOPE_SOURCE_DIR) != 0)
+        _exit(126);
+    if (FILE* null = std::fopen("/dev/null", "w")) {
+        dup2(fileno(null), 1);
+        dup2(fileno(null), 2);
+    }
+    std::vector<char*> argv { const_cast<char*>(ATTNSCOPE_CLI) };
+    for (const auto& a : args)
+        argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(ATTNSCOPE_CLI, argv.data());
+    _exit(127);
+}
+
+inline int waitFor(pid_t pid)
+{
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return status;
+}
 
 } // namespace attnscope::test

@@ -24,33 +24,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-// Starts attnscope-cli with `args` from the source folder, output discarded; returns its pid.
-pid_t start(const std::vector<std::string>& args)
-{
-    const pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    if (chdir(ATTNSCOPE_SOURCE_DIR) != 0)
-        _exit(126);
-    if (FILE* null = std::fopen("/dev/null", "w")) {
-        dup2(fileno(null), 1);
-        dup2(fileno(null), 2);
-    }
-    std::vector<char*> argv { const_cast<char*>(ATTNSCOPE_CLI) };
-    for (const auto& a : args)
-        argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(ATTNSCOPE_CLI, argv.data());
-    _exit(127);
-}
-
-int waitFor(pid_t pid)
-{
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return status;
-}
-
 // Fields of one CSV line, counting quoted commas as text.
 size_t csvFields(const std::string& line)
 {
@@ -117,7 +90,8 @@ int checkOutputs(const fs::path& dir, int kill, int* temporaries = nullptr)
     if (!fs::exists(dir))
         return 0;
     for (const auto& e : fs::recursive_directory_iterator(dir)) {
-        if (!e.is_regular_file())
+        // The journal a resume starts from (RunJournal.h) is no output: its appended files grow as the run goes.
+        if (!e.is_regular_file() || e.path().parent_path().filename() == ".attnscope-run")
             continue;
         const std::string name = e.path().filename().string();
         if (isTemporary(name)) {
@@ -157,7 +131,7 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesNoPartialFileAndARerunCompletes)
     const auto t0 = clock_type::now();
     std::vector<std::string> timing = args;
     timing[6] = (m_dir / "timing").string();
-    const int status = waitFor(start(timing));
+    const int status = waitFor(startCli(timing));
     double runSeconds = std::chrono::duration<double>(clock_type::now() - t0).count();
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the uninterrupted run failed: " << status;
     const int finalsOfAWholeRun = checkOutputs(m_dir / "timing", -1);
@@ -175,7 +149,7 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesNoPartialFileAndARerunCompletes)
         // A fresh folder each time, so that every kill is checked on the files its own run wrote.
         fs::remove_all(out);
         const auto started = clock_type::now();
-        const pid_t pid = start(args);
+        const pid_t pid = startCli(args);
         // Sleep until the kill's moment, watching for an early finish: the timing run may have been slowed by other
         // work on the machine, so a run that ends sooner shortens the run time the later kills aim at.
         const auto deadline = started + std::chrono::duration<double>(fractions[size_t(k)] * runSeconds);
@@ -201,14 +175,14 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesNoPartialFileAndARerunCompletes)
     // writing a CSV (the engine's name.tmp-<pid>) and a figure (QSaveFile's name.XXXXXX) leaves them, the
     // latter aged past the minute after which nobody is writing it.
     fs::create_directories(out);
-    const pid_t dead = start({ "--version" });
+    const pid_t dead = startCli({ "--version" });
     waitFor(dead);
     std::ofstream(out / ("token_similarity.csv.tmp-" + std::to_string(dead))) << "image,layer\n1,";
     std::ofstream(out / "snr.png.Qw3rT7") << "\x89PNG";
     for (const auto& e : fs::recursive_directory_iterator(out))
         if (e.is_regular_file() && isTemporary(e.path().filename().string()))
             fs::last_write_time(e.path(), fs::file_time_type::clock::now() - std::chrono::minutes(5));
-    const int rerun = waitFor(start(args));
+    const int rerun = waitFor(startCli(args));
     ASSERT_TRUE(WIFEXITED(rerun) && WEXITSTATUS(rerun) == 0) << "the rerun failed: " << rerun;
     int leftOver = 0;
     EXPECT_GE(checkOutputs(out, 20, &leftOver), finalsOfAWholeRun);

@@ -83,6 +83,9 @@ public:
     bool analysesOnDevice() const;
 
     const StatsTable& statistics() const { return m_stats; }
+    // Continues from the statistics of `images` images saved by an interrupted run of the same model and options
+    // (a resumed report): adding the remaining images then gives exactly the uninterrupted run's statistics.
+    void restore(StatsTable stats, int64_t images);
     int64_t images() const { return m_images; }
     // The RecordSpec one forward needs for these analyses.
     RecordSpec recordSpec() const;
