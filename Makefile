@@ -57,7 +57,7 @@ bench: deps $(if $(filter libtorch2,$(BENCH_PRESET)),get-libtorch)
 	@./scripts/install-deps.sh $$(grep -v '^#' scripts/bench-packages.txt)
 	cmake --preset $(BENCH_PRESET) $(if $(filter libtorch2,$(BENCH_PRESET)),$(LIBTORCH_ARGS)) \
 	    -DATTNSCOPE_BUILD_BENCHMARKS=ON -DATTNSCOPE_BENCH_BASELINE=OFF
-	cmake --build --preset $(BENCH_PRESET) -j $(JOBS) --target engine_bench dataset_bench click_bench attnscope
+	cmake --build --preset $(BENCH_PRESET) -j $(JOBS) --target engine_bench dataset_bench click_bench attnscope attnscope-cli
 	/usr/bin/python3 tests/benchmarks/run_bench.py build/$(BENCH_PRESET) --json build/$(BENCH_PRESET)/bench-results.json $(BENCH_ARGS)
 
 # `make bench-gpu`: attnscope-cli of the headless LibTorch 2.x build against the batched PyTorch peer on one GPU, in

@@ -1,4 +1,5 @@
 #include "FigureExport.h"
+#include "PngEncoder.h"
 
 #include <QFileInfo>
 #include <QPageSize>
@@ -17,7 +18,6 @@ namespace {
 
     constexpr double pngScale = 2.0; // PNG pixels per logical pixel: print resolution from screen sizes
     constexpr double logicalDpi = 96.0; // one logical pixel = 1/96 in (SVG size, PNG resolution tag)
-    constexpr double inchesPerMetre = 39.3700787;
     const QString creator = QStringLiteral("attnscope");
 
     Format formatOf(const QString& path)
@@ -58,24 +58,19 @@ namespace {
         return fail(error, QStringLiteral("%1: unknown figure format (use .png, .svg or .pdf)").arg(path));
     }
 
-    void tagResolution(QImage& image, double dpi)
-    {
-        const int dpm = int(std::lround(dpi * inchesPerMetre));
-        image.setDotsPerMeterX(dpm);
-        image.setDotsPerMeterY(dpm);
-    }
-
-    bool writePng(QImage image, double dpi, const QString& path, QString* error)
+    bool writePng(const QImage& image, double dpi, const QString& path, QString* error)
     {
         if (image.isNull())
             return fail(error, QStringLiteral("%1: nothing to write (empty figure)").arg(path));
-        tagResolution(image, dpi);
+        const QByteArray png = encodePng(image, dpi);
+        if (png.isEmpty())
+            return fail(error, QStringLiteral("%1: PNG encoding failed").arg(path));
         QSaveFile file(path);
         if (!open(file, error))
             return false;
-        if (!image.save(&file, "PNG")) {
+        if (file.write(png) != png.size()) {
             file.cancelWriting();
-            return fail(error, QStringLiteral("%1: PNG encoding failed").arg(path));
+            return fail(error, QStringLiteral("%1: cannot write: %2").arg(path, file.errorString()));
         }
         return commit(file, error);
     }

@@ -7,6 +7,7 @@
 #include <QApplication>
 #include <RuntimeDir.h>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <qcustomplot.h>
 
@@ -40,6 +41,20 @@ std::string drawFigures(
     if (formats.empty())
         return {};
     ensureApplication();
+    // The grids are images painted with QPainter on a QImage, which Qt allows on any thread: they are drawn and
+    // written beside the plots, which QCustomPlot draws on this one (about 0.1 s of a one-image run's 0.4 s of figures).
+    auto gridsDrawn = std::async(std::launch::async, [&]() -> std::string {
+        for (const auto& g : grids) {
+            const QImage image = renderAttentionGrid(g.grid);
+            for (const auto& f : formats) {
+                QString message;
+                const QString path = QString::fromStdString((fs::path(dir) / (g.name + "." + f)).string());
+                if (!exportImage(image, path, &message))
+                    return path.toStdString() + ": " + message.toStdString();
+            }
+        }
+        return {};
+    });
     for (Figure figure : allFigures()) {
         if (!figureHasData(figure, data))
             continue;
@@ -50,18 +65,11 @@ std::string drawFigures(
         for (const auto& f : formats) {
             QString message;
             const QString path = QString::fromStdString((fs::path(dir) / (figureFileName(figure) + "." + f)).string());
-            if (!exportPlot(plot.get(), path, size.width(), size.height(), &message))
+            if (!exportPlot(plot.get(), path, size.width(), size.height(), &message)) {
+                gridsDrawn.wait();
                 return path.toStdString() + ": " + message.toStdString();
+            }
         }
     }
-    for (const auto& g : grids) {
-        const QImage image = renderAttentionGrid(g.grid);
-        for (const auto& f : formats) {
-            QString message;
-            const QString path = QString::fromStdString((fs::path(dir) / (g.name + "." + f)).string());
-            if (!exportImage(image, path, &message))
-                return path.toStdString() + ": " + message.toStdString();
-        }
-    }
-    return {};
+    return gridsDrawn.get();
 }

@@ -191,14 +191,14 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
     const bool classify = primary.config().numClasses > 0 && !primary.config().headIsProjection;
     const bool onGpu = primary.info().device != "cpu";
     const size_t batch = size_t(request.batch > 0 ? request.batch : attnscope::defaultBatchSize(primary, base));
-    const auto weightsSha = attnscope::sha256File(primary.info().weightsPath);
+    const auto weightsSha = attnscope::sha256FileCached(primary.info().weightsPath);
 
     // --- the journal: what a resumed run continues from (RunJournal.h). Whatever changes the statistics, the
     // predictions or the files per image is part of the run's identity; the figures' options are not (a resumed run
     // draws its figures anew).
     nlohmann::json identity = { { "models", nlohmann::json::array() }, { "options", nlohmann::json::object() } };
     for (const auto& run : runs) {
-        auto sha = run.model.get() == &primary ? weightsSha : attnscope::sha256File(run.model->info().weightsPath);
+        auto sha = run.model.get() == &primary ? weightsSha : attnscope::sha256FileCached(run.model->info().weightsPath);
         identity["models"].push_back({ { "model", run.model->info().path + " (sha256 " + (sha ? sha->substr(0, 12) : "?") + ")" },
                                        { "neutreno", run.output.options["neutreno_lambda"] }, { "boost", run.output.options["boost_t"] } });
     }

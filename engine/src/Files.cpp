@@ -4,6 +4,7 @@
 #include "LoadError.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -135,6 +137,61 @@ Result<std::string> sha256File(const std::string& path)
         h.update(reinterpret_cast<const uint8_t*>(buf.data()), size_t(in.gcount()));
     }
     return h.hex();
+}
+
+namespace {
+
+std::string hashCachePath()
+{
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    if (xdg && *xdg)
+        return std::string(xdg) + "/attnscope/sha256";
+    return home && *home ? std::string(home) + "/.cache/attnscope/sha256" : std::string();
+}
+
+} // namespace
+
+Result<std::string> sha256FileCached(const std::string& path)
+{
+    struct stat st {};
+    std::error_code ec;
+    const std::string absolute = fs::absolute(path, ec).lexically_normal().string();
+    const std::string cache = hashCachePath();
+    if (cache.empty() || ec || ::stat(path.c_str(), &st) != 0)
+        return sha256File(path);
+    // One line per file: "<sha256> <size> <mtime ns> <device> <inode> <absolute path>"; the last match wins.
+    char key[160];
+    std::snprintf(key, sizeof key, " %lld %lld %llu %llu ", static_cast<long long>(st.st_size),
+                  static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec, static_cast<unsigned long long>(st.st_dev),
+                  static_cast<unsigned long long>(st.st_ino));
+    const std::string wanted = key + absolute;
+    std::ifstream in(cache);
+    std::vector<std::string> lines;
+    std::string found;
+    for (std::string line; std::getline(in, line);) {
+        if (line.size() == 64 + wanted.size() && line.compare(64, std::string::npos, wanted) == 0)
+            found = line.substr(0, 64);
+        lines.push_back(std::move(line));
+    }
+    if (!found.empty())
+        return found;
+    auto hash = sha256File(path);
+    if (!hash)
+        return hash;
+    fs::create_directories(fs::path(cache).parent_path(), ec);
+    if (lines.size() >= 1000) {
+        // Kept short: the newest 500 entries and this one, through a temporary name.
+        std::string kept;
+        for (size_t i = lines.size() - 500; i < lines.size(); ++i)
+            kept += lines[i] + "\n";
+        (void)writeTextFile(cache, kept + *hash + wanted + "\n");
+    } else if (std::FILE* f = std::fopen(cache.c_str(), "a")) {
+        const std::string line = *hash + wanted + "\n"; // one write of an O_APPEND file: whole even beside another run
+        std::fwrite(line.data(), 1, line.size(), f);
+        std::fclose(f);
+    }
+    return hash;
 }
 
 std::string csvNumber(double v)

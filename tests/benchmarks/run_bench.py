@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 
+import whole_process
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 
@@ -136,6 +138,8 @@ def main():
     peer_ds = max((peer("dataset", t, ["--shape", "deit_tiny", "--images", str(peer_images)]) for t in (1, 2)),
                   key=lambda r: r["images_per_s"])
     gui = gui_start(args.build)
+    print("Running the whole process against the peer script ...", file=sys.stderr)
+    whole = whole_process.measure(args.build, args.quick, env_for, min((1, 2), key=lambda t: peers[t]["one_image_ms"]))
     # The target's ratio once more, the two sides alternating in rounds, so that a drift of the machine's speed over
     # the minutes of the run (other tenants of the host) touches both sides alike: the median of the rounds' ratios.
     peer_threads = min((1, 2), key=lambda t: peers[t]["one_image_ms"])
@@ -156,7 +160,7 @@ def main():
     res.update({"interleaved": rounds, "forward_rounds": forward_rounds})
     res.update({"steal": {"engine_1thr": steal[1], "engine_2thr": steal[2], "run": steal_share(start, cpu_times())}})
     res.update({"engine": eng, "spin": spin, "click": click, "dataset": ds, "dataset_1thr": ds_one, "peer": peers,
-                "peer_dataset": peer_ds, "gui": gui, "load_after": os.getloadavg()})
+                "peer_dataset": peer_ds, "gui": gui, "whole_process": whole, "load_after": os.getloadavg()})
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1)
@@ -236,9 +240,10 @@ def main():
     out(row(f"dataset peak RSS at {ds['images']} images (MB)", ds["rss_mb_at_end"], peer_ds.get("rss_mb_at_end"),
             None, f"growth {growth:.1f} MB <= 50 MB", growth <= 50))
     if gui:
-        out(row("GUI cold start to first heatmap (fmnist-vit)", gui["first_heatmap_ms"], None, None, "< 1500 ms",
-                gui["first_heatmap_ms"] < 1500))
+        out(row("GUI cold start to first heatmap (fmnist-vit)", gui["first_heatmap_ms"], None, None, "< 500 ms",
+                gui["first_heatmap_ms"] < 500))
         out(row("  (wall time of the whole process, start to exit)", gui["wall_ms"]))
+    lines.extend(whole_process.rows(whole, row))
     print("\n".join(lines))
 
 

@@ -4,6 +4,9 @@
 #include "SyntheticData.h"
 
 #include <FigureExport.h>
+#include <PngEncoder.h>
+#include <QBuffer>
+#include <QRandomGenerator>
 #include <QSvgRenderer>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -32,6 +35,47 @@ private slots:
         const QImage image(path);
         QCOMPARE(image.size(), QSize(1280, 800));
         QVERIFY(std::abs(image.dotsPerMeterX() - 7559) <= 1); // 192 dpi
+    }
+
+    // attnscope's own PNG writer, read back by Qt's (libpng): every pixel as written, opaque images as RGB, others as
+    // RGBA, the resolution in pHYs; a plot, noise (every filter and byte value), one-pixel and odd sizes.
+    void pngEncoderRoundTripsExactly()
+    {
+        QCustomPlot plot;
+        build(&plot);
+        QImage noise(37, 5, QImage::Format_ARGB32);
+        QImage translucent(3, 7, QImage::Format_ARGB32);
+        QRandomGenerator rng(7);
+        for (int y = 0; y < noise.height(); ++y)
+            for (int x = 0; x < noise.width(); ++x)
+                noise.setPixel(x, y, rng.generate() | 0xff000000u);
+        for (int y = 0; y < translucent.height(); ++y)
+            for (int x = 0; x < translucent.width(); ++x)
+                translucent.setPixel(x, y, qRgba(int(rng.bounded(256)), 255 - 30 * y, x * 90, 20 * (x + y)));
+        QImage one(1, 1, QImage::Format_RGB32);
+        one.fill(qRgb(1, 2, 3));
+        const QImage figure = plot.toPixmap(320, 200, 2.0).toImage();
+        int translucentImages = 0;
+        for (const QImage& source : { figure, noise, translucent, one }) {
+            const QByteArray png = encodePng(source, 192);
+            QVERIFY(png.startsWith("\x89PNG\r\n\x1a\n"));
+            QImage back;
+            QVERIFY(back.loadFromData(png, "PNG"));
+            QCOMPARE(back.size(), source.size());
+            const QImage a = source.convertToFormat(QImage::Format_ARGB32), b = back.convertToFormat(QImage::Format_ARGB32);
+            bool opaque = true;
+            for (int y = 0; y < a.height(); ++y)
+                for (int x = 0; x < a.width(); ++x)
+                    opaque = opaque && qAlpha(a.pixel(x, y)) == 255;
+            QCOMPARE(back.hasAlphaChannel(), !opaque);
+            translucentImages += !opaque;
+            for (int y = 0; y < a.height(); ++y)
+                for (int x = 0; x < a.width(); ++x)
+                    QCOMPARE(b.pixel(x, y), a.pixel(x, y));
+            QVERIFY(std::abs(back.dotsPerMeterX() - 7559) <= 1);
+        }
+        QCOMPARE(translucentImages, 1);
+        QVERIFY(encodePng(QImage(), 96).isEmpty());
     }
 
     void svgHasTheLogicalSizeAndTitle()
