@@ -86,3 +86,39 @@ TEST_F(Cli, SkippedImagesAreListedAndTheRunFinishes)
 }
 
 } // namespace
+
+// The case at its size: the 1,000 CIFAR-10 test images with 10 of them replaced by broken files (truncated,
+// corrupt, empty, not images, over the pixel budget), with the third-party CIFAR-10 ViT: 990 analysed, 10 skipped.
+TEST_F(Cli, AThousandImagesWithTenBrokenOnesGiveNineHundredNinetyAnalysed)
+{
+    const std::string data = sharedDir() + "/data/cifar10-test-1000", pt = sharedDir() + "/models/cifar10-vit-tintn/model_final.pt";
+    if (!fs::exists(data) || !fs::exists(pt))
+        GTEST_SKIP() << data << " or " << pt << " is absent";
+    std::vector<fs::path> images;
+    for (const auto& e : fs::recursive_directory_iterator(data))
+        if (e.is_regular_file())
+            images.push_back(e.path());
+    std::sort(images.begin(), images.end());
+    ASSERT_EQ(images.size(), 1000u);
+    const char* broken[] = { "image_truncated.png", "image_truncated.jpg", "image_text.png", "image_empty.png", "image_bad_crc.png",
+                             "image_enormous.jpg", "image_enormous.bmp", "image_random_bytes.jpg", "image_zero_size.png",
+                             "image_truncated_header.png" };
+    const fs::path folder = m_dir / "images";
+    for (size_t i = 0; i < images.size(); ++i) {
+        const fs::path place = folder / images[i].parent_path().filename() / images[i].filename();
+        fs::create_directories(place.parent_path());
+        if (i % 100 == 50) // every hundredth image, from the 51st, replaced by a broken file under its name
+            fs::copy_file(kCorpus + broken[i / 100], place.parent_path() / (std::string("broken-") + broken[i / 100]));
+        else
+            fs::create_symlink(images[i], place);
+    }
+    auto r = cli("analyze --model " + pt + " --description docs/examples/cifar10-vit-tintn.json --images " + folder.string()
+                 + " --formats none --out " + (m_dir / "out").string());
+    EXPECT_EQ(r.status, 3) << r.err;
+    EXPECT_EQ(countLines(r.err, "^attnscope-cli: skipped "), 10) << r.err;
+    EXPECT_EQ(countLines(r.err, "^attnscope-cli: 990 images analysed, 10 skipped"), 1) << r.err;
+    const auto manifest = nlohmann::json::parse(slurp(m_dir / "out" / "manifest.json"));
+    EXPECT_EQ(manifest["images"].size(), 990u);
+    EXPECT_EQ(manifest["skipped"].size(), 10u);
+    EXPECT_TRUE(manifest["complete"].get<bool>());
+}
