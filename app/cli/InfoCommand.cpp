@@ -29,7 +29,8 @@ static nlohmann::json infoJson(const attnscope::ModelInfo& i)
         prefix.push_back("reg" + std::to_string(r));
     return {
         { "path", i.path }, { "weights", i.weightsPath }, { "format", i.format }, { "naming", i.naming },
-        { "family", i.family }, { "config_source", i.configSource }, { "guesses", i.guesses }, { "device", i.device },
+        { "family", i.family }, { "config_source", i.configSource }, { "guesses", i.guesses },
+        { "ignored_config_keys", i.ignoredConfigKeys }, { "device", i.device },
         { "layers", c.depth }, { "heads", c.numHeads }, { "width", c.width }, { "head_dim", c.headDim() },
         { "mlp_hidden", c.mlpHidden }, { "patch_size", c.patchSize },
         { "input_size", { c.imageHeight, c.imageWidth } }, { "grid", { c.gridHeight(), c.gridWidth() } },
@@ -81,8 +82,15 @@ int InfoCommand::run() const
     std::cout << "model        " << i.path << '\n'
               << "weights      " << i.weightsPath << " (" << i.format << ")\n"
               << "family       " << i.family << ", " << i.naming << " naming\n"
-              << "config       " << i.configSource << '\n'
-              << "layers       " << c.depth << "\nheads        " << c.numHeads << " (head width " << c.headDim() << ")\n"
+              << "config       " << i.configSource << '\n';
+    // Not a warning (foreign configs carry training settings): listed so that none is thought to have been applied.
+    for (const auto& [file, keys] : i.ignoredConfigKeys) {
+        std::cout << "ignored config keys (" << file << "):";
+        for (size_t k = 0; k < keys.size(); ++k)
+            std::cout << (k ? ", " : " ") << keys[k];
+        std::cout << '\n';
+    }
+    std::cout << "layers       " << c.depth << "\nheads        " << c.numHeads << " (head width " << c.headDim() << ")\n"
               << "width        " << c.width << " (MLP " << c.mlpHidden << ", " << toString(c.activation) << ")\n"
               << "patch size   " << c.patchSize << "\ninput size   " << c.imageHeight << "x" << c.imageWidth
               << "\ngrid         " << c.gridHeight() << "x" << c.gridWidth() << " = " << c.numPatches() << " patches\n"

@@ -388,6 +388,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         { "tool", "attnscope" }, { "version", attnscope::version() },
         { "model", { { "path", info.path }, { "weights", info.weightsPath }, { "sha256", weightsSha ? *weightsSha : "" },
                      { "naming", info.naming }, { "family", info.family }, { "config_source", info.configSource }, { "guesses", info.guesses },
+                     { "ignored_config_keys", info.ignoredConfigKeys },
                      { "layers", info.config.depth }, { "heads", info.config.numHeads }, { "width", info.config.width },
                      { "patch_size", info.config.patchSize }, { "classes", info.config.numClasses },
                      { "attention", toString(info.config.attention) },

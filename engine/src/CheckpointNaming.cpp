@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <regex>
 
 namespace attnscope {
@@ -85,6 +86,54 @@ std::string listSome(const TensorMap& t, size_t n)
             break;
         }
         s += (s.empty() ? "" : ", ") + name;
+    }
+    return s;
+}
+
+// attnscope's tensor names (docs/model-description.md), the variants' parameters and DeiT-3's gamma_1/2 included. Only
+// messages use it: which tensors to name when a described checkpoint follows no convention.
+bool isAttnscopeName(const std::string& name)
+{
+    static const std::regex names(
+        "^(cls_token|dist_token|reg_token|pos_embed|patch_embed\\.proj\\.(weight|bias)"
+        "|(norm_pre|norm|fc_norm|head|head_dist)\\.(weight|bias)"
+        "|blocks\\.\\d+\\.((norm1|norm2|attn\\.(qkv|q|k|v|proj)|mlp\\.fc1|mlp\\.fc2)\\.(weight|bias)"
+        "|ls[12]\\.gamma|gamma_[12]|attn\\.(log_hy|log_hp|centre|alpha)))$");
+    return std::regex_match(name, names);
+}
+
+// The first numeric component of a dotted name ("layers.3.x" -> 3 at offset 7), the block index in every convention.
+struct NumberAt {
+    size_t offset = std::string::npos;
+    size_t length = 0;
+    std::string digits;
+};
+
+NumberAt firstNumber(const std::string& name)
+{
+    static const std::regex number("(^|\\.)(\\d+)(?=\\.|$)");
+    std::smatch m;
+    if (!std::regex_search(name, m, number))
+        return {};
+    return { size_t(m.position(2)), size_t(m.length(2)), m.str(2) };
+}
+
+// "0..3" for 0, 1, 2, 3; "0,2" otherwise; runs of three or more are shortened.
+std::string indexRanges(std::vector<long> v)
+{
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    std::string s;
+    for (size_t i = 0; i < v.size();) {
+        size_t j = i;
+        while (j + 1 < v.size() && v[j + 1] == v[j] + 1)
+            ++j;
+        s += (s.empty() ? "" : ",") + std::to_string(v[i]);
+        if (j >= i + 2)
+            s += ".." + std::to_string(v[j]);
+        else if (j == i + 1)
+            s += "," + std::to_string(v[j]);
+        i = j + 1;
     }
     return s;
 }
@@ -226,6 +275,65 @@ TensorMap fromOpenAiClip(TensorMap t, NamingHints& hints)
 
 } // namespace
 
+std::string unusedNamesError(const std::vector<std::string>& unused, const DescribedNames& described,
+                             const std::string& path)
+{
+    // Tensors that differ only in their block index form one group, shown once with the indices in braces.
+    struct Group {
+        std::string from, to; // the checkpoint's name and the name after the rules, "{}" for the index
+        bool known = false;   // false: a name attnscope's own conversion made (a fused attn.qkv)
+        bool renamed = false;
+        std::vector<long> indices;
+    };
+    std::vector<Group> groups;
+    for (const auto& name : unused) {
+        const auto it = described.checkpointName.find(name);
+        const bool known = it != described.checkpointName.end();
+        Group g { known ? it->second : name, name, known, false, {} };
+        g.renamed = g.from != g.to;
+        const NumberAt a = firstNumber(g.from), b = firstNumber(g.to);
+        // Grouped only when the rules kept the index: a rule that renumbers blocks is shown tensor by tensor.
+        const bool keptIndex = !g.renamed || (b.offset != std::string::npos && b.digits == a.digits);
+        if (a.offset != std::string::npos && a.length <= 9 && keptIndex) {
+            g.indices.push_back(std::stol(a.digits));
+            g.from.replace(a.offset, a.length, "{}");
+            if (g.renamed)
+                g.to.replace(b.offset, b.length, "{}");
+            else
+                g.to = g.from;
+        }
+        const auto same = std::find_if(groups.begin(), groups.end(), [&](const Group& o) {
+            return !g.indices.empty() && !o.indices.empty() && o.from == g.from && o.to == g.to;
+        });
+        if (same != groups.end())
+            same->indices.push_back(g.indices.front());
+        else
+            groups.push_back(std::move(g));
+    }
+    const auto shown = [](std::string name, const std::vector<long>& indices) {
+        if (const auto at = name.find("{}"); at != std::string::npos)
+            name.replace(at, 2,
+                         indices.size() == 1 ? std::to_string(indices.front()) : "{" + indexRanges(indices) + "}");
+        return name;
+    };
+    constexpr size_t kShown = 6; // one line: the first few groups say what the rules miss
+    std::string list;
+    for (size_t i = 0; i < groups.size() && i < kShown; ++i) {
+        const Group& g = groups[i];
+        const std::string what = !g.known ? std::string()
+            : g.renamed                    ? " (renamed to " + shown(g.to, g.indices) + ")"
+                                           : std::string(" (not renamed)");
+        list += (i ? ", " : "") + shown(g.from, g.indices) + what;
+    }
+    if (groups.size() > kShown)
+        list += ", ... (" + std::to_string(groups.size() - kShown) + " more)";
+    const bool one = unused.size() == 1;
+    return described.descriptionPath + ": after its rename rules, " + std::to_string(unused.size())
+        + (one ? " tensor of " : " tensors of ") + path + (one ? " has a name" : " have names")
+        + " attnscope does not use: " + list + "; add or fix a rename rule for " + (one ? "it" : "them") + ", or drop "
+        + (one ? "it" : "them") + " (attnscope's names: docs/model-description.md)";
+}
+
 TensorMap stripCommonPrefix(TensorMap tensors)
 {
     for (const char* prefix : { "module.", "_orig_mod." }) {
@@ -243,7 +351,7 @@ TensorMap stripCommonPrefix(TensorMap tensors)
     return tensors;
 }
 
-TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& path)
+TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& path, const DescribedNames* described)
 {
     t = stripCommonPrefix(std::move(t));
 
@@ -298,6 +406,19 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
         // Separate projections (a described model's attn.q/k/v) are fused as the blocks expect.
         fuseQkv(t, "attn.q.", "attn.k.", "attn.v.", "attn.qkv.", path);
         return t;
+    }
+    if (described) {
+        // The description's rules were meant to give attnscope's names: name the tensors they did not.
+        std::vector<std::string> unused;
+        for (const auto& [name, tensor] : t)
+            if (!isAttnscopeName(name))
+                unused.push_back(name);
+        if (!unused.empty())
+            throw LoadError(unusedNamesError(unused, *described, path));
+        throw LoadError(described->descriptionPath + ": after its rename and drop rules, " + path + " has no "
+                        + (has(t, "patch_embed.proj.weight") ? "blocks.0.attn.qkv.weight (or attn.q/k/v)"
+                                                             : "patch_embed.proj.weight")
+                        + "; first names: " + listSome(t, 6) + " (attnscope's names: docs/model-description.md)");
     }
     throw LoadError(path + ": tensor names follow no known ViT convention (timm, Hugging Face, torchvision, "
                            "OpenAI CLIP); first names: " + listSome(t, 6)

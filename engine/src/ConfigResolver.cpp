@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -144,6 +145,18 @@ struct TimmSize {
 };
 constexpr TimmSize kTimmSizes[] = { { "tiny", 192, 3 },  { "small", 384, 6 },  { "base", 768, 12 },
                                     { "large", 1024, 16 }, { "huge", 1280, 16 }, { "giant", 1408, 16 } };
+
+// Appends the keys of `object` that are not in `read` to `out`, after `prefix` ("pretrained_cfg."): the keys of a
+// foreign config that attnscope ignores (ModelInfo::ignoredConfigKeys).
+void listUnread(const json& object, const std::vector<std::string>& read, const std::string& prefix,
+                std::vector<std::string>& out)
+{
+    if (!object.is_object())
+        return;
+    for (const auto& [key, value] : object.items())
+        if (std::find(read.begin(), read.end(), key) == read.end())
+            out.push_back(prefix + key);
+}
 
 } // namespace
 
@@ -345,6 +358,7 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
     if (src.config) {
         const json& cfgTop = *src.config;
         const std::string& cp = src.configPath;
+        std::vector<std::string> ignored; // the keys nothing below reads (ModelInfo::ignoredConfigKeys)
         if (cfgTop.contains("model_type")) {
             const std::string type = cfgTop["model_type"].get<std::string>();
             const json& cfg = (type == "clip" && cfgTop.contains("vision_config")) ? cfgTop["vision_config"] : cfgTop;
@@ -384,6 +398,20 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
                     if (id == int(out.labels.size()))
                         out.labels.push_back(name);
             }
+            // Every key read above; the rest (dropouts, initializer_range, architectures, label2id; qkv_bias,
+            // which the tensors tell; ...) is listed as ignored.
+            const std::vector<std::string> visionKeys { "hidden_size", "num_hidden_layers", "num_channels",
+                                                        "intermediate_size", "num_register_tokens", "patch_size",
+                                                        "num_attention_heads", "layer_norm_eps", "hidden_act",
+                                                        "image_size" };
+            std::vector<std::string> topKeys { "model_type", "id2label", "attnscope" };
+            if (&cfg != &cfgTop) {
+                topKeys.push_back("vision_config");
+                listUnread(cfg, visionKeys, "vision_config.", ignored);
+            } else {
+                topKeys.insert(topKeys.end(), visionKeys.begin(), visionKeys.end());
+            }
+            listUnread(cfgTop, topKeys, "", ignored);
         } else if (cfgTop.contains("architecture")) {
             const std::string arch = cfgTop["architecture"].get<std::string>();
             out.source = "config.json (timm " + arch + ")";
@@ -421,8 +449,31 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
             if (cfgTop.contains("label_names") && cfgTop["label_names"].is_array())
                 for (const auto& l : cfgTop["label_names"])
                     out.labels.push_back(l.is_string() ? l.get<std::string>() : l.dump());
+            // Every key read above; the rest (num_classes and embed_dim, which the tensors tell, the pretrained_cfg's
+            // provenance, ...) is listed as ignored.
+            listUnread(cfgTop,
+                       { "architecture", "model_args", "global_pool", "pretrained_cfg", "label_names", "attnscope" }, "",
+                       ignored);
+            listUnread(args, { "num_heads", "act_layer", "img_size", "no_embed_class", "global_pool" }, "model_args.",
+                       ignored);
+            listUnread(cfgTop.value("pretrained_cfg", json::object()),
+                       { "input_size", "crop_pct", "crop_mode", "interpolation", "mean", "std" }, "pretrained_cfg.",
+                       ignored);
         }
-        // Any other config.json (a project's own) is not ours to interpret; a description says what it means.
+        // attnscope's own config.json (it has an "attnscope" section) carries timm's fields for other tools: not
+        // foreign, nothing to list.
+        const bool own = cfgTop.contains("attnscope") && cfgTop["attnscope"].is_object();
+        if (!ignored.empty() && !own) {
+            std::sort(ignored.begin(), ignored.end());
+            out.ignoredConfigKeys["config.json"] = ignored;
+        }
+    } else if (src.unreadConfig) {
+        // Any other config.json (a project's own) is not ours to interpret; a description says what it means. Every
+        // key of it is ignored: its "num_attention_heads" or "hidden_act" play no part unless a description says so.
+        std::vector<std::string> ignored;
+        listUnread(*src.unreadConfig, {}, "", ignored);
+        if (!ignored.empty())
+            out.ignoredConfigKeys["config.json"] = ignored;
     }
 
     // --- attnscope's own models say in config.json which variants they were trained with.

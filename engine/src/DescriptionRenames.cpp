@@ -119,7 +119,7 @@ void checkDescriptionKeys(const json& d, const std::string& path)
         checkKeys(d["preprocessing"], { "input_size", "crop_pct", "crop_mode", "interpolation", "mean", "std" }, "preprocessing.", path);
 }
 
-TensorMap applyDescriptionRenames(TensorMap tensors, const json& d, const std::string& path)
+TensorMap applyDescriptionRenames(TensorMap tensors, const json& d, const std::string& path, DescribedNames* names)
 {
     std::vector<std::pair<std::regex, std::string>> rules;
     try {
@@ -132,6 +132,7 @@ TensorMap applyDescriptionRenames(TensorMap tensors, const json& d, const std::s
         for (const auto& r : d.value("drop", json::array()))
             drops.push_back(descriptionRegex(r.get<std::string>(), path));
         TensorMap out;
+        std::map<std::string, std::string> checkpointName; // name after the rules -> name in the file
         for (auto& [name, t] : tensors) {
             bool dropped = false;
             for (const auto& re : drops)
@@ -144,6 +145,15 @@ TensorMap applyDescriptionRenames(TensorMap tensors, const json& d, const std::s
             if (out.count(key))
                 throw LoadError(path + ": rename rules map two tensors onto " + key);
             out[key] = t;
+            checkpointName[key] = name;
+        }
+        if (names) {
+            // toCanonicalNames strips a prefix all names share ("module."): key the record by the names it will see.
+            const TensorMap stripped = stripCommonPrefix(out);
+            const size_t cut = out.empty() ? 0 : out.begin()->first.size() - stripped.begin()->first.size();
+            names->descriptionPath = path;
+            for (const auto& [key, name] : checkpointName)
+                names->checkpointName[key.substr(cut)] = name;
         }
         return out;
     } catch (const std::regex_error& e) {

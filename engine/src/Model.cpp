@@ -114,10 +114,13 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
         const at::Device device = parseDevice(options.device);
         ModelFiles files = locateModelFiles(path, options);
         TensorMap tensors = readCheckpoint(files);
+        DescribedNames described;
         if (files.sources.description)
-            tensors = applyDescriptionRenames(std::move(tensors), *files.sources.description, files.sources.descriptionPath);
+            tensors = applyDescriptionRenames(std::move(tensors), *files.sources.description,
+                                              files.sources.descriptionPath, &described);
         NamingHints hints;
-        tensors = toCanonicalNames(std::move(tensors), hints, files.weights);
+        tensors = toCanonicalNames(std::move(tensors), hints, files.weights,
+                                   files.sources.description ? &described : nullptr);
         ResolvedConfig resolved;
         try {
             resolved = resolveConfig(tensors, hints, files.sources, files.weights);
@@ -139,6 +142,7 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
         info.family = hints.family.empty() ? "vit" : hints.family;
         info.configSource = resolved.source;
         info.guesses = resolved.guesses;
+        info.ignoredConfigKeys = resolved.ignoredConfigKeys;
         info.config = resolved.model;
         info.preprocess = resolved.preprocess;
         info.labels = resolved.labels;
@@ -151,6 +155,16 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
         std::map<std::string, std::vector<int64_t>> expected;
         for (const auto& p : impl->net->named_parameters())
             expected[p.key()] = p.value().sizes().vec();
+        if (files.sources.description) {
+            // A tensor the model has no place for, after a description's rules: a rule missed it or renamed it wrongly.
+            // Named as the checkpoint names it, so that the rule to write is plain.
+            std::vector<std::string> unused;
+            for (const auto& [name, t] : tensors)
+                if (!expected.count(name))
+                    unused.push_back(name);
+            if (!unused.empty())
+                throw LoadError(unusedNamesError(unused, described, files.weights));
+        }
         checkTensorsAgainst(expected, tensors, files.weights);
         for (auto& p : impl->net->named_parameters()) {
             const at::Tensor& src = tensors.at(p.key());

@@ -114,11 +114,14 @@ ModelFiles locateModelFiles(const std::string& given, const LoadOptions& options
     }
     const fs::path weightsDir = fs::path(files.weights).parent_path().empty() ? fs::path(".") : fs::path(files.weights).parent_path();
     // config.json is read only when it is a Hugging Face or timm config; a description makes any other one moot.
+    // Any other one is kept to list its keys as ignored (ModelInfo::ignoredConfigKeys).
     if (fs::is_regular_file(weightsDir / "config.json")) {
         auto cfg = readJson((weightsDir / "config.json").string());
         if (cfg.is_object() && (cfg.contains("model_type") || cfg.contains("architecture"))) {
             files.sources.config = std::move(cfg);
             files.sources.configPath = (weightsDir / "config.json").string();
+        } else if (cfg.is_object()) {
+            files.sources.unreadConfig = std::move(cfg);
         }
     }
     if (fs::is_regular_file(weightsDir / "preprocessor_config.json")) {

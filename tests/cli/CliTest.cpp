@@ -5,6 +5,7 @@
 
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 using namespace attnscope;
@@ -232,4 +233,167 @@ TEST_F(Cli, GuessedHeadsAreAWarning)
     ASSERT_EQ(analyze.status, 0) << analyze.err;
     EXPECT_EQ(countLines(analyze.err, "^attnscope-cli: warning: .*num_heads guessed"), 1) << analyze.err;
     EXPECT_EQ(nlohmann::json::parse(slurp(m_dir / "out" / "manifest.json"))["model"]["guesses"].size(), 1u);
+}
+
+namespace {
+
+// A safetensors file's tensors under new names: the header is rewritten, the data (its offsets are relative to the
+// data) copied as it is. Names `rename` maps to "" are left out of the header.
+void writeRenamed(const fs::path& from, const fs::path& to, const std::function<std::string(const std::string&)>& rename)
+{
+    const std::string bytes = slurp(from);
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i)
+        length = (length << 8) | uint8_t(bytes[size_t(i)]);
+    const auto header = nlohmann::json::parse(bytes.substr(8, length));
+    nlohmann::json renamed = nlohmann::json::object();
+    for (const auto& [name, entry] : header.items())
+        if (name == "__metadata__")
+            renamed[name] = entry;
+        else if (const std::string n = rename(name); !n.empty())
+            renamed[n] = entry;
+    const std::string text = renamed.dump();
+    std::string prefix(8, '\0');
+    for (int i = 0; i < 8; ++i)
+        prefix[size_t(i)] = char((uint64_t(text.size()) >> (8 * i)) & 0xff);
+    std::ofstream(to, std::ios::binary) << prefix << text << bytes.substr(8 + length);
+}
+
+} // namespace
+
+// Keys of a foreign config.json that attnscope does not read are listed by info (text and JSON) and in analyze's
+// manifest; not as a warning: Hugging Face and timm configs carry training settings. A key the resolver reads is not
+// listed, whatever its value.
+TEST_F(Cli, InfoListsIgnoredConfigKeys)
+{
+    const std::string hf = "tests/golden/fixtures/hf_vit_eps5"; // a ViTForImageClassification config.json
+    auto r = cli("info " + hf + " --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    const auto keys = nlohmann::json::parse(r.out)["ignored_config_keys"]["config.json"];
+    const auto listed = [&](const nlohmann::json& list, const std::string& key) {
+        return std::find(list.begin(), list.end(), key) != list.end();
+    };
+    for (const char* key : { "architectures", "attention_probs_dropout_prob", "hidden_dropout_prob", "initializer_range", "label2id",
+                             "encoder_stride", "qkv_bias" })
+        EXPECT_TRUE(listed(keys, key)) << key << " in " << keys.dump();
+    // Read: layer_norm_eps 1e-5 and hidden_act gelu_new (both unlike the defaults), the rest checked or taken as they are.
+    for (const char* key : { "model_type", "layer_norm_eps", "hidden_act", "hidden_size", "num_attention_heads", "num_hidden_layers",
+                             "intermediate_size", "image_size", "patch_size", "num_channels", "id2label" })
+        EXPECT_FALSE(listed(keys, key)) << key << " in " << keys.dump();
+
+    auto text = cli("info " + hf);
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_EQ(countLines(text.out, "^ignored config keys \\(config\\.json\\): architectures, .*hidden_dropout_prob, initializer_range"), 1)
+        << text.out;
+    EXPECT_EQ(countLines(text.out, "^ignored config keys.*layer_norm_eps"), 0) << text.out;
+
+    // timm: model_args and pretrained_cfg keys are dotted; those read (act_layer, mean) are not listed.
+    auto timm = cli("info tests/golden/fixtures/timm_clip_quickgelu --json");
+    ASSERT_EQ(timm.status, 0) << timm.err;
+    const auto timmKeys = nlohmann::json::parse(timm.out)["ignored_config_keys"]["config.json"];
+    for (const char* key : { "num_classes", "model_args.pre_norm", "model_args.embed_dim", "pretrained_cfg.first_conv" })
+        EXPECT_TRUE(listed(timmKeys, key)) << key << " in " << timmKeys.dump();
+    for (const char* key : { "architecture", "model_args", "model_args.act_layer", "model_args.img_size", "pretrained_cfg.mean",
+                             "pretrained_cfg.crop_pct" })
+        EXPECT_FALSE(listed(timmKeys, key)) << key << " in " << timmKeys.dump();
+
+    // A project's own config.json is not read at all: every key of it is listed (its head count plays no part).
+    const fs::path own = m_dir / "own";
+    fs::create_directories(own);
+    fs::copy_file(ATTNSCOPE_SOURCE_DIR "/resources/models/fmnist-vit/model.safetensors", own / "model.safetensors");
+    std::ofstream(own / "config.json") << R"({"num_attention_heads": 8, "dropout": 0.1})";
+    auto project = cli("info " + own.string() + " --json");
+    ASSERT_EQ(project.status, 0) << project.err;
+    EXPECT_EQ(nlohmann::json::parse(project.out)["ignored_config_keys"],
+              nlohmann::json::parse(R"({"config.json": ["dropout", "num_attention_heads"]})"));
+
+    // attnscope's own config.json is not foreign: nothing listed.
+    auto builtin = cli("info builtin:fmnist-vit --json");
+    ASSERT_EQ(builtin.status, 0) << builtin.err;
+    EXPECT_TRUE(nlohmann::json::parse(builtin.out)["ignored_config_keys"].empty());
+    EXPECT_EQ(countLines(cli("info builtin:fmnist-vit").out, "^ignored config keys"), 0);
+
+    auto analyze = cli("analyze --model " + hf + " --images " + hf + "/image.png --analyses similarity --formats none --out "
+                       + (m_dir / "out").string());
+    ASSERT_EQ(analyze.status, 0) << analyze.err;
+    EXPECT_EQ(nlohmann::json::parse(slurp(m_dir / "out" / "manifest.json"))["model"]["ignored_config_keys"]["config.json"], keys);
+}
+
+// A model description whose rules leave tensors without attnscope's names fails with one line that names the
+// description and those tensors as the checkpoint names them, once for all blocks.
+TEST_F(Cli, DescriptionRuleMissingNamesTheTensors)
+{
+    // fmnist-vit saved as a ViT built on nn.TransformerEncoder would be (docs/model-description.md).
+    const auto torchNames = [](const std::string& name) {
+        static const std::pair<std::regex, std::string> rules[] = {
+            { std::regex("^blocks\\.(\\d+)\\.attn\\.qkv\\.(weight|bias)$"), "encoder.layers.$1.self_attn.in_proj_$2" },
+            { std::regex("^blocks\\.(\\d+)\\.attn\\.proj\\."), "encoder.layers.$1.self_attn.out_proj." },
+            { std::regex("^blocks\\.(\\d+)\\.mlp\\.fc([12])\\."), "encoder.layers.$1.linear$2." },
+            { std::regex("^blocks\\.(\\d+)\\."), "encoder.layers.$1." },
+            { std::regex("^patch_embed\\.proj\\."), "to_patches." },
+            { std::regex("^norm\\."), "encoder.norm." },
+            { std::regex("^head\\."), "classifier." },
+        };
+        std::string n = name;
+        for (const auto& [re, to] : rules)
+            if (std::regex_search(n, re))
+                return std::regex_replace(n, re, to);
+        return n; // cls_token, pos_embed
+    };
+    const fs::path dir = m_dir / "torch";
+    fs::create_directories(dir);
+    writeRenamed(ATTNSCOPE_SOURCE_DIR "/resources/models/fmnist-vit/model.safetensors", dir / "model.safetensors", torchNames);
+    const std::vector<std::pair<std::string, std::string>> allRules = {
+        { "^encoder\\.layers\\.(\\d+)\\.self_attn\\.in_proj_(weight|bias)$", "blocks.$1.attn.qkv.$2" },
+        { "^encoder\\.layers\\.(\\d+)\\.self_attn\\.out_proj\\.", "blocks.$1.attn.proj." },
+        { "^encoder\\.layers\\.(\\d+)\\.linear1\\.", "blocks.$1.mlp.fc1." },
+        { "^encoder\\.layers\\.(\\d+)\\.linear2\\.", "blocks.$1.mlp.fc2." },
+        { "^encoder\\.layers\\.(\\d+)\\.norm([12])\\.", "blocks.$1.norm$2." },
+        { "^to_patches\\.", "patch_embed.proj." },
+        { "^encoder\\.norm\\.", "norm." },
+        { "^classifier\\.", "head." },
+    };
+    const auto describe = [&](const std::vector<std::pair<std::string, std::string>>& rules) {
+        nlohmann::json d = { { "attnscope_description", 1 }, { "architecture", { { "num_heads", 4 }, { "final_norm", true } } } };
+        d["rename"] = nlohmann::json::array();
+        for (const auto& [from, to] : rules)
+            d["rename"].push_back({ from, to });
+        std::ofstream(dir / "attnscope.json") << d.dump(2);
+    };
+    const auto without = [&](size_t rule) {
+        auto rules = allRules;
+        rules.erase(rules.begin() + long(rule));
+        return rules;
+    };
+    const std::string description = (dir / "attnscope.json").string();
+    const auto expectOneLine = [&](const CliResult& r, const std::string& text) {
+        EXPECT_EQ(r.status, 1) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_NE(r.err.find(description + ": after its rename rules, "), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find(text), std::string::npos) << r.err;
+    };
+
+    describe(allRules);
+    auto ok = cli("info " + dir.string() + " --json");
+    ASSERT_EQ(ok.status, 0) << ok.err;
+    EXPECT_EQ(nlohmann::json::parse(ok.out)["layers"], 4);
+
+    // The in_proj rule forgotten: no block has attn.qkv, so the names follow no convention at all.
+    describe(without(0));
+    expectOneLine(cli("info " + dir.string()),
+                  "8 tensors of " + (dir / "model.safetensors").string() + " have names attnscope does not use: "
+                      "encoder.layers.{0..3}.self_attn.in_proj_bias (not renamed), encoder.layers.{0..3}.self_attn.in_proj_weight "
+                      "(not renamed); add or fix a rename rule for them");
+    // A rule onto a name attnscope does not know: the checkpoint's name and what the rule made of it.
+    auto typo = allRules;
+    typo[3].second = "blocks.$1.mlp.fc_2.";
+    describe(typo);
+    expectOneLine(cli("info " + dir.string()), "encoder.layers.{0..3}.linear2.bias (renamed to blocks.{0..3}.mlp.fc_2.bias), "
+                                               "encoder.layers.{0..3}.linear2.weight (renamed to blocks.{0..3}.mlp.fc_2.weight)");
+    // One tensor outside the blocks.
+    describe(without(7));
+    expectOneLine(cli("info " + dir.string()), "2 tensors of " + (dir / "model.safetensors").string()
+                                                   + " have names attnscope does not use: classifier.bias (not renamed), "
+                                                     "classifier.weight (not renamed)");
 }

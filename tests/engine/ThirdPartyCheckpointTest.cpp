@@ -6,7 +6,11 @@
 #include <attnscope/Image.h>
 #include <attnscope/Model.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 using namespace attnscope;
 using namespace attnscope::test;
@@ -45,6 +49,51 @@ TEST(ThirdPartyCheckpoint, CifarTintnWithoutDescriptionSaysWhy)
     ASSERT_FALSE(model.ok());
     EXPECT_NE(model.message().find("no known ViT convention"), std::string::npos) << model.message();
     EXPECT_NE(model.message().find("model_final.pt"), std::string::npos) << model.message();
+}
+
+// Its own config.json (hidden_size, num_attention_heads, ...) is neither Hugging Face's nor timm's: none of it is read,
+// and every key is listed as ignored.
+TEST(ThirdPartyCheckpoint, CifarTintnConfigKeysAreListedAsIgnored)
+{
+    if (!fs::exists(sharedDir() + kCheckpoint))
+        GTEST_SKIP() << sharedDir() + kCheckpoint << " is absent";
+    LoadOptions options;
+    options.descriptionPath = description();
+    auto model = Model::load(sharedDir() + kCheckpoint, options);
+    ASSERT_TRUE(model.ok()) << model.message();
+    const auto& ignored = (*model)->info().ignoredConfigKeys;
+    ASSERT_EQ(ignored.count("config.json"), 1u);
+    const auto& keys = ignored.at("config.json");
+    EXPECT_EQ(keys.size(), 13u);
+    EXPECT_NE(std::find(keys.begin(), keys.end(), "num_attention_heads"), keys.end());
+    EXPECT_NE(std::find(keys.begin(), keys.end(), "hidden_dropout_prob"), keys.end());
+}
+
+// Its description without the rule for the fused q/k/v projections: the error names those tensors, as the checkpoint
+// names them and as the remaining rules left them, once for the four blocks.
+TEST(ThirdPartyCheckpoint, CifarTintnDescriptionWithoutTheQkvRuleNamesTheTensors)
+{
+    if (!fs::exists(sharedDir() + kCheckpoint))
+        GTEST_SKIP() << sharedDir() + kCheckpoint << " is absent";
+    std::ifstream in(description());
+    auto d = nlohmann::json::parse(in);
+    auto& rules = d["rename"];
+    rules.erase(std::remove_if(rules.begin(), rules.end(),
+                               [](const nlohmann::json& r) { return r[0].get<std::string>().find("qkv") != std::string::npos; }),
+                rules.end());
+    const fs::path broken = scratchDir("tintn_without_qkv_rule") / "description.json";
+    std::ofstream(broken) << d.dump();
+    LoadOptions options;
+    options.descriptionPath = broken.string();
+    auto model = Model::load(sharedDir() + kCheckpoint, options);
+    ASSERT_FALSE(model.ok());
+    EXPECT_NE(model.message().find(broken.string() + ": after its rename rules, 8 tensors of " + sharedDir() + kCheckpoint),
+              std::string::npos)
+        << model.message();
+    EXPECT_NE(model.message().find("encoder.blocks.{0..3}.attention.qkv_projection.weight (renamed to "
+                                   "blocks.{0..3}.attention.qkv_projection.weight)"),
+              std::string::npos)
+        << model.message();
 }
 
 TEST(ThirdPartyCheckpoint, CifarTintnClassifies736Of1000)

@@ -6,6 +6,7 @@
 #include "attnscope/Tensor.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +33,11 @@ struct ModelInfo {
     // Architecture values no file recorded, taken from a convention (heads = width/64), each as a sentence: the tools
     // print them as warnings, since a wrong guess gives a model that runs and is wrong.
     std::vector<std::string> guesses;
+    // The keys of a foreign config.json (Hugging Face's, timm's, a project's own) that attnscope does not read, by file
+    // name ("config.json"), nested ones dotted ("pretrained_cfg.tag"), in key order. Not an error (such files carry
+    // training settings): listed so that a value one expects to matter (a dropout, a project's "num_attention_heads")
+    // is seen to play no part. Empty for attnscope's own config.json.
+    std::map<std::string, std::vector<std::string>> ignoredConfigKeys;
     std::string device;
     ModelConfig config;
     PreprocessConfig preprocess;
