@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <mutex>
+
+#include <attnscope/Image.h>
 
 Progress::Progress(std::string what, int total)
     : m_what(std::move(what))
@@ -18,6 +21,7 @@ void Progress::update(int done)
     const double rate = elapsed > 0 ? (done - m_base) / elapsed : 0;
     const double left = rate > 0 ? (m_total - done) / rate : 0;
     const int percent = m_total ? int(100.0 * done / m_total) : 100;
+    std::lock_guard<std::mutex> lock(attnscope::stderrLock()); // images may be decoding on the reader thread
     if (m_terminal) {
         const int width = 30, filled = m_total ? width * done / m_total : width;
         std::fprintf(stderr, "\r%s [%.*s%*s] %d/%d  %.1f img/s  %.0fs left ", m_what.c_str(), filled,
@@ -38,12 +42,14 @@ void Progress::resumeAt(int done)
 
 void Progress::note(const std::string& line)
 {
+    std::lock_guard<std::mutex> lock(attnscope::stderrLock());
     std::fprintf(stderr, m_terminal ? "\r\033[K%s\n" : "%s\n", line.c_str());
     std::fflush(stderr);
 }
 
 void Progress::finish()
 {
+    std::lock_guard<std::mutex> lock(attnscope::stderrLock());
     if (m_terminal)
         std::fprintf(stderr, "\n");
 }

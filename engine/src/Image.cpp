@@ -41,11 +41,13 @@ cv::Mat compositeOnWhite(const cv::Mat& m)
 // Holds what the decoders write to stderr while it lives (libpng's "libpng error: ...", OpenCV's
 // "imdecode_(...): can't read data ..."), so that a bad image gives the one line decodeImage returns, with the
 // decoder's own first complaint in it, and no extra lines on the CLI's stderr. fd 2 is process-wide: captures
-// are serialised, and another thread's stderr output during a decode (milliseconds) lands in the capture.
+// hold stderrLock(), which every other writer to stderr takes too while images may be decoding on another thread
+// (the CLI's progress lines and notes), so that their lines are neither lost in a capture nor taken for the
+// decoder's complaint.
 class StderrCapture {
 public:
     explicit StderrCapture(std::string& said)
-        : m_lock(mutex())
+        : m_lock(stderrLock())
         , m_said(said)
     {
         std::fflush(stderr);
@@ -76,11 +78,6 @@ public:
     StderrCapture& operator=(const StderrCapture&) = delete;
 
 private:
-    static std::mutex& mutex()
-    {
-        static std::mutex m;
-        return m;
-    }
     std::lock_guard<std::mutex> m_lock;
     std::string& m_said;
     std::FILE* m_file = nullptr;
@@ -88,6 +85,12 @@ private:
 };
 
 } // namespace
+
+std::mutex& stderrLock()
+{
+    static std::mutex m;
+    return m;
+}
 
 Result<Image> decodeImage(const std::string& path, const DecodeOptions& options)
 {

@@ -7,7 +7,14 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 using namespace attnscope;
 using namespace attnscope::test;
@@ -126,3 +133,39 @@ TEST_F(ImageDecode, FormatOfAFileIsReadFromItsFirstBytes)
 }
 
 } // namespace
+
+// decodeImage borrows fd 2 while OpenCV decodes, to catch libpng's complaint. Another thread writing to stderr
+// meanwhile holds stderrLock(): its lines reach stderr and never end up inside the decoder's message, which is what
+// the CLI's skip notes did before (seen as "... (64x64 declared; attnscope-cli: skipped ...)" under load).
+TEST_F(ImageDecode, AnotherThreadsStderrLinesStayOutOfTheDecodersMessage)
+{
+    const std::string truncated = ATTNSCOPE_TEST_SOURCE_DIR "/data/bad/image_truncated.png";
+    // The other thread's lines go to /dev/null (fd 2 pointed there for the test), the decoder's to its capture.
+    std::fflush(stderr);
+    const int savedStderr = ::dup(2);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ASSERT_GE(null, 0);
+    ::dup2(null, 2);
+    ::close(null);
+    std::atomic<bool> done { false };
+    std::thread writer([&] {
+        while (!done) {
+            std::lock_guard<std::mutex> lock(stderrLock());
+            std::fprintf(stderr, "a line from another thread\n");
+        }
+    });
+    int decodes = 0;
+    std::string worst;
+    for (; decodes < 200; ++decodes) {
+        auto image = decodeImage(truncated);
+        ASSERT_FALSE(image);
+        if (image.message().find("another thread") != std::string::npos)
+            worst = image.message();
+    }
+    done = true;
+    writer.join();
+    std::fflush(stderr);
+    ::dup2(savedStderr, 2);
+    ::close(savedStderr);
+    EXPECT_TRUE(worst.empty()) << "after " << decodes << " decodes: " << worst;
+}

@@ -3,6 +3,7 @@
 #include "attnscope/Result.h"
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct DecodeOptions {
 // grey (1 channel) as stored; conversion to the model's channel count happens in preprocessing. Errors are one
 // line naming the file: empty, not an image, truncated header, zero size, over the pixel budget, corrupt data.
 Result<Image> decodeImage(const std::string& path, const DecodeOptions& options = {});
+// decodeImage lends file descriptor 2 to the decoders for the milliseconds of a decode, to catch their complaint.
+// Whoever writes to stderr while images may be decoding on another thread holds this lock meanwhile.
+std::mutex& stderrLock();
 
 // The image format a file's first bytes declare ("PNG", "JPEG", "GIF", ...), by content and without decoding; ""
 // when they carry no image signature or the file cannot be read. For telling images from other files (a photo
