@@ -10,7 +10,11 @@ trap 'rm -rf "$tmp"' EXIT
     --noise gaussian:sigma=8 --formats png
 "$build/app/attnscope-cli" analyze --model builtin:conv3x3-as-attention --images resources/samples/fashion-mnist \
     --out "$tmp/conv" --analyses centres --formats png
+# Class relevance of the first test image that fmnist-vit classifies correctly (the first, an ankle boot).
+"$build/app/attnscope-cli" analyze --model builtin:fmnist-vit --images "$tmp/images/$(ls "$tmp/images" | head -1)" \
+    --out "$tmp/relevance" --analyses relevance --formats png
 mkdir -p docs/figures
+cp "$tmp/relevance/figures/relevance.png" docs/figures/relevance.png
 for f in token_similarity snr snr_diagnostics head_centres head_kernels attention_distance attention_similarity attention_grid logit_decomposition; do
     cp "$tmp/zoo/figures/$f.png" docs/figures/
 done

@@ -35,7 +35,7 @@ void AnalyzeCommand::addTo(CLI::App& app)
     app.add_option("--description", description, "model description (rename rules and architecture switches)");
     app.add_option("--images", images, "image files, folders (recursive) or list files")->required();
     app.add_option("--out", out, "output folder")->capture_default_str();
-    app.add_option("--analyses", analyses, "similarity,attention,centres,snr,decomposition")->capture_default_str();
+    app.add_option("--analyses", analyses, "similarity,attention,centres,snr,decomposition,relevance")->capture_default_str();
     app.add_option("--noise", noise,
                    "perturbation for the SNR (several allowed): gaussian:sigma=S, saltpepper:fraction=F, blur:sigma=S, "
                    "jpeg:quality=Q, fgsm:eps=E, pgd:eps=E[,steps=T] (S and E in 0..255 pixel units)");
@@ -59,6 +59,8 @@ void AnalyzeCommand::addTo(CLI::App& app)
     app.add_option("--rollout", rollout, "head fusion of the grids' rollout: mean (Abnar & Zuidema), max or min")->capture_default_str();
     app.add_option("--discard", discard, "share of each layer's fused attention the rollout discards first, lowest first (0 to <1)")
         ->capture_default_str();
+    app.add_option("--class", targetClass, "relevance: the class explained (-1: each image's predicted class)")->capture_default_str();
+    app.add_option("--gradcam-layer", gradCamLayer, "relevance: the block output X_l Grad-CAM reads (-1: X_{L-1})")->capture_default_str();
     app.add_flag("--strict", strict, "stop at the first image that cannot be read (default: skip it, list it, exit with 3)");
     app.add_flag("--fresh", fresh, "start again, discarding what an unfinished run left in --out (default: resume it)");
     app.add_option("--checkpoint-seconds", checkpointSeconds, "seconds between the checkpoints a rerun resumes from")->capture_default_str();
@@ -83,6 +85,7 @@ int AnalyzeCommand::run() const
     base.centres = wants("centres");
     base.snr = wants("snr");
     base.decomposition = wants("decomposition");
+    base.relevance = wants("relevance");
     base.draws = draws;
     if (batch < 0)
         return usage("--batch " + std::to_string(batch) + ": expected 0 (the device's default) or a positive count");
@@ -168,6 +171,15 @@ int AnalyzeCommand::run() const
     request.gridImages = gridImages;
     request.gridQuery = query;
     request.rollout = { *fusion, discard };
+    request.relevance.targetClass = targetClass;
+    request.relevance.gradCamLayer = gradCamLayer;
+    if (base.relevance) {
+        const auto& c = (*loaded)->config();
+        if (targetClass < -1 || (c.numClasses > 0 && targetClass >= c.numClasses))
+            return usage("--class " + std::to_string(targetClass) + ": the model has classes 0.." + std::to_string(c.numClasses - 1));
+        if (gradCamLayer < -1 || gradCamLayer > c.depth)
+            return usage("--gradcam-layer " + std::to_string(gradCamLayer) + ": the model's block outputs are 0.." + std::to_string(c.depth));
+    }
     if (base.precision == attnscope::Precision::Tf32 && (*loaded)->info().device == "cpu")
         return usage("--precision tf32 needs a CUDA device (the model runs on the CPU; tf32 is a setting of CUDA's matrix units)");
 

@@ -44,6 +44,8 @@ struct AnalyzeCommand {
     bool dumpTensors = false;
     bool strict = false;
     bool fresh = false;
+    int targetClass = -1;
+    int gradCamLayer = -1;
     double checkpointSeconds = 5.0;
     int threads = 0;
     std::optional<double> neutreno;

@@ -4,6 +4,7 @@
 #include <AttentionGridFigure.h>
 #include <FigureCatalog.h>
 #include <FigureExport.h>
+#include <RelevanceFigure.h>
 #include <QApplication>
 #include <RuntimeDir.h>
 #include <filesystem>
@@ -35,8 +36,8 @@ std::string figureDrawingUnavailable() { return {}; }
 
 std::string defaultFigureFormats() { return "png"; }
 
-std::string drawFigures(
-    const std::string& dir, const FigureData& data, const std::vector<NamedGrid>& grids, const std::vector<std::string>& formats)
+std::string drawFigures(const std::string& dir, const FigureData& data, const std::vector<NamedGrid>& grids,
+    const std::vector<std::string>& formats, const std::vector<NamedRelevance>& relevances)
 {
     if (formats.empty())
         return {};
@@ -44,15 +45,21 @@ std::string drawFigures(
     // The grids are images painted with QPainter on a QImage, which Qt allows on any thread: they are drawn and
     // written beside the plots, which QCustomPlot draws on this one (about 0.1 s of a one-image run's 0.4 s of figures).
     auto gridsDrawn = std::async(std::launch::async, [&]() -> std::string {
-        for (const auto& g : grids) {
-            const QImage image = renderAttentionGrid(g.grid);
+        const auto write = [&](const QImage& image, const std::string& name) -> std::string {
             for (const auto& f : formats) {
                 QString message;
-                const QString path = QString::fromStdString((fs::path(dir) / (g.name + "." + f)).string());
+                const QString path = QString::fromStdString((fs::path(dir) / (name + "." + f)).string());
                 if (!exportImage(image, path, &message))
                     return path.toStdString() + ": " + message.toStdString();
             }
-        }
+            return {};
+        };
+        for (const auto& g : grids)
+            if (std::string error = write(renderAttentionGrid(g.grid), g.name); !error.empty())
+                return error;
+        for (const auto& r : relevances)
+            if (std::string error = write(renderRelevanceFigure(r.figure), r.name); !error.empty())
+                return error;
         return {};
     });
     for (Figure figure : allFigures()) {

@@ -15,6 +15,10 @@ struct NamedGrid {
     std::string name;
     attnscope::AttentionGrid grid;
 };
+struct NamedRelevance {
+    std::string name; // "relevance" or "relevance_<stem>"
+    attnscope::RelevanceFigure figure;
+};
 
 // "" where this build draws figures; otherwise why it cannot, as a phrase ("figures need the Qt build ...").
 std::string figureDrawingUnavailable();
@@ -23,7 +27,7 @@ std::string figureDrawingUnavailable();
 // (the data only) where they cannot.
 std::string defaultFigureFormats();
 
-// Draws every figure of `data` that has data, and the attention grids, into `dir` as <name>.<format> for each format;
-// returns an error message naming the file, or "".
+// Draws every figure of `data` that has data, the attention grids and the relevance figures into `dir` as
+// <name>.<format> for each format; returns an error message naming the file, or "".
 std::string drawFigures(const std::string& dir, const attnscope::FigureData& data, const std::vector<NamedGrid>& grids,
-    const std::vector<std::string>& formats);
+    const std::vector<std::string>& formats, const std::vector<NamedRelevance>& relevances = {});

@@ -12,7 +12,7 @@ std::string figureDrawingUnavailable()
 std::string defaultFigureFormats() { return ""; }
 
 std::string drawFigures(const std::string& dir, const attnscope::FigureData&, const std::vector<NamedGrid>&,
-    const std::vector<std::string>& formats)
+    const std::vector<std::string>& formats, const std::vector<NamedRelevance>&)
 {
     if (formats.empty())
         return {};

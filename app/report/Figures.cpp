@@ -3,6 +3,7 @@
 #include "FigureDrawing.h"
 
 #include <attnscope/Files.h>
+#include <attnscope/Npy.h>
 
 #include <FigureData.h>
 
@@ -94,8 +95,29 @@ Result<int> gridQueryToken(const std::string& spec, int gridHeight, int gridWidt
     return prefixTokens + row * gridWidth + column;
 }
 
+std::string relevanceCsv(const RelevanceFigure& f)
+{
+    const Relevance& r = f.relevance;
+    std::string label = f.label;
+    if (label.find_first_of(",\"\n") != std::string::npos) {
+        std::string quoted = "\"";
+        for (char ch : label)
+            quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+        label = quoted + "\"";
+    }
+    const std::string head = std::to_string(r.targetClass) + "," + label + "," + csvNumber(r.probability) + "," + std::to_string(r.gradCamLayer) + ",";
+    std::string csv = "class,label,probability,gradcam_layer,row,col,gae,gradcam\n";
+    for (int y = 0; y < r.gridHeight; ++y)
+        for (int x = 0; x < r.gridWidth; ++x) {
+            const int i = y * r.gridWidth + x;
+            csv += head + std::to_string(y) + "," + std::to_string(x) + "," + csvNumber(r.gae.data()[i]) + "," + csvNumber(r.gradCam.data()[i]) + "\n";
+        }
+    return csv;
+}
+
 std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>& runs, const std::vector<NamedGrid>& grids,
-                         const LogitDecomposition* decomposition, const std::vector<std::string>& formats)
+                         const LogitDecomposition* decomposition, const std::vector<std::string>& formats,
+                         const std::vector<NamedRelevance>& relevances)
 {
     if (runs.empty())
         return {};
@@ -121,7 +143,17 @@ std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>
     for (const auto& g : grids)
         if (auto w = writeTextFile((dir / (g.name + ".csv")).string(), attentionGridCsv(g.grid)); !w)
             return w.message();
-    return formats.empty() ? std::string() : drawFigures(dir.string(), data, grids, formats);
+    for (const auto& r : relevances) {
+        if (auto w = writeTextFile((dir / (r.name + ".csv")).string(), relevanceCsv(r.figure)); !w)
+            return w.message();
+        // Both maps as one array [2, gh, gw]: GAE, then Grad-CAM.
+        const Relevance& rel = r.figure.relevance;
+        std::vector<float> both(rel.gae.data(), rel.gae.data() + rel.gae.numel());
+        both.insert(both.end(), rel.gradCam.data(), rel.gradCam.data() + rel.gradCam.numel());
+        if (auto w = writeNpy((dir / (r.name + ".npy")).string(), Tensor::fromVector({ 2, rel.gridHeight, rel.gridWidth }, std::move(both))); !w)
+            return w.message();
+    }
+    return formats.empty() ? std::string() : drawFigures(dir.string(), data, grids, formats, relevances);
 }
 
 nlohmann::json figuresRecord(const std::vector<std::string>& formats)

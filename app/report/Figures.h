@@ -30,7 +30,10 @@ std::string attentionGridCsv(const attnscope::AttentionGrid& grid);
 // Writes the CSV of every figure the runs have data for and draws the figures in each format (none: the CSVs only);
 // returns an error message or "".
 std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>& runs, const std::vector<NamedGrid>& grids,
-                         const attnscope::LogitDecomposition* decomposition, const std::vector<std::string>& formats);
+                         const attnscope::LogitDecomposition* decomposition, const std::vector<std::string>& formats,
+                         const std::vector<NamedRelevance>& relevances = {});
+// A relevance figure's data: one row per patch (class, label, probability, Grad-CAM layer, row, col, gae, gradcam).
+std::string relevanceCsv(const attnscope::RelevanceFigure& figure);
 
 // The manifest's "figures": the formats drawn, and in a build that draws none, why ("not_drawn").
 nlohmann::json figuresRecord(const std::vector<std::string>& formats);

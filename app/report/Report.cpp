@@ -101,6 +101,7 @@ struct ReportResults {
     ReportOutcome outcome;
     std::vector<RunOutput> outputs;
     std::vector<NamedGrid> grids;
+    std::vector<NamedRelevance> relevances;
     std::optional<attnscope::LogitDecomposition> decomposition;
     nlohmann::json manifest;           // all but the images,
     std::shared_ptr<RunJournal> journal; // the images, which finishReport writes into it
@@ -220,7 +221,9 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
             runs[r].analysis->restore(std::move(state.runs[r].stats), state.runs[r].images);
 
     std::vector<NamedGrid> grids;
+    std::vector<NamedRelevance> relevances;
     int gridsWanted = std::max(0, request.gridImages);
+    const size_t relevancesWanted = base.relevance ? size_t(std::max(1, request.gridImages)) : 0;
     std::optional<attnscope::LogitDecomposition> decomposition;
     // The per-image figures of the first images: each from a forward of its own, so that they do not depend on
     // which images shared its batch (nor on whether the run was resumed after it).
@@ -242,6 +245,14 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                                   attentionGridOf(*traced, prepared.shown, name, stems[index], *query, request.rollout) });
             }
         }
+        if (relevances.size() < relevancesWanted) {
+            auto r = attnscope::classRelevance(primary, prepared.input, request.relevance);
+            if (!r)
+                return Error { primary.info().path + ": " + r.message() };
+            const auto& labels = primary.info().labels;
+            const std::string label = size_t(r->targetClass) < labels.size() ? labels[size_t(r->targetClass)] : std::string();
+            relevances.push_back({ "relevance_" + stems[index], { name, stems[index], label, prepared.shown, std::move(*r) } });
+        }
         if (!decomposition && base.decomposition) {
             auto d = attnscope::decomposeLogits(primary, prepared.input);
             if (!d)
@@ -251,7 +262,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         return true;
     };
     // A resumed run draws the figures of the images behind it again.
-    for (const auto& entry : journal->firstImages(base.decomposition ? std::max<size_t>(1, size_t(gridsWanted)) : size_t(gridsWanted))) {
+    for (const auto& entry : journal->firstImages(std::max({ size_t(gridsWanted), relevancesWanted, size_t(base.decomposition ? 1 : 0) }))) {
         const std::string path = entry.value("path", "");
         auto image = attnscope::decodeImage(path);
         auto prepared = image ? primary.prepare(*image) : attnscope::Result<attnscope::Model::Prepared>(image.error());
@@ -381,6 +392,14 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
     if (grids.size() == 1)
         grids.front().name = "attention_grid"; // one grid keeps the plain name
     results->grids = std::move(grids);
+    if (relevances.size() == 1)
+        relevances.front().name = "relevance";
+    nlohmann::json relevanceList = nlohmann::json::array();
+    for (const auto& r : relevances)
+        relevanceList.push_back({ { "figure", r.name }, { "image", r.figure.image }, { "class", r.figure.relevance.targetClass },
+                                  { "label", r.figure.label }, { "probability", r.figure.relevance.probability },
+                                  { "gradcam_layer", r.figure.relevance.gradCamLayer } });
+    results->relevances = std::move(relevances);
     results->decomposition = std::move(decomposition);
     const auto& info = primary.info();
     const attnscope::ThreadSetup threads = attnscope::threadSetup();
@@ -396,10 +415,12 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         { "runs", runList },
         { "images", nullptr }, // finishReport writes the list in its place
         { "skipped", state.skipped },
+        { "relevance", relevanceList },
         { "resumed_at", outcome.resumedAt },
         { "options", { { "analyses", request.analysesText }, { "noise", runs.front().output.options["noise"] }, { "draws", base.draws },
                        { "seed", base.seed }, { "device", info.device }, { "batch", batch }, { "precision", toString(base.precision) },
                        { "grid_images", request.gridImages }, { "query", request.gridQuery },
+                       { "class", request.relevance.targetClass }, { "gradcam_layer", request.relevance.gradCamLayer },
                        { "rollout", attnscope::toString(request.rollout.fusion) }, { "discard", request.rollout.discard },
                        { "analyses_on", runs.front().analysis->analysesOnDevice() ? "device" : "host" }, { "dump_tensors", dumping }, { "threads", request.threads },
                        { "intra_op_threads", threads.intraOp }, { "inter_op_threads", threads.interOp },
@@ -432,7 +453,8 @@ attnscope::Result<ReportOutcome> finishReport(const ReportRequest& request, cons
 {
     const auto start = std::chrono::steady_clock::now();
     const std::string figureError = writeFigures(request.out, results.outputs, results.grids,
-                                                 results.decomposition ? &*results.decomposition : nullptr, request.formats);
+                                                 results.decomposition ? &*results.decomposition : nullptr, request.formats,
+                                                 results.relevances);
     if (!figureError.empty())
         return Error { figureError };
     nlohmann::json manifest = results.manifest;

@@ -35,6 +35,9 @@ struct ReportRequest {
     int gridImages = 1;
     std::string gridQuery = "cls";
     attnscope::RolloutOptions rollout;
+    // With options.relevance, the class relevance of the same first images (at least one): of `relevance.targetClass`
+    // (-1: each image's predicted class), Grad-CAM on block output `relevance.gradCamLayer` (-1: X_{L-1}).
+    attnscope::RelevanceOptions relevance;
     // An image that cannot be read (corrupt, truncated, not an image) is skipped, reported through `skipped` (one line:
     // the file and why) and listed in the manifest; with `strict` the run stops at the first instead.
     bool strict = false;

@@ -62,11 +62,11 @@ Tap tapFromName(const std::string& s) { return s == "attn" ? Tap::Attn : s == "r
 
 Result<std::vector<std::string>> AnalysisOptions::parseList(const std::string& list)
 {
-    static const std::set<std::string> known { "similarity", "attention", "centres", "snr", "decomposition" };
+    static const std::set<std::string> known { "similarity", "attention", "centres", "snr", "decomposition", "relevance" };
     std::vector<std::string> out;
     for (const auto& name : split(list, ',')) {
         if (!known.count(name))
-            return Error { "unknown analysis \"" + name + "\" (similarity, attention, centres, snr, decomposition)" };
+            return Error { "unknown analysis \"" + name + "\" (similarity, attention, centres, snr, decomposition, relevance)" };
         out.push_back(name);
     }
     return out;

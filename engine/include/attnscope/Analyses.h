@@ -107,4 +107,30 @@ struct LogitDecomposition {
 };
 Result<LogitDecomposition> decomposeLogits(const Model& model, const Tensor& input);
 
+// ---- 6. Class relevance (gradients of a class's logit; one forward and one backward with autograd on)
+
+struct RelevanceOptions {
+    int targetClass = -1;  // -1: the predicted class
+    int gradCamLayer = -1; // the block output X_l Grad-CAM reads; -1: X_{L-1}, the input of the last block (X_L's
+                           // patch tokens reach a CLS-pooled head through no later attention, so their gradient is 0)
+};
+struct Relevance {
+    int targetClass = 0;
+    double logit = 0, probability = 0; // of the target class
+    int gradCamLayer = 0;
+    int gridHeight = 0, gridWidth = 0, numPrefixTokens = 0;
+    // Chefer et al. 2021 (generic attention explainability, GAE): R = I, then for l = 1..L
+    // R <- R + mean_h((dy_c/dA_l ⊙ A_l)^+) R, and the relevance of each patch to what the head reads: R's row of the
+    // CLS token (the mean of the rows the head pools where it pools patches or two tokens), patch part. [gh, gw]
+    Tensor gae;
+    Tensor gaeTokens; // that row over every token, prefix first [N]
+    // Grad-CAM on the token grid: ReLU(sum_d w_d X_l[i, d]) over the patch tokens i, w_d = the mean over the patch
+    // tokens of dy_c/dX_l[:, d]. [gh, gw]
+    Tensor gradCam;
+};
+// For the model's own input (Model::Prepared::input) [C, H, W]. The forward runs in float32 with the model's own
+// variant settings; the relevance is accumulated in float64. Errors: a model without a classifier head, a class out
+// of range, a Grad-CAM layer outside 1..L.
+Result<Relevance> classRelevance(const Model& model, const Tensor& input, const RelevanceOptions& options = {});
+
 } // namespace attnscope

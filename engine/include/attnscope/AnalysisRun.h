@@ -21,6 +21,7 @@ struct AnalysisOptions {
     bool centres = true;
     bool snr = true;           // needs at least one perturbation
     bool decomposition = false;
+    bool relevance = false;    // class relevance of the first images (a per-image figure, Analyses.h section 6)
     std::vector<Perturbation> perturbations;
     int draws = 1;             // perturbation draws per image
     uint64_t seed = 0;

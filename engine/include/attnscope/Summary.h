@@ -77,4 +77,13 @@ struct AttentionGrid {
     RolloutOptions rolloutOptions; // how the rollout was made
 };
 
+// One image's class relevance (Analyses.h, section 6) with what its figure names.
+struct RelevanceFigure {
+    std::string model;
+    std::string image;
+    std::string label; // of the target class ("" without labels)
+    Image shown;       // the preprocessed image the model saw
+    Relevance relevance;
+};
+
 } // namespace attnscope
