@@ -56,6 +56,12 @@ void AttentionView::setShowGrid(bool show)
     update();
 }
 
+void AttentionView::setValueCaption(const QString& caption)
+{
+    m_valueCaption = caption;
+    update();
+}
+
 void AttentionView::setCaption(const QString& caption)
 {
     m_caption = caption;
@@ -123,7 +129,7 @@ QImage AttentionView::composed(double scale) const
         p.drawText(QRect(0, 4, logical.width(), kCaptionHeight), Qt::AlignCenter, m_caption);
     p.drawImage(image, m_rendered);
     if (m_map)
-        paintColorBar(p, barRect(image), m_colormap, { 0.0, mapMaximum(*m_map) }, Qt::Vertical, tr("attention"), PlotStyle {});
+        paintColorBar(p, barRect(image), m_colormap, { 0.0, mapMaximum(*m_map) }, Qt::Vertical, m_valueCaption, PlotStyle {});
     return out;
 }
 
@@ -152,7 +158,7 @@ void AttentionView::paintEvent(QPaintEvent*)
     p.drawImage(r, m_rendered);
     if (m_map) {
         p.setRenderHint(QPainter::Antialiasing, true);
-        paintColorBar(p, barRect(r), m_colormap, { 0.0, mapMaximum(*m_map) }, Qt::Vertical, tr("attention"), PlotStyle {});
+        paintColorBar(p, barRect(r), m_colormap, { 0.0, mapMaximum(*m_map) }, Qt::Vertical, m_valueCaption, PlotStyle {});
     }
     if (m_showGrid && m_gridW > 0 && m_gridH > 0) {
         p.setPen(QPen(QColor(255, 255, 255, 90), 1));

@@ -25,6 +25,7 @@ public:
     void setColormap(Colormap colormap);
     void setShowGrid(bool show);
     void setCaption(const QString& caption); // drawn above the image (the model, in compare mode)
+    void setValueCaption(const QString& caption); // the colour bar's: "attention" unless set
     void clear();
 
     const QImage& rendered() const { return m_rendered; }
@@ -55,6 +56,7 @@ private:
     Colormap m_colormap = Colormap::Viridis;
     bool m_showGrid = false;
     QString m_caption;
+    QString m_valueCaption = tr("attention");
     QImage m_rendered;
 };
 

@@ -57,6 +57,7 @@ EngineWorker::EngineWorker(QObject* parent)
     qRegisterMetaType<std::shared_ptr<const attnscope::Model>>();
     qRegisterMetaType<std::shared_ptr<const attnscope::ImageTrace>>();
     qRegisterMetaType<std::shared_ptr<const attnscope::ImageAnalysis>>();
+    qRegisterMetaType<std::shared_ptr<const attnscope::ImageRelevance>>();
     qRegisterMetaType<std::shared_ptr<const attnscope::AnalysisSummary>>();
     m_thread.setObjectName(QStringLiteral("attnscope-engine"));
     m_context = new QObject;
@@ -128,6 +129,37 @@ quint64 EngineWorker::loadModel(const QString& path, int channel)
             emit failed(id, fromStd(model.message()));
         else
             emit modelLoaded(id, *model);
+    });
+    return id;
+}
+
+quint64 EngineWorker::explainImage(std::shared_ptr<const Model> model, const QString& imagePath, RelevanceOptions options, int channel)
+{
+    const quint64 id = next(RelevanceJob, channel);
+    post([this, id, channel, model, imagePath, options] {
+        if (!isLatest(RelevanceJob, channel, id)) {
+            finish();
+            emit cancelled(id);
+            return;
+        }
+        auto prepared = prepareImage(*model, imagePath);
+        if (!prepared) {
+            finish();
+            emit failed(id, fromStd(prepared.message()));
+            return;
+        }
+        ++m_forwardSets;
+        auto relevance = classRelevance(*model, prepared->input, options);
+        if (!relevance) {
+            finish();
+            emit failed(id, imagePath + QStringLiteral(": ") + fromStd(relevance.message()));
+            return;
+        }
+        auto result = std::make_shared<ImageRelevance>();
+        result->path = imagePath;
+        result->relevance = std::move(*relevance);
+        finish();
+        emit imageExplained(id, std::shared_ptr<const ImageRelevance>(std::move(result)));
     });
     return id;
 }

@@ -34,6 +34,12 @@ struct ImageAnalysis {
     QString decompositionNote; // why there is none
 };
 
+// One image's class relevance (Analyses.h, section 6) for the window's "relevance" and "Grad-CAM" views.
+struct ImageRelevance {
+    QString path;
+    Relevance relevance;
+};
+
 // Runs engine work off the GUI thread (STYLE.md: one worker, jobs one at a time, in order). Jobs are of a kind
 // (model, image: its trace and possibly its analyses, image analysis alone, image set, task) on a channel the
 // caller picks (the window uses one per model and variant); a new request supersedes the pending or running job of
@@ -45,7 +51,7 @@ struct ImageAnalysis {
 class EngineWorker : public QObject {
     Q_OBJECT
 public:
-    enum Kind { ModelJob, ImageJob, AnalysisJob, SetJob, TaskJob, KindCount };
+    enum Kind { ModelJob, ImageJob, AnalysisJob, SetJob, TaskJob, RelevanceJob, KindCount };
     using Progress = std::function<void(int done, int total)>;
     using Task = std::function<QString(const std::function<bool()>& isCancelled, const Progress& progress)>;
 
@@ -67,6 +73,8 @@ public:
     // the final summary as setAnalysed(..., true).
     quint64 analyseSet(std::shared_ptr<const Model> model, const QStringList& paths, AnalysisOptions options, int every = 10,
                        int channel = 0);
+    // The class relevance of an image (one forward and one backward with autograd): imageExplained, or failed.
+    quint64 explainImage(std::shared_ptr<const Model> model, const QString& imagePath, RelevanceOptions options, int channel = 0);
     // Anything else that must not run on the GUI thread (export all); returns an error message or "".
     quint64 runTask(Task task, int channel = 0);
     void cancel(Kind kind, int channel = 0);
@@ -80,6 +88,7 @@ signals:
     void modelLoaded(quint64 job, std::shared_ptr<const attnscope::Model> model);
     void imageTraced(quint64 job, std::shared_ptr<const attnscope::ImageTrace> result);
     void imageAnalysed(quint64 job, std::shared_ptr<const attnscope::ImageAnalysis> result);
+    void imageExplained(quint64 job, std::shared_ptr<const attnscope::ImageRelevance> result);
     void setProgress(quint64 job, int done, int total, double imagesPerSecond);
     void setAnalysed(quint64 job, std::shared_ptr<const attnscope::AnalysisSummary> summary, bool complete);
     // An image of a set that cannot be read: it is left out and the run goes on (`message` names it and the cause).
@@ -113,4 +122,5 @@ private:
 Q_DECLARE_METATYPE(std::shared_ptr<const attnscope::Model>)
 Q_DECLARE_METATYPE(std::shared_ptr<const attnscope::ImageTrace>)
 Q_DECLARE_METATYPE(std::shared_ptr<const attnscope::ImageAnalysis>)
+Q_DECLARE_METATYPE(std::shared_ptr<const attnscope::ImageRelevance>)
 Q_DECLARE_METATYPE(std::shared_ptr<const attnscope::AnalysisSummary>)

@@ -88,9 +88,18 @@ AttentionControls::AttentionControls(QWidget* parent)
     };
     connect(m_head, &QComboBox::currentIndexChanged, this, enableRollout);
     enableRollout();
+    // The class the relevance views explain (Chefer et al.'s GAE and Grad-CAM, computed on the worker).
+    m_class = new QComboBox(this);
+    m_class->setAccessibleName(tr("Relevance class"));
+    m_class->setToolTip(tr("The class whose logit the relevance views explain"));
+    m_class->addItem(tr("predicted class"), -1);
+    connect(m_class, &QComboBox::currentIndexChanged, this, &AttentionControls::relevanceChanged);
+    connect(m_head, &QComboBox::currentIndexChanged, this, [this] { m_class->setEnabled(head() <= -3); });
+    m_class->setEnabled(false);
     layout->addRow(tr("Layer"), m_layer);
     layout->addRow(tr("Head"), m_head);
     layout->addRow(tr("Rollout"), rolloutRow);
+    layout->addRow(tr("Class"), m_class);
     layout->addRow(tr("Opacity"), m_opacity);
     layout->addRow(tr("Colour map"), m_colormap);
     layout->addRow(QString(), m_grid);
@@ -181,6 +190,8 @@ void AttentionControls::setModel(int depth, int heads, double trainedLambda, dou
     m_head->clear();
     m_head->addItem(tr("mean of heads"), -1);
     m_head->addItem(tr("rollout"), -2);
+    m_head->addItem(tr("relevance (GAE)"), -3);
+    m_head->addItem(tr("Grad-CAM"), -4);
     for (int h = 0; h < heads; ++h)
         m_head->addItem(tr("head %1").arg(h), h);
     m_head->blockSignals(false);
@@ -211,6 +222,7 @@ void AttentionControls::setHead(int head)
     m_head->blockSignals(false);
     m_fusion->setEnabled(head == -2);
     m_discard->setEnabled(head == -2);
+    m_class->setEnabled(head <= -3);
 }
 
 void AttentionControls::setQueryText(const QString& text) { m_query->setText(text); }
@@ -241,6 +253,25 @@ void AttentionControls::setRollout(const RolloutOptions& rollout)
 RolloutOptions AttentionControls::rollout() const
 {
     return { HeadFusion(m_fusion->currentData().toInt()), m_discard->value() };
+}
+
+void AttentionControls::setClasses(const QStringList& labels)
+{
+    m_class->blockSignals(true);
+    m_class->clear();
+    m_class->addItem(tr("predicted class"), -1);
+    for (int c = 0; c < labels.size(); ++c)
+        m_class->addItem(QStringLiteral("%1 %2").arg(c).arg(labels[c]), c);
+    m_class->blockSignals(false);
+}
+
+std::optional<RelevanceOptions> AttentionControls::relevance() const
+{
+    if (head() > -3)
+        return std::nullopt;
+    RelevanceOptions o;
+    o.targetClass = m_class->currentIndex() < 0 ? -1 : m_class->currentData().toInt();
+    return o;
 }
 
 int AttentionControls::head() const { return m_head->currentIndex() < 0 ? -1 : m_head->currentData().toInt(); }

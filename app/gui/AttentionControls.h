@@ -28,7 +28,8 @@ public:
     // A new model: its depth and heads, and its own variant values (what "no variant" means).
     void setModel(int depth, int heads, double trainedLambda, double trainedBoost);
     void setLayer(int layer);
-    void setHead(int head); // -1 mean of heads, -2 rollout
+    void setHead(int head); // -1 mean of heads, -2 rollout, -3 relevance (GAE), -4 Grad-CAM
+    void setClasses(const QStringList& labels); // the model's class names, for the relevance's class picker
     void setQueryText(const QString& text);
     void setVariantValues(double lambda, double boost); // moves the spin boxes (reported like a user's edit)
     void setPerturbation(const attnscope::Perturbation& perturbation);
@@ -42,6 +43,8 @@ public:
     std::optional<ModelSlot::Variant> variant() const; // unset when both equal the model's own
     attnscope::Perturbation perturbation() const;
     attnscope::RolloutOptions rollout() const; // head fusion and discard share of the rollout view
+    // While a relevance view (-3, -4) is chosen: which class it explains (-1: the predicted one).
+    std::optional<attnscope::RelevanceOptions> relevance() const;
 
 signals:
     void layerChanged(int layer);
@@ -52,6 +55,7 @@ signals:
     void variantChanged();
     void perturbationChanged();
     void rolloutChanged();
+    void relevanceChanged();
 
 private:
     QSpinBox* m_layer = nullptr;
@@ -62,6 +66,7 @@ private:
     QLabel* m_query = nullptr;
     QComboBox* m_fusion = nullptr;
     QDoubleSpinBox* m_discard = nullptr;
+    QComboBox* m_class = nullptr;
     QDoubleSpinBox* m_lambda = nullptr;
     QDoubleSpinBox* m_boost = nullptr;
     QComboBox* m_noiseKind = nullptr;

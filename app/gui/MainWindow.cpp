@@ -105,6 +105,10 @@ void MainWindow::connectSlot(int index)
         if (index == 0) {
             const auto& c = model->config();
             m_controls->setModel(c.depth, c.numHeads, c.neutrenoLambda, c.boostT);
+            QStringList labels;
+            for (int k = 0; k < c.numClasses; ++k)
+                labels << (size_t(k) < model->info().labels.size() ? QString::fromStdString(model->info().labels[size_t(k)]) : QString());
+            m_controls->setClasses(c.headIsProjection ? QStringList() : labels);
             m_layer = c.depth;
             m_head = -1;
             m_query = c.numPrefixTokens() > 0 ? 0 : (c.gridHeight() / 2) * c.gridWidth() + c.gridWidth() / 2;
@@ -142,6 +146,7 @@ void MainWindow::connectSlot(int index)
         statusBar()->showMessage(tr("Variant ready: %1").arg(slot->variantLabel()), 5000);
         emit variantReady();
     });
+    connect(slot, &ModelSlot::relevanceReady, this, &MainWindow::refreshMaps);
     connect(slot, &ModelSlot::analysisReady, this, [this] {
         refreshImagePlots();
         emit analysisReady();
@@ -263,6 +268,8 @@ void MainWindow::setHead(int head)
 {
     m_head = head;
     m_controls->setHead(head);
+    for (ModelSlot* slot : m_slots)
+        slot->setRelevance(m_controls->relevance());
     m_imagePanel->setDecompositionHead(std::max(0, head));
     refreshMaps();
 }
@@ -287,11 +294,26 @@ void MainWindow::refreshMaps()
         const int query = i == 0 ? m_query : mapQuery(m_query, primary->trace, t);
         const int layer = std::clamp(m_layer, 1, t.depth);
         const int head = m_head >= t.numHeads ? -1 : m_head;
-        const AttentionMap map = head == -2 ? rolloutMap(t, attentionRollout(t, m_controls->rollout()), query) : attentionMap(t, layer, head, query);
-        m_views[i]->setQuery(query);
+        AttentionMap map;
+        if (head <= -3) {
+            // The class relevance, once the worker has it for this image; the image alone meanwhile.
+            const auto& r = m_slots[i]->relevance();
+            if (r && r->path == current->path)
+                map.patches = head == -3 ? r->relevance.gae : r->relevance.gradCam;
+        } else {
+            map = head == -2 ? rolloutMap(t, attentionRollout(t, m_controls->rollout()), query) : attentionMap(t, layer, head, query);
+        }
+        m_views[i]->setQuery(head <= -3 ? -1 : query);
+        m_views[i]->setValueCaption(head == -3 ? tr("relevance (GAE)") : head == -4 ? tr("Grad-CAM") : tr("attention"));
         m_views[i]->setMap(map);
-        if (i == 0)
+        if (i == 0 && head <= -3) {
+            const auto& r = m_slots[0]->relevance();
+            m_controls->setQueryText(r && r->path == current->path
+                    ? tr("class %1 · p %2 · Grad-CAM on X%3").arg(r->relevance.targetClass).arg(r->relevance.probability, 0, 'f', 3).arg(r->relevance.gradCamLayer)
+                    : tr("computing the relevance…"));
+        } else if (i == 0) {
             m_controls->setQueryText(tr("%1 · prefix mass %2").arg(describeQuery(query, t)).arg(map.prefixMass, 0, 'f', 3));
+        }
     }
     const Trace& t = primary->trace;
     if (m_tilesTrace != &t || m_tilesQuery != m_query) {
@@ -300,7 +322,7 @@ void MainWindow::refreshMaps()
         m_tilesTrace = &t;
         m_tilesQuery = m_query;
     }
-    m_tiles->setSelection(std::clamp(m_layer, 1, t.depth), m_head);
+    m_tiles->setSelection(std::clamp(m_layer, 1, t.depth), std::max(m_head, -2));
     statusBar()->showMessage(tr("%1 · layer %2 · %3").arg(QFileInfo(primary->path).fileName()).arg(m_layer).arg(m_controls->headText()));
 }
 

@@ -170,6 +170,11 @@ void MainWindow::buildDocks()
     connect(m_controls, &AttentionControls::layerChanged, this, &MainWindow::setLayer);
     connect(m_controls, &AttentionControls::headChanged, this, &MainWindow::setHead);
     connect(m_controls, &AttentionControls::rolloutChanged, this, &MainWindow::refreshMaps);
+    connect(m_controls, &AttentionControls::relevanceChanged, this, [this] {
+        for (ModelSlot* slot : m_slots)
+            slot->setRelevance(m_controls->relevance());
+        refreshMaps();
+    });
     for (AttentionView* view : m_views) {
         connect(m_controls, &AttentionControls::opacityChanged, view, &AttentionView::setOpacity);
         connect(m_controls, &AttentionControls::colormapChanged, view, &AttentionView::setColormap);

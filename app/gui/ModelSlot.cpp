@@ -22,6 +22,7 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
         m_trace = m_variantTrace = nullptr;
         m_analysis = m_variantAnalysis = nullptr;
         m_setSummary = m_variantSetSummary = nullptr;
+        m_relevance = nullptr;
         emit modelLoaded();
     });
     connect(worker, &EngineWorker::imageTraced, this, [this](quint64 job, std::shared_ptr<const ImageTrace> result) {
@@ -47,6 +48,13 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
         }
         emit analysisReady();
     });
+    connect(worker, &EngineWorker::imageExplained, this, [this](quint64 job, std::shared_ptr<const ImageRelevance> result) {
+        if (job != m_relevanceJob)
+            return;
+        m_relevanceJob = 0;
+        m_relevance = std::move(result);
+        emit relevanceReady();
+    });
     connect(worker, &EngineWorker::setProgress, this, [this](quint64 job, int done, int total, double rate) {
         if (job == m_setJob)
             emit setProgress(done, total, rate);
@@ -71,7 +79,8 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
     });
     connect(worker, &EngineWorker::failed, this, [this](quint64 job, const QString& message) {
         // An image job is both the trace job and the analysis job of its channel.
-        quint64* jobs[] = { &m_modelJob, &m_traceJob, &m_variantTraceJob, &m_analysisJob, &m_variantAnalysisJob, &m_setJob, &m_variantSetJob };
+        quint64* jobs[] = { &m_modelJob, &m_traceJob, &m_variantTraceJob, &m_analysisJob, &m_variantAnalysisJob, &m_setJob, &m_variantSetJob,
+                            &m_relevanceJob };
         bool ours = false;
         for (quint64* j : jobs)
             if (*j == job) {
@@ -130,6 +139,28 @@ void ModelSlot::showImage(const QString& imagePath)
     m_imagePath = imagePath;
     runImage(0);
     runVariant();
+    runRelevance();
+}
+
+void ModelSlot::setRelevance(std::optional<RelevanceOptions> options)
+{
+    const bool same = options && m_relevanceOptions && options->targetClass == m_relevanceOptions->targetClass
+        && options->gradCamLayer == m_relevanceOptions->gradCamLayer;
+    if (same || (!options && !m_relevanceOptions))
+        return;
+    m_relevanceOptions = options;
+    runRelevance();
+}
+
+void ModelSlot::runRelevance()
+{
+    m_relevance = nullptr;
+    if (!m_model || m_imagePath.isEmpty() || !m_relevanceOptions) {
+        m_worker->cancel(EngineWorker::RelevanceJob, channel(0));
+        m_relevanceJob = 0;
+        return;
+    }
+    m_relevanceJob = m_worker->explainImage(m_model, m_imagePath, *m_relevanceOptions, channel(0));
 }
 
 void ModelSlot::setVariant(std::optional<Variant> variant)
@@ -224,8 +255,9 @@ void ModelSlot::cancelAll()
         m_worker->cancel(EngineWorker::ImageJob, channel(offset));
         m_worker->cancel(EngineWorker::AnalysisJob, channel(offset));
     }
+    m_worker->cancel(EngineWorker::RelevanceJob, channel(0));
     cancelSet();
-    m_traceJob = m_variantTraceJob = m_analysisJob = m_variantAnalysisJob = 0;
+    m_traceJob = m_variantTraceJob = m_analysisJob = m_variantAnalysisJob = m_relevanceJob = 0;
 }
 
 std::vector<AnalysisSummary> ModelSlot::labelled(const AnalysisSummary* own, const AnalysisSummary* variant) const

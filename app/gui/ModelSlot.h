@@ -30,6 +30,9 @@ public:
     // Unset: no variant. Reruns the variant of the current image.
     void setVariant(std::optional<Variant> variant);
     void setAnalysisOptions(attnscope::AnalysisOptions options); // for the image and the set; reruns the image's
+    // Unset: no relevance. Set: the current image's class relevance is computed (relevanceReady), and again for every
+    // image shown after, until unset.
+    void setRelevance(std::optional<attnscope::RelevanceOptions> options);
     void analyseSet(const QStringList& paths);
     void cancelSet();
     void cancelAll();
@@ -42,6 +45,8 @@ public:
     const std::shared_ptr<const attnscope::ImageTrace>& trace() const { return m_trace; }
     const std::shared_ptr<const attnscope::ImageTrace>& variantTrace() const { return m_variantTrace; }
     const std::shared_ptr<const attnscope::ImageAnalysis>& analysis() const { return m_analysis; }
+    // The current image's relevance, once computed (null while it runs, or when none is asked).
+    const std::shared_ptr<const attnscope::ImageRelevance>& relevance() const { return m_relevance; }
     const std::shared_ptr<const attnscope::ImageAnalysis>& variantAnalysis() const { return m_variantAnalysis; }
     const std::shared_ptr<const attnscope::AnalysisSummary>& setSummary() const { return m_setSummary; }
     const std::shared_ptr<const attnscope::AnalysisSummary>& variantSetSummary() const { return m_variantSetSummary; }
@@ -56,6 +61,7 @@ signals:
     void traceReady();
     void variantTraceReady();
     void analysisReady();
+    void relevanceReady();
     void setProgress(int done, int total, double imagesPerSecond);
     void setUpdated(bool complete);
     void setCancelled();
@@ -68,6 +74,7 @@ private:
     void runImage(int offset);
     void reanalyse(int offset); // the analysis options changed
     void runVariant();
+    void runRelevance();
     attnscope::AnalysisOptions optionsFor(int offset) const;
     std::vector<attnscope::AnalysisSummary> labelled(const attnscope::AnalysisSummary* own,
                                                      const attnscope::AnalysisSummary* variant) const;
@@ -80,6 +87,9 @@ private:
     QString m_imagePath;
     std::shared_ptr<const attnscope::ImageTrace> m_trace, m_variantTrace;
     std::shared_ptr<const attnscope::ImageAnalysis> m_analysis, m_variantAnalysis;
+    std::optional<attnscope::RelevanceOptions> m_relevanceOptions;
+    std::shared_ptr<const attnscope::ImageRelevance> m_relevance;
+    quint64 m_relevanceJob = 0;
     std::shared_ptr<const attnscope::AnalysisSummary> m_setSummary, m_variantSetSummary;
     quint64 m_modelJob = 0, m_traceJob = 0, m_variantTraceJob = 0, m_analysisJob = 0, m_variantAnalysisJob = 0;
     quint64 m_setJob = 0, m_variantSetJob = 0;

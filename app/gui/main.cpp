@@ -105,7 +105,7 @@ int main(int argc, char** argv)
     QCommandLineOption compare("compare", "a second model, side by side", "MODEL");
     QCommandLineOption screenshot("screenshot", "save a picture of the window to FILE once the first image is analysed, then quit", "FILE");
     QCommandLineOption layer("layer", "layer to show (1-based)", "L");
-    QCommandLineOption head("head", "head to show (-1 mean, -2 rollout)", "H");
+    QCommandLineOption head("head", "head to show (-1 mean, -2 rollout, -3 relevance (GAE), -4 Grad-CAM)", "H");
     QCommandLineOption query("query", "query token (0 = CLS)", "TOKEN");
     QCommandLineOption variant("variant", "also run with NeuTRENO lambda and Boost t", "LAMBDA,T");
     QCommandLineOption figure("figure", "figure of the image dock: 0 token similarity ... 5 logit decomposition", "N");

@@ -3,6 +3,11 @@
 #include "GuiTestSupport.h"
 #include "AttentionControls.h"
 #include "MainWindow.h"
+#include "ModelSlot.h"
+
+#include <QComboBox>
+#include <attnscope/Analyses.h>
+#include <attnscope/Image.h>
 
 #include <QImage>
 #include <cmath>
@@ -94,6 +99,61 @@ private slots:
         QImage back(exported);
         QVERIFY(!back.isNull());
         QVERIFY(back.width() > 10);
+    }
+
+    // The relevance views: GAE and Grad-CAM of the predicted class, computed on the worker, then of a chosen class;
+    // the map shown is the engine's (classRelevance) for that image and class.
+    void relevanceViewsShowTheClassRelevance()
+    {
+        MainWindow w;
+        w.resize(1200, 800);
+        w.show();
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        QSignalSpy imageReady(&w, &MainWindow::imageReady);
+        w.openModel(kFixture);
+        QVERIFY(modelReady.wait(20000));
+        w.addImages({ kImage });
+        QVERIFY(imageReady.wait(20000));
+        const QImage attention = w.view()->rendered();
+        auto* controls = w.findChild<AttentionControls*>();
+        QVERIFY(controls);
+
+        QSignalSpy relevanceReady(w.slot(0), &ModelSlot::relevanceReady);
+        w.setHead(-3);
+        QVERIFY(relevanceReady.wait(20000));
+        QVERIFY(w.slot(0)->relevance());
+        const attnscope::Relevance& shown = w.slot(0)->relevance()->relevance;
+        auto decoded = attnscope::decodeImage(kImage.toStdString());
+        QVERIFY(decoded);
+        auto prepared = w.model()->prepare(*decoded);
+        QVERIFY(prepared);
+        auto expected = attnscope::classRelevance(*w.model(), prepared->input);
+        QVERIFY(expected);
+        QCOMPARE(shown.targetClass, expected->targetClass);
+        QVERIFY(w.view()->map());
+        const attnscope::Tensor& map = w.view()->map()->patches;
+        QCOMPARE(map.numel(), expected->gae.numel());
+        for (int64_t i = 0; i < map.numel(); ++i)
+            QVERIFY(std::abs(map.data()[i] - expected->gae.data()[i]) <= 1e-6f * (1 + std::abs(expected->gae.data()[i])));
+        const QImage gae = w.view()->rendered();
+        QVERIFY(differingPixels(attention, gae) > 50);
+
+        w.setHead(-4); // Grad-CAM comes from the same result: no new job
+        QCOMPARE(w.view()->map()->patches.data()[0], expected->gradCam.data()[0]);
+        QVERIFY(differingPixels(gae, w.view()->rendered()) > 50);
+
+        // Another class: a new job, and its map.
+        QComboBox* classBox = nullptr;
+        for (auto* box : controls->findChildren<QComboBox*>())
+            if (box->accessibleName() == QLatin1String("Relevance class"))
+                classBox = box;
+        QVERIFY(classBox && classBox->isEnabled());
+        const int other = expected->targetClass == 3 ? 4 : 3;
+        classBox->setCurrentIndex(classBox->findData(other));
+        QVERIFY(relevanceReady.wait(20000));
+        QCOMPARE(w.slot(0)->relevance()->relevance.targetClass, other);
+        w.setHead(-1);
+        QVERIFY(!classBox->isEnabled());
     }
 
     void brokenModelShowsAnErrorAndTheAppCarriesOn()
