@@ -34,6 +34,9 @@ void AnalyzeCommand::addTo(CLI::App& app)
     app.add_option("--compare", compare, "a second model, analysed side by side");
     app.add_option("--description", description, "model description (rename rules and architecture switches)");
     app.add_option("--images", images, "image files, folders (recursive) or list files")->required();
+    app.add_option("--input-size", inputSize,
+                   "H,W or N: run the models at this input size instead of the trained one (multiples of the patch "
+                   "size; the position embedding is resampled as timm does, the images resized and cropped to it)");
     app.add_option("--out", out, "output folder")->capture_default_str();
     app.add_option("--analyses", analyses, "similarity,attention,centres,snr,decomposition,relevance")->capture_default_str();
     app.add_option("--noise", noise,
@@ -126,6 +129,10 @@ int AnalyzeCommand::run() const
 
     if (const std::string bad = deviceUsageError(device); !bad.empty())
         return usage(bad);
+    int inputHeight = 0, inputWidth = 0;
+    if (!inputSize.empty())
+        if (const std::string bad = parseInputSize(inputSize, inputHeight, inputWidth); !bad.empty())
+            return usage(bad);
 
     // --- models
     attnscope::LoadOptions loadOptions;
@@ -134,6 +141,8 @@ int AnalyzeCommand::run() const
     auto loaded = attnscope::Model::load(model, loadOptions);
     if (!loaded)
         return fail(loaded.message());
+    if (const int status = atInputSize(*loaded, model, inputSize, inputHeight, inputWidth); status != 0)
+        return status;
     for (const auto& guess : (*loaded)->info().guesses)
         std::fprintf(stderr, "attnscope-cli: warning: %s: %s\n", model.c_str(), guess.c_str());
     ReportRequest request;
@@ -146,6 +155,8 @@ int AnalyzeCommand::run() const
         auto second = attnscope::Model::load(compare, compareOptions);
         if (!second)
             return fail(second.message());
+        if (const int status = atInputSize(*second, compare, inputSize, inputHeight, inputWidth); status != 0)
+            return status;
         for (const auto& guess : (*second)->info().guesses)
             std::fprintf(stderr, "attnscope-cli: warning: %s: %s\n", compare.c_str(), guess.c_str());
         request.compare = *second;
@@ -165,6 +176,8 @@ int AnalyzeCommand::run() const
     request.analysesText = analyses;
     request.formatsText = formats;
     request.description = description;
+    request.inputHeight = inputHeight;
+    request.inputWidth = inputWidth;
     request.compareSpec = compare;
     request.threads = threads;
     request.batch = batch;

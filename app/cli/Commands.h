@@ -1,5 +1,6 @@
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -7,12 +8,16 @@
 namespace CLI {
 class App;
 }
+namespace attnscope {
+class Model;
+}
 
 // Each command registers its options on the parser and runs when chosen. run() returns the exit status:
 // 0 success, 1 failure (after printing one line that says why), 130 interrupted.
 struct InfoCommand {
     std::string model;
     std::string description;
+    std::string inputSize; // --input-size H,W or N
     std::string device = "cpu";
     bool json = false;
     bool list = false;
@@ -24,6 +29,7 @@ struct InfoCommand {
 struct AnalyzeCommand {
     std::string model;
     std::string description;
+    std::string inputSize; // --input-size H,W or N
     std::string compare;
     std::vector<std::string> images;
     std::string out = "attnscope-out";
@@ -72,6 +78,15 @@ int usage(const std::string& message);
 // Exit statuses: 0 done, 1 failed, 2 bad usage, 3 done with some images skipped (unreadable: listed in the manifest),
 // 130 interrupted (the results so far are written).
 constexpr int kExitSkipped = 3;
+
+// --input-size: "H,W" or "N" (N,N), pixel counts from 1 to 16384. "" with `height` and `width` set, or the usage error
+// to print.
+std::string parseInputSize(const std::string& text, int& height, int& width);
+// The model `loaded` (as MODEL, for the message) at the --input-size `text` (already parsed to height x width): itself
+// when `text` is empty. Returns 0 with `model` set, or the exit status after printing why: 2 (bad usage) for a size
+// that is no multiple of the model's patch size, 1 when the engine refuses it otherwise.
+int atInputSize(std::shared_ptr<const attnscope::Model>& model, const std::string& name, const std::string& text,
+                int height, int width);
 
 // "" when `device` is one --device takes (auto, cpu, cuda, cuda:<i>), otherwise the usage error to print.
 std::string deviceUsageError(const std::string& device);

@@ -12,6 +12,8 @@ void InfoCommand::addTo(CLI::App& app)
     app.add_option("model", model, "model file, folder, description .json or builtin:NAME");
     app.add_option("--description", description, "model description (rename rules and architecture switches)");
     app.add_option("--device", device, "auto, cpu, cuda or cuda:<i>");
+    app.add_option("--input-size", inputSize,
+                   "H,W or N: the model at another input size (the position embedding resampled, as timm does)");
     app.add_flag("--json", json, "print JSON");
     app.add_flag("--list", list, "list the embedded models (builtin:NAME)");
 }
@@ -33,7 +35,8 @@ static nlohmann::json infoJson(const attnscope::ModelInfo& i)
         { "ignored_config_keys", i.ignoredConfigKeys }, { "device", i.device },
         { "layers", c.depth }, { "heads", c.numHeads }, { "width", c.width }, { "head_dim", c.headDim() },
         { "mlp_hidden", c.mlpHidden }, { "patch_size", c.patchSize },
-        { "input_size", { c.imageHeight, c.imageWidth } }, { "grid", { c.gridHeight(), c.gridWidth() } },
+        { "input_size", { c.imageHeight, c.imageWidth } }, { "trained_input_size", { i.trainedHeight, i.trainedWidth } },
+        { "grid", { c.gridHeight(), c.gridWidth() } },
         { "prefix_tokens", prefix }, { "tokens", c.numTokens() }, { "channels", c.channels },
         { "classes", c.numClasses }, { "head_is_projection", c.headIsProjection },
         { "parameters", i.parameterCount }, { "activation", toString(c.activation) },
@@ -64,20 +67,27 @@ int InfoCommand::run() const
         return usage("info: give a MODEL (or --list)");
     if (const std::string bad = deviceUsageError(device); !bad.empty())
         return usage(bad);
+    int height = 0, width = 0;
+    if (!inputSize.empty())
+        if (const std::string bad = parseInputSize(inputSize, height, width); !bad.empty())
+            return usage(bad);
     attnscope::LoadOptions options;
     options.device = device;
     options.descriptionPath = description;
     auto loaded = attnscope::Model::load(model, options);
     if (!loaded)
         return fail(loaded.message());
-    for (const auto& guess : (*loaded)->info().guesses)
+    std::shared_ptr<const attnscope::Model> shown = *loaded;
+    if (const int status = atInputSize(shown, model, inputSize, height, width); status != 0)
+        return status;
+    for (const auto& guess : shown->info().guesses)
         std::cerr << "attnscope-cli: warning: " << model << ": " << guess << '\n';
-    const auto j = infoJson((*loaded)->info());
+    const auto j = infoJson(shown->info());
     if (json) {
         std::cout << j.dump(2) << '\n';
         return 0;
     }
-    const auto& i = (*loaded)->info();
+    const auto& i = shown->info();
     const auto& c = i.config;
     std::cout << "model        " << i.path << '\n'
               << "weights      " << i.weightsPath << " (" << i.format << ")\n"
@@ -93,6 +103,10 @@ int InfoCommand::run() const
     std::cout << "layers       " << c.depth << "\nheads        " << c.numHeads << " (head width " << c.headDim() << ")\n"
               << "width        " << c.width << " (MLP " << c.mlpHidden << ", " << toString(c.activation) << ")\n"
               << "patch size   " << c.patchSize << "\ninput size   " << c.imageHeight << "x" << c.imageWidth
+              << (c.imageHeight != i.trainedHeight || c.imageWidth != i.trainedWidth
+                      ? " (trained at " + std::to_string(i.trainedHeight) + "x" + std::to_string(i.trainedWidth)
+                          + (c.posEmbed ? "; position embedding resampled bicubically)" : "; no absolute position embedding)")
+                      : std::string())
               << "\ngrid         " << c.gridHeight() << "x" << c.gridWidth() << " = " << c.numPatches() << " patches\n"
               << "prefix       " << j["prefix_tokens"].dump() << " (" << c.numTokens() << " tokens)\n"
               << "channels     " << c.channels << '\n'

@@ -33,6 +33,42 @@ int usage(const std::string& message)
     return 2;
 }
 
+std::string parseInputSize(const std::string& text, int& height, int& width)
+{
+    constexpr long kMaxSide = 16384;
+    const std::string why = "--input-size " + text + ": expected H,W or N (N,N), pixel counts from 1 to "
+        + std::to_string(kMaxSide) + " that are multiples of the model's patch size";
+    // Digits only: no sign, no space, no fraction (strtol alone would take " 4", "+4" and "4.5" as 4).
+    const auto side = [&](const std::string& s, int& out) {
+        if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string::npos)
+            return false;
+        const long v = std::strtol(s.c_str(), nullptr, 10);
+        out = int(v);
+        return v >= 1 && v <= kMaxSide;
+    };
+    const size_t comma = text.find(',');
+    if (comma == std::string::npos)
+        return side(text, height) && side(text, width) ? std::string() : why;
+    return side(text.substr(0, comma), height) && side(text.substr(comma + 1), width) ? std::string() : why;
+}
+
+int atInputSize(std::shared_ptr<const attnscope::Model>& model, const std::string& name, const std::string& text,
+                int height, int width)
+{
+    if (text.empty())
+        return 0;
+    const int patch = model->config().patchSize;
+    for (const int side : { height, width })
+        if (side % patch != 0)
+            return usage("--input-size " + text + ": " + std::to_string(side) + " is not a multiple of the patch size "
+                         + std::to_string(patch) + " of " + name);
+    auto resized = model->withInputSize(height, width);
+    if (!resized)
+        return fail(name + ": " + resized.message());
+    model = *resized;
+    return 0;
+}
+
 std::vector<std::string> formatsToDraw(const std::vector<std::string>& asked)
 {
     return figureDrawingUnavailable().empty() ? asked : std::vector<std::string> {};

@@ -140,7 +140,9 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         r.output.model = { { "name", label }, { "path", i.path }, { "weights", i.weightsPath }, { "naming", i.naming },
                            { "family", i.family }, { "layers", i.config.depth }, { "heads", i.config.numHeads },
                            { "width", i.config.width }, { "patch_size", i.config.patchSize }, { "classes", i.config.numClasses },
-                           { "attention", toString(i.config.attention) } };
+                           { "attention", toString(i.config.attention) },
+                           { "input_size", { i.config.imageHeight, i.config.imageWidth } },
+                           { "trained_input_size", { i.trainedHeight, i.trainedWidth } } };
         r.output.options = { { "neutreno_lambda", o.neutrenoLambda.value_or(i.config.neutrenoLambda) },
                              { "boost_t", o.boostT.value_or(i.config.boostT) }, { "seed", o.seed }, { "draws", o.draws } };
         std::string noises;
@@ -210,6 +212,8 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                             { "analyses-on", runs.front().analysis->analysesOnDevice() ? "device" : "host" },
                             { "dump-tensors", dumping },
                             { "shard", std::to_string(request.shardIndex) + "/" + std::to_string(request.shardCount) } };
+    if (request.inputHeight > 0) // only when given: the journals of runs without it stay resumable
+        identity["options"]["input_size"] = { request.inputHeight, request.inputWidth };
     auto opened = RunJournal::open(out, identity, paths, request.resume);
     if (!opened)
         return opened.error();
@@ -411,6 +415,8 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                      { "layers", info.config.depth }, { "heads", info.config.numHeads }, { "width", info.config.width },
                      { "patch_size", info.config.patchSize }, { "classes", info.config.numClasses },
                      { "attention", toString(info.config.attention) },
+                     { "input_size", { info.config.imageHeight, info.config.imageWidth } },
+                     { "trained_input_size", { info.trainedHeight, info.trainedWidth } },
                      { "trained_neutreno_lambda", info.config.neutrenoLambda }, { "trained_boost_t", info.config.boostT } } },
         { "runs", runList },
         { "images", nullptr }, // finishReport writes the list in its place
@@ -418,7 +424,9 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         { "relevance", relevanceList },
         { "resumed_at", outcome.resumedAt },
         { "options", { { "analyses", request.analysesText }, { "noise", runs.front().output.options["noise"] }, { "draws", base.draws },
-                       { "seed", base.seed }, { "device", info.device }, { "batch", batch }, { "precision", toString(base.precision) },
+                       { "seed", base.seed }, { "device", info.device }, { "batch", batch },
+                       { "input_size", request.inputHeight > 0 ? nlohmann::json { request.inputHeight, request.inputWidth } : nlohmann::json() },
+                       { "precision", toString(base.precision) },
                        { "grid_images", request.gridImages }, { "query", request.gridQuery },
                        { "class", request.relevance.targetClass }, { "gradcam_layer", request.relevance.gradCamLayer },
                        { "rollout", attnscope::toString(request.rollout.fusion) }, { "discard", request.rollout.discard },

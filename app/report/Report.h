@@ -29,6 +29,7 @@ struct ReportRequest {
     // What the manifest records of how the run was asked for.
     std::string analysesText, formatsText, description, compareSpec;
     int threads = 0;
+    int inputHeight = 0, inputWidth = 0; // --input-size, which the models were loaded at (0: their trained sizes)
     int batch = 0; // images per forward; 0: attnscope::defaultBatchSize
     // The attention grid figures: of the first `gridImages` images, for the query `gridQuery` (Figures.h:
     // gridQueryToken), their rollout made as `rollout` says.

@@ -129,6 +129,7 @@ PreprocessConfig defaultPreprocess(int height, int width)
     PreprocessConfig p;
     p.resize = ResizeMode::ShortestEdge;
     p.resizeShortest = int(std::floor(std::min(height, width) / 0.875));
+    p.cropPct = 0.875;
     p.cropHeight = height;
     p.cropWidth = width;
     p.centerCrop = true;
@@ -192,6 +193,7 @@ PreprocessConfig preprocessFromTimm(const json& cfg, int channels)
     p.centerCrop = true;
     p.cropHeight = h;
     p.cropWidth = w;
+    p.cropPct = cropPct;
     p.cropOffsetFloor = false;
     p.interpolation = interpolationFromName(cfg.value("interpolation", "bicubic"));
     if (cfg.contains("mean"))

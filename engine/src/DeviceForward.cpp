@@ -102,6 +102,9 @@ BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const Ru
     const bool fp32 = options.precision != Precision::Bf16;
     state.linears = fp32 ? impl.linears.get() : nullptr;
     state.products = fp32 ? impl.products.get() : nullptr;
+    state.knownPositions = impl.positions;
+    state.knownGridH = c.gridHeight();
+    state.knownGridW = c.gridWidth();
     at::Tensor x = inputs;
     if (x.device() != impl.device) // from pinned host memory the copy runs beside the host's next work
         x = x.to(impl.device, /*non_blocking=*/x.is_pinned());

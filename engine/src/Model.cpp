@@ -12,6 +12,7 @@
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 #include <torch/cuda.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -177,7 +178,17 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
         }
         impl->net->eval();
         impl->device = device;
-        return std::shared_ptr<const Model>(new Model(std::move(impl)));
+        info.trainedHeight = info.config.imageHeight;
+        info.trainedWidth = info.config.imageWidth;
+        impl->trainedPreprocess = info.preprocess;
+        if (info.config.posEmbed) {
+            torch::NoGradGuard noGrad;
+            impl->positions = impl->net->tokenPositions(info.config.gridHeight(), info.config.gridWidth());
+        }
+        std::shared_ptr<const Model> model(new Model(std::move(impl)));
+        if (options.inputHeight != 0 || options.inputWidth != 0)
+            return model->withInputSize(options.inputHeight, options.inputWidth);
+        return model;
     } catch (const LoadError& e) {
         return Error { e.what() };
     } catch (const c10::Error& e) {
@@ -198,6 +209,46 @@ Result<Model::Prepared> Model::prepare(const Image& image) const
         return out;
     } catch (const c10::Error& e) {
         return Error { std::string("preprocessing failed: ") + e.what_without_backtrace() };
+    }
+}
+
+Result<std::shared_ptr<const Model>> Model::withInputSize(int height, int width) const
+{
+    const Impl& from = *m_impl;
+    const ModelConfig& trained = from.info.config;
+    const int p = trained.patchSize;
+    const std::string size = std::to_string(height) + "x" + std::to_string(width);
+    // The side limit of the configs (ConfigResolver.cpp): a grid beyond it is a mistake, not a model to run.
+    constexpr int kMaxSide = 16384;
+    if (height <= 0 || width <= 0 || height % p != 0 || width % p != 0 || height > kMaxSide || width > kMaxSide)
+        return Error { "input size " + size + ": height and width must be multiples of the patch size " + std::to_string(p)
+                       + " from " + std::to_string(p) + " to " + std::to_string(kMaxSide - kMaxSide % p) };
+    try {
+        auto impl = std::make_unique<Impl>();
+        impl->info = from.info;
+        impl->net = from.net; // the same module: weights, and the trained position table, shared
+        impl->device = from.device;
+        impl->linears = from.linears;
+        impl->products = from.products;
+        impl->trainedPreprocess = from.trainedPreprocess;
+        ModelInfo& info = impl->info;
+        info.config.imageHeight = height;
+        info.config.imageWidth = width;
+        if (height == from.info.trainedHeight && width == from.info.trainedWidth) {
+            info.preprocess = from.trainedPreprocess;
+        } else {
+            info.preprocess = preprocessAtInputSize(from.trainedPreprocess, height, width);
+            info.preprocess.source += ", for the input size " + size;
+        }
+        if (info.config.posEmbed) {
+            torch::NoGradGuard noGrad;
+            impl->positions = impl->net->tokenPositions(info.config.gridHeight(), info.config.gridWidth());
+        }
+        return std::shared_ptr<const Model>(new Model(std::move(impl)));
+    } catch (const c10::Error& e) {
+        return Error { "input size " + size + ": " + e.what_without_backtrace() };
+    } catch (const std::exception& e) {
+        return Error { "input size " + size + ": " + e.what() };
     }
 }
 
@@ -368,6 +419,7 @@ const char* toString(ResizeMode m)
     case ResizeMode::ShortestEdge: return "shortest-edge";
     case ResizeMode::Exact: return "exact";
     case ResizeMode::None: return "none";
+    case ResizeMode::Cover: return "cover";
     }
     return "?";
 }

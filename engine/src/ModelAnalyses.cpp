@@ -35,7 +35,8 @@ Result<LogitDecomposition> decomposeLogits(const Model& model, const Tensor& inp
         auto& net = *impl.net.ptr();
         const int gh = int(x.size(2) / c.patchSize), gw = int(x.size(3) / c.patchSize);
         const at::Tensor e = net.tokens(x)[0].to(at::kDouble);                  // E   [N, D]
-        const at::Tensor p = net.tokenPositions(gh, gw)[0].to(at::kDouble);     // Pe  [N, D]
+        const bool known = impl.positions.defined() && gh == c.gridHeight() && gw == c.gridWidth(); // made at load
+        const at::Tensor p = (known ? impl.positions : net.tokenPositions(gh, gw))[0].to(at::kDouble); // Pe [N, D]
         const at::Tensor x0 = e + p;
         auto block = net.blocks->ptr<BlockImpl>(0);
         const at::Tensor g = block->norm1->weight.to(at::kDouble), b = block->norm1->bias.to(at::kDouble);

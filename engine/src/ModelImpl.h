@@ -15,8 +15,14 @@ struct Model::Impl {
     ModelInfo info;
     VisionTransformer net { nullptr };
     at::Device device = at::kCPU;
-    std::unique_ptr<PackedLinears> linears = std::make_unique<PackedLinears>(); // the inference forward's
-    std::unique_ptr<AttentionProducts> products = std::make_unique<AttentionProducts>(); // ... and its attention's
+    // Shared by the models made from this one at other input sizes (Model::withInputSize), as `net` is.
+    std::shared_ptr<PackedLinears> linears = std::make_shared<PackedLinears>(); // the inference forward's
+    std::shared_ptr<AttentionProducts> products = std::make_shared<AttentionProducts>(); // ... and its attention's
+    // The position row of each token at the input size (info.config's grid), [1, N, D] on `device`: made once, when
+    // the model is loaded or resized, for every forward at that size (undefined without a position embedding).
+    at::Tensor positions;
+    // The preprocessing for the trained input size (info.preprocess is made from it for another size).
+    PreprocessConfig trainedPreprocess;
 };
 
 inline const Model::Impl& implOf(const Model& model) { return *model.m_impl; }

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace attnscope {
@@ -68,6 +69,16 @@ at::Tensor preprocessImage(const Image& image, const PreprocessConfig& cfg, int 
         h = cfg.resizeHeight;
         w = cfg.resizeWidth;
         break;
+    case ResizeMode::Cover: {
+        // timm's ResizeKeepRatio (longest = 0): ratio = min(h / target_h, w / target_w), each side round(side / ratio),
+        // Python's round (half to even, as nearbyint).
+        const double ratio = std::min(double(h) / cfg.resizeHeight, double(w) / cfg.resizeWidth);
+        const int coverH = std::max(1, int(std::nearbyint(h / ratio)));
+        const int coverW = std::max(1, int(std::nearbyint(w / ratio)));
+        h = coverH;
+        w = coverW;
+        break;
+    }
     case ResizeMode::None:
         break;
     }
@@ -96,6 +107,50 @@ at::Tensor preprocessImage(const Image& image, const PreprocessConfig& cfg, int 
     auto mean = at::tensor(std::vector<double>(cfg.mean.begin(), cfg.mean.end()), at::kFloat).view({ 1, -1, 1, 1 });
     auto stdev = at::tensor(std::vector<double>(cfg.std.begin(), cfg.std.end()), at::kFloat).view({ 1, -1, 1, 1 });
     return ((x * float(cfg.rescale) - mean) / stdev)[0].contiguous();
+}
+
+PreprocessConfig preprocessAtInputSize(const PreprocessConfig& config, int height, int width)
+{
+    PreprocessConfig p = config;
+    p.cropHeight = height;
+    p.cropWidth = width;
+    if (!config.centerCrop) {
+        p.resize = ResizeMode::Exact;
+        p.resizeHeight = height;
+        p.resizeWidth = width;
+        return p;
+    }
+    if (config.resize == ResizeMode::None)
+        return p;
+    // floor(s / crop_pct) as timm computes it (in double); without a crop_pct, the config's own resize / crop ratio in
+    // integers, which gives its resize back at its crop size.
+    const auto scaled = [&](int side, int crop, int resize) {
+        if (config.cropPct > 0)
+            return std::max(1, int(std::floor(side / config.cropPct)));
+        return std::max(1, int(int64_t(side) * resize / std::max(1, crop)));
+    };
+    switch (config.resize) {
+    case ResizeMode::ShortestEdge: {
+        const int crop = std::min(config.cropHeight, config.cropWidth);
+        const int h = scaled(height, crop, config.resizeShortest), w = scaled(width, crop, config.resizeShortest);
+        if (h == w) { // timm: torchvision's Resize(int), the shorter side
+            p.resizeShortest = h;
+        } else {
+            p.resize = ResizeMode::Cover;
+            p.resizeHeight = h;
+            p.resizeWidth = w;
+        }
+        break;
+    }
+    case ResizeMode::Exact:
+    case ResizeMode::Cover:
+        p.resizeHeight = scaled(height, config.cropHeight, config.resizeHeight);
+        p.resizeWidth = scaled(width, config.cropWidth, config.resizeWidth);
+        break;
+    case ResizeMode::None:
+        break;
+    }
+    return p;
 }
 
 } // namespace attnscope

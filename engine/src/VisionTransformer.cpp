@@ -156,8 +156,11 @@ at::Tensor VisionTransformerImpl::positionEmbedding(int gridH, int gridW) const
     const int trainedH = config.gridHeight(), trainedW = config.gridWidth();
     if (gridH == trainedH && gridW == trainedW)
         return pos_embed;
-    // Resample the patch part as timm's resample_abs_pos_embed does (bicubic, align_corners=False, antialias),
-    // keeping the prefix rows as they are.
+    // Resample the patch part as timm's resample_abs_pos_embed does (timm 1.0.9, timm/layers/pos_embed.py:
+    // F.interpolate(mode='bicubic', align_corners=False, antialias=True) on [1, D, gh, gw], in float32), keeping the
+    // prefix rows as they are. With antialias the kernel is PIL's bicubic (a = -0.5, taps outside the grid dropped and
+    // the rest renormalised) and, when a side shrinks, widened by the scale factor, so that a smaller grid averages
+    // the rows it replaces instead of sampling them.
     const int64_t prefix = config.posEmbedHasPrefix ? config.numPrefixTokens() : 0;
     auto prefixRows = pos_embed.slice(1, 0, prefix);
     auto grid = pos_embed.slice(1, prefix).reshape({ 1, trainedH, trainedW, -1 }).permute({ 0, 3, 1, 2 });
@@ -199,11 +202,13 @@ at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, ForwardState&
     const int gridH = int(input.size(2) / config.patchSize), gridW = int(input.size(3) / config.patchSize);
     auto x = tokens(input);
     if (config.posEmbed) {
+        const bool known = state.knownPositions.defined() && gridH == state.knownGridH && gridW == state.knownGridW;
+        const at::Tensor positions = known ? state.knownPositions : tokenPositions(gridH, gridW);
         // Bilateral attention keeps positions apart from the token stream and hands them to every layer.
         if (config.attention == AttentionKind::Bilateral)
-            state.positions = tokenPositions(gridH, gridW);
+            state.positions = positions;
         else
-            x = x + tokenPositions(gridH, gridW);
+            x = x + positions;
     }
     if (norm_pre)
         x = norm_pre->forward(x);

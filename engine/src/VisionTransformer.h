@@ -30,6 +30,10 @@ struct ForwardState {
     at::Tensor firstValues; // V_1, for NeuTRENO
     at::Tensor positions;   // bilateral attention's position table [1, N, D]
     int gridH = 0, gridW = 0;
+    // tokenPositions(knownGridH, knownGridW), made once at load (Model::Impl::positions): a forward on that grid uses
+    // it instead of resampling the position table again. Undefined: always computed.
+    at::Tensor knownPositions;
+    int knownGridH = 0, knownGridW = 0;
     PackedLinears* linears = nullptr;        // set by the inference forward: its linear layers (PackedLinear.h)
     AttentionProducts* products = nullptr;   // ... and its attention products (AttentionProducts.h)
 

@@ -20,6 +20,10 @@ struct LoadOptions {
     // architecture switches for ViTs that follow no library's naming. Empty: look for `attnscope.json` next
     // to the checkpoint.
     std::string descriptionPath;
+    // The input size to run the model at, in pixels (0, 0: the size it was trained for): the same as loading and then
+    // calling Model::withInputSize(inputHeight, inputWidth).
+    int inputHeight = 0;
+    int inputWidth = 0;
 };
 
 // Everything `attnscope-cli info` shows.
@@ -39,7 +43,11 @@ struct ModelInfo {
     // is seen to play no part. Empty for attnscope's own config.json.
     std::map<std::string, std::vector<std::string>> ignoredConfigKeys;
     std::string device;
-    ModelConfig config;
+    ModelConfig config; // config.imageHeight/imageWidth: the input size the model runs at
+    // The input size the checkpoint was trained for: the grid of its position table times the patch size. It differs
+    // from config.imageHeight/imageWidth when the model was loaded at another input size (Model::withInputSize).
+    int trainedHeight = 0;
+    int trainedWidth = 0;
     PreprocessConfig preprocess;
     std::vector<std::string> labels; // class names, empty when unknown
     int64_t parameterCount = 0;
@@ -118,8 +126,19 @@ public:
     // perturbed copy of Prepared::shown).
     Result<Tensor> normalise(const Image& image) const;
 
+    // The same model at another input size (height x width pixels, both positive multiples of the patch size),
+    // as timm runs a model at a size it was not trained for: the patch part of the position table is resampled to
+    // the new grid once, here (timm's resample_abs_pos_embed: bicubic, align_corners=False, antialias=True), the
+    // prefix rows (CLS, distillation token) kept as they are; preprocessing resizes and crops to the new size as
+    // timm's eval transform does for that input_size (ResizeKeepRatio to floor(side / crop_pct), centre crop; an exact
+    // resize stays exact). Everything else, the weights included, is shared with this model, which stays as it is.
+    // The trained size gives a model equal to this one. An Error for a size that is no multiple of the patch size.
+    // Thread-safe, as every const method.
+    Result<std::shared_ptr<const Model>> withInputSize(int height, int width) const;
+
     // Runs the model on a normalised input [C, H, W] or [1, C, H, W]. H and W must be multiples of the patch
-    // size; another grid than the trained one interpolates the position embeddings (bicubic, as timm).
+    // size. At the model's input size (config().imageHeight x imageWidth) the position table made at load is used;
+    // another grid resamples the trained table for this run (bicubic, as timm).
     // A run whose estimated memory (estimateRunMemory: taps + working; the weights are already loaded) exceeds
     // the memory available is refused before anything is allocated, with both numbers in the message.
     Result<Trace> run(const Tensor& input, const RunOptions& options = {}) const;

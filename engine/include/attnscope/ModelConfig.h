@@ -36,7 +36,9 @@ struct ModelConfig {
     int numHeads = 12;      // H
     int mlpHidden = 3072;   // M
     int patchSize = 16;     // p (square patches)
-    int imageHeight = 224;  // the size the position embedding was trained for
+    // The input size the model runs at: the one its position embedding was trained for, unless it was loaded at
+    // another (LoadOptions::inputHeight, Model::withInputSize; ModelInfo::trainedHeight keeps the trained one).
+    int imageHeight = 224;
     int imageWidth = 224;
     int channels = 3;
     int numClasses = 0;     // 0: no head; logits are the pooled features
@@ -72,7 +74,10 @@ struct ModelConfig {
     int numTokens() const { return numPrefixTokens() + numPatches(); }
 };
 
-enum class ResizeMode { ShortestEdge, Exact, None };
+// ShortestEdge: the shorter side to resizeShortest, the aspect ratio kept. Exact: to resizeHeight x resizeWidth (the
+// aspect ratio not kept). Cover: the smallest size of the image's aspect ratio that covers resizeHeight x resizeWidth
+// (timm's ResizeKeepRatio, for a non-square input size). None: as it is.
+enum class ResizeMode { ShortestEdge, Exact, None, Cover };
 enum class Interpolation { Nearest, Bilinear, Bicubic };
 const char* toString(ResizeMode m);
 const char* toString(Interpolation i);
@@ -92,6 +97,9 @@ struct PreprocessConfig {
     double rescale = 1.0 / 255.0;
     std::vector<double> mean { 0.485, 0.456, 0.406 };
     std::vector<double> std { 0.229, 0.224, 0.225 };
+    // timm's crop_pct, when the config gave one (0 otherwise): another input size s resizes to floor(s / crop_pct),
+    // as timm's transforms do, instead of to s times resize / crop.
+    double cropPct = 0.0;
     std::string source = "default"; // where these values came from, for `info` and the manifest
 };
 
