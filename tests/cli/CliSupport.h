@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -59,6 +60,17 @@ protected:
 
     std::filesystem::path m_dir;
 };
+
+// The Fashion-MNIST sample PNGs in resources/samples/fashion-mnist, sorted.
+inline std::vector<std::filesystem::path> fashionSamples()
+{
+    std::vector<std::filesystem::path> samples;
+    for (const auto& e : std::filesystem::directory_iterator(ATTNSCOPE_SOURCE_DIR "/resources/samples/fashion-mnist"))
+        if (e.path().extension() == ".png")
+            samples.push_back(e.path());
+    std::sort(samples.begin(), samples.end());
+    return samples;
+}
 
 // Starts attnscope-cli with `args` from the source folder, output discarded; returns its pid.
 inline pid_t startCli(const std::vector<std::string>& args)

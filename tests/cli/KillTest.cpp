@@ -113,11 +113,7 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesNoPartialFileAndARerunCompletes)
     const fs::path list = m_dir / "images.txt";
     {
         std::ofstream out(list);
-        std::vector<fs::path> samples;
-        for (const auto& e : fs::directory_iterator(ATTNSCOPE_SOURCE_DIR "/resources/samples/fashion-mnist"))
-            if (e.path().extension() == ".png")
-                samples.push_back(e.path());
-        std::sort(samples.begin(), samples.end());
+        const std::vector<fs::path> samples = fashionSamples();
         ASSERT_GE(samples.size(), 10u);
         for (int i = 0; i < 40; ++i)
             out << samples[size_t(i) % samples.size()].string() << "\n";

@@ -61,11 +61,7 @@ protected:
     {
         Cli::SetUp();
         m_list = m_dir / "images.txt";
-        std::vector<fs::path> samples;
-        for (const auto& e : fs::directory_iterator(ATTNSCOPE_SOURCE_DIR "/resources/samples/fashion-mnist"))
-            if (e.path().extension() == ".png")
-                samples.push_back(e.path());
-        std::sort(samples.begin(), samples.end());
+        const std::vector<fs::path> samples = fashionSamples();
         ASSERT_GE(samples.size(), 10u);
         const std::string png = slurp(samples.front());
         std::ofstream(m_dir / "broken.png", std::ios::binary) << png.substr(0, png.size() / 2);

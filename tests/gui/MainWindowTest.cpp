@@ -18,19 +18,27 @@
 
 using namespace guitest;
 
+// Shows `w` with the tv_grid16 fixture and the sample photo open, both done.
+bool openFixtureWithImage(MainWindow& w)
+{
+    w.resize(1200, 800);
+    w.show();
+    QSignalSpy modelReady(&w, &MainWindow::modelReady);
+    QSignalSpy imageReady(&w, &MainWindow::imageReady);
+    w.openModel(kFixture);
+    if (!modelReady.wait(20000) || !w.model())
+        return false;
+    w.addImages({ kImage });
+    return imageReady.wait(20000) && w.current();
+}
+
 class MainWindowTest : public QObject {
     Q_OBJECT
 private slots:
     void opensModelAndImageAndFollowsClicks()
     {
         MainWindow w;
-        w.resize(1200, 800);
-        w.show();
-        QSignalSpy modelReady(&w, &MainWindow::modelReady);
-        QSignalSpy imageReady(&w, &MainWindow::imageReady);
-        w.openModel(kFixture);
-        QVERIFY(modelReady.wait(20000));
-        QVERIFY(w.model());
+        QVERIFY(openFixtureWithImage(w));
         // The status bar says where the engine runs: this machine's CPU (a GPU's name and batch where there is one).
         auto* device = w.findChild<QLabel*>("deviceLabel");
         QVERIFY(device);
@@ -38,8 +46,6 @@ private slots:
             QVERIFY2(device->text().startsWith("CPU · "), qPrintable(device->text()));
         else
             QVERIFY2(device->text().contains(QString::fromStdString(w.model()->info().device)), qPrintable(device->text()));
-        w.addImages({ kImage });
-        QVERIFY(imageReady.wait(20000));
         QVERIFY(w.current());
         const QImage first = w.view()->rendered();
         QVERIFY(!first.isNull());
@@ -106,14 +112,7 @@ private slots:
     void relevanceViewsShowTheClassRelevance()
     {
         MainWindow w;
-        w.resize(1200, 800);
-        w.show();
-        QSignalSpy modelReady(&w, &MainWindow::modelReady);
-        QSignalSpy imageReady(&w, &MainWindow::imageReady);
-        w.openModel(kFixture);
-        QVERIFY(modelReady.wait(20000));
-        w.addImages({ kImage });
-        QVERIFY(imageReady.wait(20000));
+        QVERIFY(openFixtureWithImage(w));
         const QImage attention = w.view()->rendered();
         auto* controls = w.findChild<AttentionControls*>();
         QVERIFY(controls);
