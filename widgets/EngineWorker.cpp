@@ -111,17 +111,20 @@ void EngineWorker::post(std::function<void()> work)
 
 void EngineWorker::finish() { --m_pending; }
 
-quint64 EngineWorker::loadModel(const QString& path, int channel)
+quint64 EngineWorker::loadModel(const QString& path, int channel, int inputHeight, int inputWidth)
 {
     const quint64 id = next(ModelJob, channel);
-    post([this, id, path, channel] {
+    post([this, id, path, channel, inputHeight, inputWidth] {
         const auto superseded = [&] { return !isLatest(ModelJob, channel, id); };
         if (superseded()) {
             finish();
             emit cancelled(id);
             return;
         }
-        auto model = Model::load(path.toStdString());
+        LoadOptions options;
+        options.inputHeight = inputHeight;
+        options.inputWidth = inputWidth;
+        auto model = Model::load(path.toStdString(), options);
         finish();
         if (superseded())
             emit cancelled(id);

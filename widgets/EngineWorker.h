@@ -59,7 +59,8 @@ public:
     ~EngineWorker() override;
 
     // Each returns the job id.
-    quint64 loadModel(const QString& path, int channel = 0);
+    // inputHeight/inputWidth: the input size to run the model at (0, 0: as trained; LoadOptions).
+    quint64 loadModel(const QString& path, int channel = 0, int inputHeight = 0, int inputWidth = 0);
     // Variant values unset: the model's own (ANALYSES.md section 6).
     quint64 traceImage(std::shared_ptr<const Model> model, const QString& imagePath, std::optional<double> neutrenoLambda = {},
                        std::optional<double> boostT = {}, int channel = 0);

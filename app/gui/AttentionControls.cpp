@@ -1,5 +1,7 @@
 #include "AttentionControls.h"
 
+#include <QLineEdit>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -100,6 +102,22 @@ AttentionControls::AttentionControls(QWidget* parent)
     layout->addRow(tr("Head"), m_head);
     layout->addRow(tr("Rollout"), rolloutRow);
     layout->addRow(tr("Class"), m_class);
+    // Another input size (DINOv2 at 448 x 224, say): the model is loaded again with its position table resampled.
+    m_inputSize = new QLineEdit(this);
+    m_inputSize->setAccessibleName(tr("Input size"));
+    m_inputSize->setToolTip(tr("Run the model at another input size: H,W or N (pixels, multiples of the patch); empty: as trained"));
+    connect(m_inputSize, &QLineEdit::editingFinished, this, [this] {
+        const QString text = m_inputSize->text().trimmed();
+        const QStringList parts = text.split(QLatin1Char(','));
+        bool okH = true, okW = true;
+        const int h = text.isEmpty() ? 0 : parts.value(0).trimmed().toInt(&okH);
+        const int w = text.isEmpty() ? 0 : parts.size() == 1 ? h : parts.value(1).trimmed().toInt(&okW);
+        const bool valid = okH && okW && parts.size() <= 2 && h >= 0 && w >= 0 && (h == 0) == (w == 0);
+        m_inputSize->setStyleSheet(valid ? QString() : QStringLiteral("color: #c0392b"));
+        if (valid)
+            emit inputSizeChanged(h, w);
+    });
+    layout->addRow(tr("Input size"), m_inputSize);
     layout->addRow(tr("Opacity"), m_opacity);
     layout->addRow(tr("Colour map"), m_colormap);
     layout->addRow(QString(), m_grid);
@@ -263,6 +281,13 @@ void AttentionControls::setClasses(const QStringList& labels)
     for (int c = 0; c < labels.size(); ++c)
         m_class->addItem(QStringLiteral("%1 %2").arg(c).arg(labels[c]), c);
     m_class->blockSignals(false);
+}
+
+void AttentionControls::setInputSize(int height, int width, int trainedHeight, int trainedWidth)
+{
+    m_inputSize->setPlaceholderText(tr("%1,%2 (as trained)").arg(trainedHeight).arg(trainedWidth));
+    m_inputSize->setText(height == trainedHeight && width == trainedWidth ? QString() : QStringLiteral("%1,%2").arg(height).arg(width));
+    m_inputSize->setStyleSheet(QString());
 }
 
 std::optional<RelevanceOptions> AttentionControls::relevance() const

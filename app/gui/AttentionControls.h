@@ -5,6 +5,7 @@
 #include <Colormap.h>
 #include <attnscope/Perturbation.h>
 
+#include <QLineEdit>
 #include <QWidget>
 
 #include <optional>
@@ -30,6 +31,8 @@ public:
     void setLayer(int layer);
     void setHead(int head); // -1 mean of heads, -2 rollout, -3 relevance (GAE), -4 Grad-CAM
     void setClasses(const QStringList& labels); // the model's class names, for the relevance's class picker
+    // The size the model runs at and the one it was trained for: the Input size field shows the former unless they agree.
+    void setInputSize(int height, int width, int trainedHeight, int trainedWidth);
     void setQueryText(const QString& text);
     void setVariantValues(double lambda, double boost); // moves the spin boxes (reported like a user's edit)
     void setPerturbation(const attnscope::Perturbation& perturbation);
@@ -56,6 +59,9 @@ signals:
     void perturbationChanged();
     void rolloutChanged();
     void relevanceChanged();
+    // The Input size field was edited: run the model at height x width (0, 0: as trained). Not checked against the
+    // patch size here; the window does that.
+    void inputSizeChanged(int height, int width);
 
 private:
     QSpinBox* m_layer = nullptr;
@@ -67,6 +73,7 @@ private:
     QComboBox* m_fusion = nullptr;
     QDoubleSpinBox* m_discard = nullptr;
     QComboBox* m_class = nullptr;
+    QLineEdit* m_inputSize = nullptr;
     QDoubleSpinBox* m_lambda = nullptr;
     QDoubleSpinBox* m_boost = nullptr;
     QComboBox* m_noiseKind = nullptr;

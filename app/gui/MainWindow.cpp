@@ -109,6 +109,7 @@ void MainWindow::connectSlot(int index)
             for (int k = 0; k < c.numClasses; ++k)
                 labels << (size_t(k) < model->info().labels.size() ? QString::fromStdString(model->info().labels[size_t(k)]) : QString());
             m_controls->setClasses(c.headIsProjection ? QStringList() : labels);
+            m_controls->setInputSize(c.imageHeight, c.imageWidth, model->info().trainedHeight, model->info().trainedWidth);
             m_layer = c.depth;
             m_head = -1;
             m_query = c.numPrefixTokens() > 0 ? 0 : (c.gridHeight() / 2) * c.gridWidth() + c.gridWidth() / 2;
@@ -188,6 +189,27 @@ void MainWindow::openModel(const QString& path)
 {
     statusBar()->showMessage(tr("Loading %1…").arg(path));
     m_slots[0]->load(path);
+}
+
+void MainWindow::setInputSize(int height, int width)
+{
+    const auto& model = m_slots[0]->model();
+    if (!model)
+        return;
+    const auto& c = model->config();
+    const int patch = c.patchSize;
+    if (height % patch != 0 || width % patch != 0) {
+        statusBar()->showMessage(tr("Input size %1,%2: not a multiple of the model's patch size %3").arg(height).arg(width).arg(patch), 8000);
+        m_controls->setInputSize(c.imageHeight, c.imageWidth, model->info().trainedHeight, model->info().trainedWidth);
+        return;
+    }
+    const int h = height ? height : model->info().trainedHeight, w = width ? width : model->info().trainedWidth;
+    if (h == c.imageHeight && w == c.imageWidth)
+        return;
+    statusBar()->showMessage(tr("Loading %1 at %2x%3…").arg(QString::fromStdString(model->info().path)).arg(h).arg(w));
+    for (ModelSlot* slot : m_slots)
+        if (slot->model())
+            slot->load(QString::fromStdString(slot->model()->info().path), height, width);
 }
 
 void MainWindow::openCompareModel(const QString& path)

@@ -32,7 +32,10 @@ public:
     ~MainWindow() override;
 
     void openModel(const QString& path);
-    void openCompareModel(const QString& path); // compare mode: a second model side by side
+    void openCompareModel(const QString& path);
+    // Loads the model (and the compared one) again at another input size (0, 0: as trained); a size that is not a
+    // multiple of the patch size is refused in the status bar.
+    void setInputSize(int height, int width); // compare mode: a second model side by side
     void closeCompare();
     void addImages(const QStringList& paths);
     void selectImage(int row);

@@ -170,6 +170,7 @@ void MainWindow::buildDocks()
     connect(m_controls, &AttentionControls::layerChanged, this, &MainWindow::setLayer);
     connect(m_controls, &AttentionControls::headChanged, this, &MainWindow::setHead);
     connect(m_controls, &AttentionControls::rolloutChanged, this, &MainWindow::refreshMaps);
+    connect(m_controls, &AttentionControls::inputSizeChanged, this, &MainWindow::setInputSize);
     connect(m_controls, &AttentionControls::relevanceChanged, this, [this] {
         for (ModelSlot* slot : m_slots)
             slot->setRelevance(m_controls->relevance());

@@ -101,7 +101,10 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
     });
 }
 
-void ModelSlot::load(const QString& path) { m_modelJob = m_worker->loadModel(path, channel(0)); }
+void ModelSlot::load(const QString& path, int inputHeight, int inputWidth)
+{
+    m_modelJob = m_worker->loadModel(path, channel(0), inputHeight, inputWidth);
+}
 
 void ModelSlot::unload()
 {

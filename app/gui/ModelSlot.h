@@ -22,7 +22,7 @@ public:
 
     ModelSlot(attnscope::EngineWorker* worker, int index, QObject* parent = nullptr);
 
-    void load(const QString& path);
+    void load(const QString& path, int inputHeight = 0, int inputWidth = 0); // 0, 0: the input size it was trained for
     void unload();
     // Traces and analyses `imagePath` (and its variant, when one is set), superseding what was running: one job per
     // channel, whose one forward set gives the trace (traceReady, first) and the analyses (analysisReady).

@@ -6,6 +6,8 @@
 #include "ModelSlot.h"
 
 #include <QComboBox>
+#include <QLineEdit>
+#include <QStatusBar>
 #include <attnscope/Analyses.h>
 #include <attnscope/Image.h>
 
@@ -153,6 +155,39 @@ private slots:
         QCOMPARE(w.slot(0)->relevance()->relevance.targetClass, other);
         w.setHead(-1);
         QVERIFY(!classBox->isEnabled());
+    }
+
+    // The Input size field loads the model again at another size (position table resampled) and the image is traced on
+    // the new grid; a size that is no multiple of the patch is refused in the status bar and changes nothing.
+    void inputSizeFieldRunsTheModelAtAnotherSize()
+    {
+        MainWindow w;
+        QVERIFY(openFixtureWithImage(w)); // tv_grid16: 32 x 32 in patches of 2
+        QCOMPARE(w.current()->trace.gridHeight, 16);
+        QLineEdit* field = nullptr;
+        for (auto* edit : w.findChildren<QLineEdit*>())
+            if (edit->accessibleName() == QLatin1String("Input size"))
+                field = edit;
+        QVERIFY(field);
+        QVERIFY(field->placeholderText().startsWith(QStringLiteral("32,32")));
+
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        QSignalSpy imageReady(&w, &MainWindow::imageReady);
+        field->setText(QStringLiteral("40,24"));
+        emit field->editingFinished();
+        QVERIFY(modelReady.wait(20000));
+        QVERIFY(imageReady.wait(20000));
+        QCOMPARE(w.model()->config().imageHeight, 40);
+        QCOMPARE(w.model()->info().trainedHeight, 32);
+        QCOMPARE(w.current()->trace.gridHeight, 20);
+        QCOMPARE(w.current()->trace.gridWidth, 12);
+        QCOMPARE(field->text(), QStringLiteral("40,24"));
+
+        field->setText(QStringLiteral("33,33"));
+        emit field->editingFinished();
+        QVERIFY(w.statusBar()->currentMessage().contains(QStringLiteral("not a multiple of the model's patch size 2")));
+        QCOMPARE(field->text(), QStringLiteral("40,24"));
+        QVERIFY(!modelReady.wait(500));
     }
 
     void brokenModelShowsAnErrorAndTheAppCarriesOn()
