@@ -13,6 +13,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QStatusBar>
 #include <QToolBar>
 #include <QVBoxLayout>
@@ -166,6 +167,10 @@ void MainWindow::buildDocks()
     scrollControls->setWidget(m_controls);
     scrollControls->setWidgetResizable(true);
     scrollControls->setFrameShape(QFrame::NoFrame);
+    // On a short screen the controls scroll vertically; the dock is wide enough for them and that scroll bar, so that
+    // no horizontal one hides their last row.
+    scrollControls->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scrollControls->setMinimumWidth(m_controls->minimumSizeHint().width() + scrollControls->verticalScrollBar()->sizeHint().width());
     dock(tr("Attention"), "attentionDock", scrollControls, Qt::RightDockWidgetArea);
     connect(m_controls, &AttentionControls::layerChanged, this, &MainWindow::setLayer);
     connect(m_controls, &AttentionControls::headChanged, this, &MainWindow::setHead);
