@@ -95,17 +95,20 @@ Result<int> gridQueryToken(const std::string& spec, int gridHeight, int gridWidt
     return prefixTokens + row * gridWidth + column;
 }
 
+std::string csvField(const std::string& s)
+{
+    if (s.find_first_of(",\"\n") == std::string::npos)
+        return s;
+    std::string q = "\"";
+    for (char c : s)
+        q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+}
+
 std::string relevanceCsv(const RelevanceFigure& f)
 {
     const Relevance& r = f.relevance;
-    std::string label = f.label;
-    if (label.find_first_of(",\"\n") != std::string::npos) {
-        std::string quoted = "\"";
-        for (char ch : label)
-            quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-        label = quoted + "\"";
-    }
-    const std::string head = std::to_string(r.targetClass) + "," + label + "," + csvNumber(r.probability) + "," + std::to_string(r.gradCamLayer) + ",";
+    const std::string head = std::to_string(r.targetClass) + "," + csvField(f.label) + "," + csvNumber(r.probability) + "," + std::to_string(r.gradCamLayer) + ",";
     std::string csv = "class,label,probability,gradcam_layer,row,col,gae,gradcam\n";
     for (int y = 0; y < r.gridHeight; ++y)
         for (int x = 0; x < r.gridWidth; ++x) {

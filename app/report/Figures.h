@@ -32,6 +32,8 @@ std::string attentionGridCsv(const attnscope::AttentionGrid& grid);
 std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>& runs, const std::vector<NamedGrid>& grids,
                          const attnscope::LogitDecomposition* decomposition, const std::vector<std::string>& formats,
                          const std::vector<NamedRelevance>& relevances = {});
+// A CSV field: as it is, or quoted (quotes doubled) when it holds a comma, a quote or a newline.
+std::string csvField(const std::string& s);
 // A relevance figure's data: one row per patch (class, label, probability, Grad-CAM layer, row, col, gae, gradcam).
 std::string relevanceCsv(const attnscope::RelevanceFigure& figure);
 

@@ -28,16 +28,6 @@ using attnscope::Error;
 
 namespace {
 
-std::string csvField(const std::string& s)
-{
-    if (s.find_first_of(",\"\n") == std::string::npos)
-        return s;
-    std::string q = "\"";
-    for (char c : s)
-        q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-}
-
 // Top-5 classes by softmax probability.
 void appendPredictions(std::string& csv, const std::string& image, const attnscope::Tensor& logits,
                        const std::vector<std::string>& labels)
