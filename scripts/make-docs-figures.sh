@@ -13,8 +13,12 @@ trap 'rm -rf "$tmp"' EXIT
 # Class relevance of the first test image that fmnist-vit classifies correctly (the first, an ankle boot).
 "$build/app/attnscope-cli" analyze --model builtin:fmnist-vit --images "$tmp/images/$(ls "$tmp/images" | head -1)" \
     --out "$tmp/relevance" --analyses relevance --formats png
+# Token norms of the same image.
+"$build/app/attnscope-cli" analyze --model builtin:fmnist-vit --images "$tmp/images/$(ls "$tmp/images" | head -1)" \
+    --out "$tmp/norms" --analyses norms --formats png
 mkdir -p docs/figures
 cp "$tmp/relevance/figures/relevance.png" docs/figures/relevance.png
+cp "$tmp/norms/figures/token_norms.png" docs/figures/token_norms.png
 for f in token_similarity snr snr_diagnostics head_centres head_kernels attention_distance attention_similarity attention_grid logit_decomposition; do
     cp "$tmp/zoo/figures/$f.png" docs/figures/
 done

@@ -62,6 +62,32 @@ void AttentionView::setValueCaption(const QString& caption)
     update();
 }
 
+void AttentionView::setMarkedPatches(std::vector<QPoint> patches)
+{
+    if (patches == m_marked)
+        return;
+    m_marked = std::move(patches);
+    update();
+}
+
+void AttentionView::paintMarked(QPainter& p, const QRect& image) const
+{
+    if (m_marked.empty() || m_gridW <= 0 || m_gridH <= 0)
+        return;
+    p.save();
+    p.setRenderHint(QPainter::Antialiasing, true);
+    p.setBrush(Qt::NoBrush);
+    const double cw = image.width() / double(m_gridW), ch = image.height() / double(m_gridH);
+    for (const QPoint& c : m_marked) {
+        const QRectF cell(image.left() + c.x() * cw, image.top() + c.y() * ch, cw, ch);
+        p.setPen(QPen(QColor(0, 0, 0, 160), 3.0));
+        p.drawRect(cell.adjusted(1.5, 1.5, -1.5, -1.5));
+        p.setPen(QPen(QColor(0xd5, 0x5e, 0x00), 1.6)); // vermillion (PlotStyle's palette)
+        p.drawRect(cell.adjusted(1.5, 1.5, -1.5, -1.5));
+    }
+    p.restore();
+}
+
 void AttentionView::setCaption(const QString& caption)
 {
     m_caption = caption;
@@ -128,6 +154,7 @@ QImage AttentionView::composed(double scale) const
     if (!m_caption.isEmpty())
         p.drawText(QRect(0, 4, logical.width(), kCaptionHeight), Qt::AlignCenter, m_caption);
     p.drawImage(image, m_rendered);
+    paintMarked(p, image);
     if (m_map)
         paintColorBar(p, barRect(image), m_colormap, { 0.0, mapMaximum(*m_map) }, Qt::Vertical, m_valueCaption, PlotStyle {});
     return out;
@@ -156,6 +183,7 @@ void AttentionView::paintEvent(QPaintEvent*)
         p.drawText(QRect(0, 0, width(), kCaptionHeight), Qt::AlignCenter, m_caption);
     p.setRenderHint(QPainter::SmoothPixmapTransform, false); // patches stay crisp when enlarged
     p.drawImage(r, m_rendered);
+    paintMarked(p, r);
     if (m_map) {
         p.setRenderHint(QPainter::Antialiasing, true);
         paintColorBar(p, barRect(r), m_colormap, { 0.0, mapMaximum(*m_map) }, Qt::Vertical, m_valueCaption, PlotStyle {});

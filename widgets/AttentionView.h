@@ -9,6 +9,7 @@
 #include <QWidget>
 
 #include <optional>
+#include <vector>
 
 namespace attnscope {
 
@@ -26,6 +27,9 @@ public:
     void setShowGrid(bool show);
     void setCaption(const QString& caption); // drawn above the image (the model, in compare mode)
     void setValueCaption(const QString& caption); // the colour bar's: "attention" unless set
+    // Patches (x = column, y = row) outlined over the map, e.g. the high-norm tokens; none by default.
+    void setMarkedPatches(std::vector<QPoint> patches);
+    const std::vector<QPoint>& markedPatches() const { return m_marked; }
     void clear();
 
     const QImage& rendered() const { return m_rendered; }
@@ -52,6 +56,8 @@ private:
     Image m_shown;
     std::optional<AttentionMap> m_map;
     int m_gridH = 0, m_gridW = 0, m_prefix = 0, m_query = 0;
+    std::vector<QPoint> m_marked;
+    void paintMarked(QPainter& p, const QRect& image) const;
     double m_opacity = 0.6;
     Colormap m_colormap = Colormap::Viridis;
     bool m_showGrid = false;

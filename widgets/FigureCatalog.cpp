@@ -8,6 +8,7 @@
 #include "LogitDecompositionPlot.h"
 #include "PlotElements.h"
 #include "SnrPlot.h"
+#include "TokenNormsPlot.h"
 #include "TokenSimilarityPlot.h"
 
 #include <qcustomplot.h>
@@ -42,6 +43,7 @@ QString missing(Figure figure)
     case Figure::HeadCentres:
     case Figure::AttentionDistance: return QObject::tr("No head centres yet.");
     case Figure::AttentionSimilarity: return QObject::tr("No attention similarity yet.");
+    case Figure::TokenNorms: return QObject::tr("No token norms yet (the \"norms\" analysis).");
     case Figure::LogitDecomposition: return QObject::tr("No logit decomposition for this model and image.");
     case Figure::HeadKernels:
         return QObject::tr("No head kernels yet: they need head centres on a patch grid wider than the offset window.");
@@ -62,6 +64,7 @@ QString figureTitle(Figure figure)
     case Figure::AttentionSimilarity: return QObject::tr("Attention similarity");
     case Figure::LogitDecomposition: return QObject::tr("Logit decomposition");
     case Figure::HeadKernels: return QObject::tr("Head kernels");
+    case Figure::TokenNorms: return QObject::tr("High-norm tokens");
     }
     return {};
 }
@@ -70,6 +73,7 @@ QSize figureSize(Figure figure, const FigureData& data)
 {
     switch (figure) {
     case Figure::SnrDiagnostics: return snrDiagnosticsFigureSize();
+    case Figure::TokenNorms: return tokenNormsFigureSize();
     case Figure::HeadCentres: return headCentresFigureSize(data.series.empty() ? 1 : layersOf(data.series.front()));
     case Figure::LogitDecomposition: return logitDecompositionFigureSize();
     case Figure::HeadKernels:
@@ -97,6 +101,7 @@ void buildFigure(QCustomPlot* plot, Figure figure, const FigureData& data, const
     case Figure::AttentionDistance: buildAttentionDistancePlot(plot, data.series, style); break;
     case Figure::AttentionSimilarity: buildAttentionSimilarityPlot(plot, data.series, style); break;
     case Figure::HeadKernels: buildHeadKernelPlot(plot, data.series.front(), style); break;
+    case Figure::TokenNorms: buildTokenNormsPlot(plot, data.series, style); break;
     case Figure::LogitDecomposition:
         buildLogitDecompositionFigure(plot, *data.decomposition, data.decompositionHead, data.decompositionInfo, style);
         break;

@@ -36,7 +36,7 @@ const std::vector<Figure>& allFigures()
 {
     static const std::vector<Figure> all { Figure::TokenSimilarity, Figure::Snr, Figure::SnrDiagnostics, Figure::HeadCentres,
                                            Figure::AttentionDistance, Figure::LogitDecomposition, Figure::AttentionSimilarity,
-                                           Figure::HeadKernels };
+                                           Figure::HeadKernels, Figure::TokenNorms };
     return all;
 }
 
@@ -51,6 +51,7 @@ std::string figureFileName(Figure figure)
     case Figure::AttentionSimilarity: return "attention_similarity";
     case Figure::LogitDecomposition: return "logit_decomposition";
     case Figure::HeadKernels: return "head_kernels";
+    case Figure::TokenNorms: return "high_norm_tokens";
     }
     return {};
 }
@@ -67,6 +68,7 @@ bool figureHasData(Figure figure, const FigureData& data)
     case Figure::AttentionSimilarity: return s && !s->attentionSimilarity.empty();
     case Figure::LogitDecomposition: return data.decomposition != nullptr;
     case Figure::HeadKernels: return s && std::any_of(s->headCentres.begin(), s->headCentres.end(), hasOffsetMap);
+    case Figure::TokenNorms: return s && !s->tokenNorms.empty();
     }
     return false;
 }
@@ -141,6 +143,15 @@ std::string figureCsv(Figure figure, const FigureData& data)
             for (const auto& r : s.headCentres)
                 csv += quoted(s.label) + "," + std::to_string(r.layer) + "," + std::to_string(r.head) + ","
                     + csvNumber(r.meanDistancePx.mean) + "," + std::to_string(r.meanDistancePx.n) + "\n";
+        break;
+    case Figure::TokenNorms:
+        csv = "label,layer,outliers_mean,outliers_sd,outliers_ci95,max_ratio,cls_ratio,register_ratio,outlier_attention,prefix_attention,n\n";
+        for (const auto& s : data.series)
+            for (const auto& r : s.tokenNorms)
+                csv += quoted(s.label) + "," + std::to_string(r.layer) + "," + csvNumber(r.outliers.mean) + "," + csvNumber(r.outliers.sd)
+                    + "," + csvNumber(r.outliers.ci95) + "," + csvNumber(r.maxRatio.mean) + "," + csvNumber(r.clsRatio.mean) + ","
+                    + csvNumber(r.registerRatio.mean) + "," + csvNumber(r.outlierAttention.mean) + ","
+                    + csvNumber(r.prefixAttention.mean) + "," + std::to_string(r.outliers.n) + "\n";
         break;
     case Figure::LogitDecomposition:
         csv = "term,query,key,value\n";

@@ -14,7 +14,7 @@
 namespace attnscope {
 
 enum class Figure { TokenSimilarity, Snr, SnrDiagnostics, HeadCentres, AttentionDistance, LogitDecomposition, AttentionSimilarity,
-                    HeadKernels };
+                    HeadKernels, TokenNorms };
 
 // What the figures are drawn from: one summary per curve (model, variant, compared model), and for the logit
 // decomposition one image's decomposition (optional, not owned).

@@ -12,6 +12,8 @@ namespace attnscope {
 inline QSize lineFigureSize() { return { 760, 500 }; }
 // Three panels side by side.
 inline QSize snrDiagnosticsFigureSize() { return { 1250, 440 }; }
+// Three panels side by side with two-line keys under them.
+inline QSize tokenNormsFigureSize() { return { 1250, 480 }; }
 // Four square heatmaps and a colour bar.
 inline QSize logitDecompositionFigureSize() { return { 1300, 400 }; }
 

@@ -235,6 +235,37 @@ QCPGraph* addBand(QCPAxisRect* rect, const QVector<double>& x, const QVector<dou
     return upper;
 }
 
+QCPAxisRect* addLayerPanel(QCustomPlot* plot, QCPLayoutGrid* panels, int column, const QString& title, QCPMarginGroup* group,
+    const QString& xLabel, const QString& yLabel, int firstLayer, int lastLayer, const PlotStyle& style)
+{
+    auto* text = new QCPTextElement(plot, title, style.font(style.labelFontPx, true));
+    text->setTextColor(style.foreground);
+    panels->addElement(0, column, text);
+    QCPAxisRect* rect = addAxisRect(plot, panels, 1, column, style);
+    rect->setMarginGroup(QCP::msTop | QCP::msBottom, group);
+    rect->axis(QCPAxis::atBottom)->setLabel(xLabel);
+    rect->axis(QCPAxis::atLeft)->setLabel(yLabel);
+    setLayerAxis(rect->axis(QCPAxis::atBottom), firstLayer, lastLayer, 7);
+    return rect;
+}
+
+void addPanelStyleKey(QCustomPlot* plot, QCPLayoutGrid* panels, int row, int column, QCPAxisRect* rect, const QStringList& names,
+    const PlotStyle& style)
+{
+    auto* key = new QCPLegend;
+    auto* keyBox = new QCPLayoutGrid;
+    panels->addElement(row, column, keyBox);
+    keyBox->addElement(0, 0, new QCPLayoutElement(plot));
+    keyBox->addElement(0, 1, key);
+    keyBox->addElement(0, 2, new QCPLayoutElement(plot));
+    key->setLayer(QStringLiteral("legend"));
+    applyStyle(key, style, false);
+    key->setFont(style.font(style.legendFontPx - 1));
+    for (int q = 0; q < names.size(); ++q)
+        addStyleKey(rect, key, names[q], penStyleFor(q), style);
+    finishLegend(key, 1);
+}
+
 QCPGraph* addStyleKey(
     QCPAxisRect* rect, QCPLegend* legend, const QString& name, Qt::PenStyle penStyle, const PlotStyle& style)
 {

@@ -6,6 +6,7 @@
 #include "PlotStyle.h"
 
 #include <QString>
+#include <QStringList>
 #include <QVector>
 #include <attnscope/Summary.h>
 #include <vector>
@@ -16,6 +17,7 @@ class QCPAxisRect;
 class QCPGraph;
 class QCPLayoutGrid;
 class QCPLegend;
+class QCPMarginGroup;
 
 namespace attnscope {
 
@@ -48,6 +50,17 @@ QCPGraph* addBand(QCPAxisRect* rect, const QVector<double>& x, const QVector<dou
 // A data-less graph whose only use is a legend entry that explains a line style ("dashed: patch tokens").
 QCPGraph* addStyleKey(
     QCPAxisRect* rect, QCPLegend* legend, const QString& name, Qt::PenStyle penStyle, const PlotStyle& style);
+
+// Panel `column` of a row of panels over layers: its bold title in row 0 of `panels`, its axis rect in row 1 (sharing
+// top and bottom margins through `group`), x labelled `xLabel` with layer ticks from firstLayer to lastLayer, y `yLabel`.
+QCPAxisRect* addLayerPanel(QCustomPlot* plot, QCPLayoutGrid* panels, int column, const QString& title, QCPMarginGroup* group,
+    const QString& xLabel, const QString& yLabel, int firstLayer, int lastLayer, const PlotStyle& style);
+
+// The line-style key of one panel of a row of panels (SNR diagnostics, high-norm tokens): under the panel in row `row`
+// and column `column` of `panels`, in a box so that its natural width does not cap the column; one key per name, in
+// penStyleFor's order.
+void addPanelStyleKey(QCustomPlot* plot, QCPLayoutGrid* panels, int row, int column, QCPAxisRect* rect, const QStringList& names,
+    const PlotStyle& style);
 
 // The legend of a plot of two curve kinds per model: a key per plotted model (its colour, filled disc), then two
 // neutral keys for the kinds (solid line with discs: `first`; dashed with open circles: `second`).

@@ -251,16 +251,9 @@ if (!anyData)
 for (size_t p = 0; p < spec.size(); ++p) {
     const Panel& panel = spec[p];
     const int column = int(p);
-    auto* title = new QCPTextElement(plot, panel.title, style.font(style.labelFontPx, true));
-    title->setTextColor(style.foreground);
-    panels->addElement(0, column, title);
-    QCPAxisRect* rect = addAxisRect(plot, panels, 1, column, style);
-    rect->setMarginGroup(QCP::msTop | QCP::msBottom, group);
-    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxisRect* rect = addLayerPanel(plot, panels, column, panel.title, group, QStringLiteral("Layer"), panel.yLabel, firstLayer,
+        lastLayer, style);
     QCPAxis* y = rect->axis(QCPAxis::atLeft);
-    x->setLabel(QStringLiteral("Layer"));
-    y->setLabel(panel.yLabel);
-    setLayerAxis(x, firstLayer, lastLayer, 7);
     if (panel.log) {
         y->setScaleType(QCPAxis::stLogarithmic);
         auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
@@ -318,19 +311,10 @@ for (size_t p = 0; p < spec.size(); ++p) {
     if (std::isfinite(panel.reference))
         addReferenceLine(rect, panel.reference, style);
 
-    // The line-style key of this panel, under it, in a box so its natural width does not cap the column.
-    auto* key = new QCPLegend;
-    auto* keyBox = new QCPLayoutGrid;
-    panels->addElement(2, column, keyBox);
-    keyBox->addElement(0, 0, new QCPLayoutElement(plot));
-    keyBox->addElement(0, 1, key);
-    keyBox->addElement(0, 2, new QCPLayoutElement(plot));
-    key->setLayer(QStringLiteral("legend"));
-    applyStyle(key, style, false);
-    key->setFont(style.font(style.legendFontPx - 1));
-    for (size_t q = 0; q < panel.quantities.size(); ++q)
-        addStyleKey(rect, key, panel.quantities[q].name, penStyleFor(int(q)), style);
-    finishLegend(key, 1);
+    QStringList names;
+    for (const auto& q : panel.quantities)
+        names << q.name;
+    addPanelStyleKey(plot, panels, 2, column, rect, names, style);
 }
 panels->setRowStretchFactor(0, 0.001);
 panels->setRowStretchFactor(2, 0.001);

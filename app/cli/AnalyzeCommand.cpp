@@ -38,7 +38,7 @@ void AnalyzeCommand::addTo(CLI::App& app)
                    "H,W or N: run the models at this input size instead of the trained one (multiples of the patch "
                    "size; the position embedding is resampled as timm does, the images resized and cropped to it)");
     app.add_option("--out", out, "output folder")->capture_default_str();
-    app.add_option("--analyses", analyses, "similarity,attention,centres,snr,decomposition,relevance")->capture_default_str();
+    app.add_option("--analyses", analyses, "similarity,attention,centres,snr,decomposition,relevance,norms")->capture_default_str();
     app.add_option("--noise", noise,
                    "perturbation for the SNR (several allowed): gaussian:sigma=S, saltpepper:fraction=F, blur:sigma=S, "
                    "jpeg:quality=Q, fgsm:eps=E, pgd:eps=E[,steps=T] (S and E in 0..255 pixel units)");
@@ -64,6 +64,9 @@ void AnalyzeCommand::addTo(CLI::App& app)
         ->capture_default_str();
     app.add_option("--class", targetClass, "relevance: the class explained (-1: each image's predicted class)")->capture_default_str();
     app.add_option("--gradcam-layer", gradCamLayer, "relevance: the block output X_l Grad-CAM reads (-1: X_{L-1})")->capture_default_str();
+    app.add_option("--outlier-ratio", outlierRatio,
+                   "norms: a patch token whose norm exceeds this times the median patch norm of its layer is a high-norm outlier")
+        ->capture_default_str();
     app.add_flag("--strict", strict, "stop at the first image that cannot be read (default: skip it, list it, exit with 3)");
     app.add_flag("--fresh", fresh, "start again, discarding what an unfinished run left in --out (default: resume it)");
     app.add_option("--checkpoint-seconds", checkpointSeconds, "seconds between the checkpoints a rerun resumes from")->capture_default_str();
@@ -89,6 +92,10 @@ int AnalyzeCommand::run() const
     base.snr = wants("snr");
     base.decomposition = wants("decomposition");
     base.relevance = wants("relevance");
+    base.norms = wants("norms");
+    if (!(outlierRatio > 1.0) || !std::isfinite(outlierRatio))
+        return usage("--outlier-ratio " + attnscope::csvNumber(outlierRatio) + ": expected a number above 1");
+    base.outlierRatio = outlierRatio;
     base.draws = draws;
     if (batch < 0)
         return usage("--batch " + std::to_string(batch) + ": expected 0 (the device's default) or a positive count");

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <attnscope/Analyses.h>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +54,7 @@ struct AnalyzeCommand {
     bool fresh = false;
     int targetClass = -1;
     int gradCamLayer = -1;
+    double outlierRatio = attnscope::kDefaultOutlierRatio;
     double checkpointSeconds = 5.0;
     int threads = 0;
     std::optional<double> neutreno;

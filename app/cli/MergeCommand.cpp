@@ -111,7 +111,7 @@ int MergeCommand::run() const
         if (auto w = attnscope::writeTextFile((fs::path(out) / "predictions.csv").string(), predictions); !w)
             return fail(w.message());
     const std::vector<std::string> figureFormats = formatsToDraw(*asked);
-    if (const std::string error = writeFigures(out, outputs, {}, nullptr, figureFormats); !error.empty())
+    if (const std::string error = writeFigures(out, outputs, ImageFigures {}, nullptr, figureFormats); !error.empty())
         return fail(error);
     std::sort(images.begin(), images.end(), [](const auto& a, const auto& b) { return a.value("index", 0) < b.value("index", 0); });
     nlohmann::json manifest = firstManifest;

@@ -96,7 +96,7 @@ AttentionControls::AttentionControls(QWidget* parent)
     m_class->setToolTip(tr("The class whose logit the relevance views explain"));
     m_class->addItem(tr("predicted class"), -1);
     connect(m_class, &QComboBox::currentIndexChanged, this, &AttentionControls::relevanceChanged);
-    connect(m_head, &QComboBox::currentIndexChanged, this, [this] { m_class->setEnabled(head() <= -3); });
+    connect(m_head, &QComboBox::currentIndexChanged, this, [this] { m_class->setEnabled(isRelevanceHead(head())); });
     m_class->setEnabled(false);
     layout->addRow(tr("Layer"), m_layer);
     layout->addRow(tr("Head"), m_head);
@@ -210,6 +210,7 @@ void AttentionControls::setModel(int depth, int heads, double trainedLambda, dou
     m_head->addItem(tr("rollout"), -2);
     m_head->addItem(tr("relevance (GAE)"), -3);
     m_head->addItem(tr("Grad-CAM"), -4);
+    m_head->addItem(tr("token norms"), -5);
     for (int h = 0; h < heads; ++h)
         m_head->addItem(tr("head %1").arg(h), h);
     m_head->blockSignals(false);
@@ -240,7 +241,7 @@ void AttentionControls::setHead(int head)
     m_head->blockSignals(false);
     m_fusion->setEnabled(head == -2);
     m_discard->setEnabled(head == -2);
-    m_class->setEnabled(head <= -3);
+    m_class->setEnabled(isRelevanceHead(head));
 }
 
 void AttentionControls::setQueryText(const QString& text) { m_query->setText(text); }
@@ -292,7 +293,7 @@ void AttentionControls::setInputSize(int height, int width, int trainedHeight, i
 
 std::optional<RelevanceOptions> AttentionControls::relevance() const
 {
-    if (head() > -3)
+    if (!isRelevanceHead(head()))
         return std::nullopt;
     RelevanceOptions o;
     o.targetClass = m_class->currentIndex() < 0 ? -1 : m_class->currentData().toInt();

@@ -21,6 +21,9 @@ class QTimer;
 // The right-hand dock: which attention is shown (layer, head, mean or rollout), how (opacity, colour map, patch
 // grid), the query, and the variant to run beside the model (NeuTRENO λ, Boost t) with the perturbation of the SNR.
 // Variant and perturbation edits are reported after a short pause, so that spinning a value reruns once.
+// The Head choices that show a class relevance (GAE, Grad-CAM) rather than attention.
+inline bool isRelevanceHead(int head) { return head == -3 || head == -4; }
+
 class AttentionControls : public QWidget {
     Q_OBJECT
 public:
@@ -29,7 +32,7 @@ public:
     // A new model: its depth and heads, and its own variant values (what "no variant" means).
     void setModel(int depth, int heads, double trainedLambda, double trainedBoost);
     void setLayer(int layer);
-    void setHead(int head); // -1 mean of heads, -2 rollout, -3 relevance (GAE), -4 Grad-CAM
+    void setHead(int head); // -1 mean of heads, -2 rollout, -3 relevance (GAE), -4 Grad-CAM, -5 token norms
     void setClasses(const QStringList& labels); // the model's class names, for the relevance's class picker
     // The size the model runs at and the one it was trained for: the Input size field shows the former unless they agree.
     void setInputSize(int height, int width, int trainedHeight, int trainedWidth);

@@ -317,22 +317,55 @@ void MainWindow::refreshMaps()
         const int layer = std::clamp(m_layer, 1, t.depth);
         const int head = m_head >= t.numHeads ? -1 : m_head;
         AttentionMap map;
-        if (head <= -3) {
+        std::vector<QPoint> marked;
+        QString normsText;
+        if (isRelevanceHead(head)) {
             // The class relevance, once the worker has it for this image; the image alone meanwhile.
             const auto& r = m_slots[i]->relevance();
             if (r && r->path == current->path)
                 map.patches = head == -3 ? r->relevance.gae : r->relevance.gradCam;
+        } else if (head == -5) {
+            // The norms of X_l's patch tokens, the high-norm outliers outlined (Analyses.h section 7): from the trace.
+            const TokenNorms norms = m_slots[i]->model()
+                ? tokenNorms(t, m_slots[i]->model()->config(), m_slots[i]->analysisOptions().outlierRatio)
+                : TokenNorms {};
+            for (const auto& l : norms.layers) {
+                if (l.layer != layer)
+                    continue;
+                std::vector<float> patches(l.norms.begin() + std::min<size_t>(size_t(t.numPrefixTokens), l.norms.size()), l.norms.end());
+                if (int64_t(patches.size()) == int64_t(t.gridHeight) * t.gridWidth)
+                    map.patches = Tensor::fromVector({ t.gridHeight, t.gridWidth }, std::move(patches));
+                QStringList cells;
+                for (int token : l.outliers) {
+                    const int p = token - t.numPrefixTokens;
+                    marked.push_back(QPoint(p % t.gridWidth, p / t.gridWidth));
+                    if (cells.size() < 6)
+                        cells << QStringLiteral("(%1,%2)").arg(p / t.gridWidth).arg(p % t.gridWidth);
+                }
+                normsText = tr("X%1 · median %2 · %3 outlier(s) > %4× median%5%6")
+                                .arg(layer)
+                                .arg(l.patchMedian, 0, 'g', 3)
+                                .arg(l.outliers.size())
+                                .arg(norms.outlierRatio, 0, 'g', 3)
+                                .arg(cells.isEmpty() ? QString() : QStringLiteral(" ") + cells.join(QStringLiteral(" ")))
+                                .arg(std::isfinite(l.outlierAttention) && !l.outliers.empty()
+                                         ? tr(" · %1% of A%2").arg(100.0 * l.outlierAttention, 0, 'f', 1).arg(layer + 1)
+                                         : QString());
+            }
         } else {
             map = head == -2 ? rolloutMap(t, attentionRollout(t, m_controls->rollout()), query) : attentionMap(t, layer, head, query);
         }
         m_views[i]->setQuery(head <= -3 ? -1 : query);
-        m_views[i]->setValueCaption(head == -3 ? tr("relevance (GAE)") : head == -4 ? tr("Grad-CAM") : tr("attention"));
+        m_views[i]->setValueCaption(head == -3 ? tr("relevance (GAE)") : head == -4 ? tr("Grad-CAM") : head == -5 ? tr("token norm") : tr("attention"));
+        m_views[i]->setMarkedPatches(std::move(marked));
         m_views[i]->setMap(map);
-        if (i == 0 && head <= -3) {
+        if (i == 0 && isRelevanceHead(head)) {
             const auto& r = m_slots[0]->relevance();
             m_controls->setQueryText(r && r->path == current->path
                     ? tr("class %1 · p %2 · Grad-CAM on X%3").arg(r->relevance.targetClass).arg(r->relevance.probability, 0, 'f', 3).arg(r->relevance.gradCamLayer)
                     : tr("computing the relevance…"));
+        } else if (i == 0 && head == -5) {
+            m_controls->setQueryText(normsText);
         } else if (i == 0) {
             m_controls->setQueryText(tr("%1 · prefix mass %2").arg(describeQuery(query, t)).arg(map.prefixMass, 0, 'f', 3));
         }

@@ -228,7 +228,7 @@ void MainWindow::buildDocks()
     setRow->addWidget(m_setButton);
     setRow->addWidget(m_setProgress, 1);
     m_setPanel = new FigurePanel({ Figure::TokenSimilarity, Figure::Snr, Figure::SnrDiagnostics, Figure::HeadCentres,
-                                   Figure::AttentionDistance, Figure::AttentionSimilarity, Figure::HeadKernels },
+                                   Figure::AttentionDistance, Figure::AttentionSimilarity, Figure::HeadKernels, Figure::TokenNorms },
                                  setWidget);
     setLayout->addLayout(setRow);
     setLayout->addWidget(m_setPanel, 1);

@@ -10,6 +10,7 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
     , m_index(index)
 {
     m_options.decomposition = true;
+    m_options.norms = true; // cheap beside the forward: the "High-norm tokens" figure of the image and the set
     m_options.perturbations = { *Perturbation::parse("gaussian:sigma=8") };
 
     connect(worker, &EngineWorker::modelLoaded, this, [this](quint64 job, std::shared_ptr<const Model> model) {

@@ -105,12 +105,12 @@ int main(int argc, char** argv)
     QCommandLineOption compare("compare", "a second model, side by side", "MODEL");
     QCommandLineOption screenshot("screenshot", "save a picture of the window to FILE once the first image is analysed, then quit", "FILE");
     QCommandLineOption layer("layer", "layer to show (1-based)", "L");
-    QCommandLineOption head("head", "head to show (-1 mean, -2 rollout, -3 relevance (GAE), -4 Grad-CAM)", "H");
+    QCommandLineOption head("head", "head to show (-1 mean, -2 rollout, -3 relevance (GAE), -4 Grad-CAM, -5 token norms)", "H");
     QCommandLineOption query("query", "query token (0 = CLS)", "TOKEN");
     QCommandLineOption variant("variant", "also run with NeuTRENO lambda and Boost t", "LAMBDA,T");
-    QCommandLineOption figure("figure", "figure of the image dock: 0 token similarity ... 5 logit decomposition", "N");
+    QCommandLineOption figure("figure", "figure of the image dock: 0 token similarity ... 5 logit decomposition, 6 attention similarity, 7 head kernels, 8 high-norm tokens", "N");
     QCommandLineOption set("analyse-set", "analyse the image set (before the screenshot)");
-    QCommandLineOption setFigure("set-figure", "figure of the image-set dock (raised): 0 token similarity ... 4 distance, 5 attention similarity, 6 head kernels", "N");
+    QCommandLineOption setFigure("set-figure", "figure of the image-set dock (raised): 0 token similarity ... 4 distance, 5 attention similarity, 6 head kernels, 7 high-norm tokens", "N");
     QCommandLineOption timeStartup("time-startup", "print the milliseconds from process start to the first heatmap, then quit");
     QCommandLineOption timeSelect("time-select",
                                   "once the first image is analysed, select it again N times, PAUSE ms apart (default 50); print the "

@@ -5,6 +5,7 @@
 #include <FigureCatalog.h>
 #include <FigureExport.h>
 #include <RelevanceFigure.h>
+#include <TokenNormsFigure.h>
 #include <QApplication>
 #include <RuntimeDir.h>
 #include <filesystem>
@@ -36,8 +37,7 @@ std::string figureDrawingUnavailable() { return {}; }
 
 std::string defaultFigureFormats() { return "png"; }
 
-std::string drawFigures(const std::string& dir, const FigureData& data, const std::vector<NamedGrid>& grids,
-    const std::vector<std::string>& formats, const std::vector<NamedRelevance>& relevances)
+std::string drawFigures(const std::string& dir, const FigureData& data, const ImageFigures& images, const std::vector<std::string>& formats)
 {
     if (formats.empty())
         return {};
@@ -54,11 +54,14 @@ std::string drawFigures(const std::string& dir, const FigureData& data, const st
             }
             return {};
         };
-        for (const auto& g : grids)
+        for (const auto& g : images.grids)
             if (std::string error = write(renderAttentionGrid(g.grid), g.name); !error.empty())
                 return error;
-        for (const auto& r : relevances)
+        for (const auto& r : images.relevances)
             if (std::string error = write(renderRelevanceFigure(r.figure), r.name); !error.empty())
+                return error;
+        for (const auto& n : images.norms)
+            if (std::string error = write(renderTokenNormsFigure(n.figure), n.name); !error.empty())
                 return error;
         return {};
     });

@@ -19,6 +19,16 @@ struct NamedRelevance {
     std::string name; // "relevance" or "relevance_<stem>"
     attnscope::RelevanceFigure figure;
 };
+struct NamedTokenNorms {
+    std::string name; // "token_norms" or "token_norms_<stem>"
+    attnscope::TokenNormsFigure figure;
+};
+// The per-image figures of a report beside its dataset plots.
+struct ImageFigures {
+    std::vector<NamedGrid> grids;
+    std::vector<NamedRelevance> relevances;
+    std::vector<NamedTokenNorms> norms;
+};
 
 // "" where this build draws figures; otherwise why it cannot, as a phrase ("figures need the Qt build ...").
 std::string figureDrawingUnavailable();
@@ -27,7 +37,7 @@ std::string figureDrawingUnavailable();
 // (the data only) where they cannot.
 std::string defaultFigureFormats();
 
-// Draws every figure of `data` that has data, the attention grids and the relevance figures into `dir` as
-// <name>.<format> for each format; returns an error message naming the file, or "".
-std::string drawFigures(const std::string& dir, const attnscope::FigureData& data, const std::vector<NamedGrid>& grids,
-    const std::vector<std::string>& formats, const std::vector<NamedRelevance>& relevances = {});
+// Draws every figure of `data` that has data and the per-image figures (attention grids, relevance, token norms) into
+// `dir` as <name>.<format> for each format; returns an error message naming the file, or "".
+std::string drawFigures(const std::string& dir, const attnscope::FigureData& data, const ImageFigures& images,
+    const std::vector<std::string>& formats);

@@ -11,8 +11,7 @@ std::string figureDrawingUnavailable()
 
 std::string defaultFigureFormats() { return ""; }
 
-std::string drawFigures(const std::string& dir, const attnscope::FigureData&, const std::vector<NamedGrid>&,
-    const std::vector<std::string>& formats, const std::vector<NamedRelevance>&)
+std::string drawFigures(const std::string& dir, const attnscope::FigureData&, const ImageFigures&, const std::vector<std::string>& formats)
 {
     if (formats.empty())
         return {};

@@ -7,6 +7,7 @@
 
 #include <FigureData.h>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace fs = std::filesystem;
@@ -118,10 +119,35 @@ std::string relevanceCsv(const RelevanceFigure& f)
     return csv;
 }
 
-std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>& runs, const std::vector<NamedGrid>& grids,
-                         const LogitDecomposition* decomposition, const std::vector<std::string>& formats,
-                         const std::vector<NamedRelevance>& relevances)
+std::string tokenNormsCsv(const TokenNormsFigure& f)
 {
+    const TokenNorms& t = f.norms;
+    const int P = t.numPrefixTokens;
+    const auto kind = [&](int i) -> const char* {
+        if (i >= P)
+            return "patch";
+        if (i == 0 && f.hasClassToken)
+            return "cls";
+        return i >= P - f.registers ? "register" : "dist";
+    };
+    std::string csv = "layer,token,kind,row,col,norm,ratio,outlier,attention_received\n";
+    for (const auto& l : t.layers) {
+        for (size_t i = 0; i < l.norms.size(); ++i) {
+            const int token = int(i), patch = token - P;
+            const bool outlier = std::binary_search(l.outliers.begin(), l.outliers.end(), token);
+            csv += std::to_string(l.layer) + "," + std::to_string(token) + "," + kind(token) + ","
+                + (patch >= 0 ? std::to_string(patch / t.gridWidth) + "," + std::to_string(patch % t.gridWidth) : std::string("-1,-1")) + ","
+                + csvNumber(l.norms[i]) + "," + csvNumber(l.norms[i] / l.patchMedian) + "," + (outlier ? "1" : "0") + ","
+                + (l.attentionReceived.empty() ? std::string("nan") : csvNumber(l.attentionReceived[i])) + "\n";
+        }
+    }
+    return csv;
+}
+
+std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>& runs, const ImageFigures& images,
+                         const LogitDecomposition* decomposition, const std::vector<std::string>& formats)
+{
+    const std::vector<NamedGrid>& grids = images.grids;
     if (runs.empty())
         return {};
     const fs::path dir = fs::path(outDir) / "figures";
@@ -146,7 +172,7 @@ std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>
     for (const auto& g : grids)
         if (auto w = writeTextFile((dir / (g.name + ".csv")).string(), attentionGridCsv(g.grid)); !w)
             return w.message();
-    for (const auto& r : relevances) {
+    for (const auto& r : images.relevances) {
         if (auto w = writeTextFile((dir / (r.name + ".csv")).string(), relevanceCsv(r.figure)); !w)
             return w.message();
         // Both maps as one array [2, gh, gw]: GAE, then Grad-CAM.
@@ -156,7 +182,19 @@ std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>
         if (auto w = writeNpy((dir / (r.name + ".npy")).string(), Tensor::fromVector({ 2, rel.gridHeight, rel.gridWidth }, std::move(both))); !w)
             return w.message();
     }
-    return formats.empty() ? std::string() : drawFigures(dir.string(), data, grids, formats, relevances);
+    for (const auto& n : images.norms) {
+        if (auto w = writeTextFile((dir / (n.name + ".csv")).string(), tokenNormsCsv(n.figure)); !w)
+            return w.message();
+        // Every layer's norms as one array [layers, N], prefix tokens first.
+        const TokenNorms& t = n.figure.norms;
+        std::vector<float> all;
+        for (const auto& l : t.layers)
+            all.insert(all.end(), l.norms.begin(), l.norms.end());
+        const int64_t tokens = t.layers.empty() ? 0 : int64_t(t.layers.front().norms.size());
+        if (auto w = writeNpy((dir / (n.name + ".npy")).string(), Tensor::fromVector({ int64_t(t.layers.size()), tokens }, std::move(all))); !w)
+            return w.message();
+    }
+    return formats.empty() ? std::string() : drawFigures(dir.string(), data, images, formats);
 }
 
 nlohmann::json figuresRecord(const std::vector<std::string>& formats)

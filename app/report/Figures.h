@@ -29,13 +29,15 @@ std::string attentionGridCsv(const attnscope::AttentionGrid& grid);
 
 // Writes the CSV of every figure the runs have data for and draws the figures in each format (none: the CSVs only);
 // returns an error message or "".
-std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>& runs, const std::vector<NamedGrid>& grids,
-                         const attnscope::LogitDecomposition* decomposition, const std::vector<std::string>& formats,
-                         const std::vector<NamedRelevance>& relevances = {});
+std::string writeFigures(const std::string& outDir, const std::vector<RunOutput>& runs, const ImageFigures& images,
+                         const attnscope::LogitDecomposition* decomposition, const std::vector<std::string>& formats);
 // A CSV field: as it is, or quoted (quotes doubled) when it holds a comma, a quote or a newline.
 std::string csvField(const std::string& s);
 // A relevance figure's data: one row per patch (class, label, probability, Grad-CAM layer, row, col, gae, gradcam).
 std::string relevanceCsv(const attnscope::RelevanceFigure& figure);
+// A token-norms figure's data: one row per layer and token (layer, token, kind cls|dist|register|patch, row, col (-1 for
+// prefix tokens), norm, ratio to the layer's patch median, outlier 0|1, attention received from A_{l+1}).
+std::string tokenNormsCsv(const attnscope::TokenNormsFigure& figure);
 
 // The manifest's "figures": the formats drawn, and in a build that draws none, why ("not_drawn").
 nlohmann::json figuresRecord(const std::vector<std::string>& formats);

@@ -92,6 +92,7 @@ struct ReportResults {
     std::vector<RunOutput> outputs;
     std::vector<NamedGrid> grids;
     std::vector<NamedRelevance> relevances;
+    std::vector<NamedTokenNorms> norms;
     std::optional<attnscope::LogitDecomposition> decomposition;
     nlohmann::json manifest;           // all but the images,
     std::shared_ptr<RunJournal> journal; // the images, which finishReport writes into it
@@ -204,6 +205,8 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                             { "shard", std::to_string(request.shardIndex) + "/" + std::to_string(request.shardCount) } };
     if (request.inputHeight > 0) // only when given: the journals of runs without it stay resumable
         identity["options"]["input_size"] = { request.inputHeight, request.inputWidth };
+    if (base.norms) // the outlier count depends on it
+        identity["options"]["outlier_ratio"] = base.outlierRatio;
     auto opened = RunJournal::open(out, identity, paths, request.resume);
     if (!opened)
         return opened.error();
@@ -218,18 +221,29 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
     std::vector<NamedRelevance> relevances;
     int gridsWanted = std::max(0, request.gridImages);
     const size_t relevancesWanted = base.relevance ? size_t(std::max(1, request.gridImages)) : 0;
+    std::vector<NamedTokenNorms> norms;
+    const size_t normsWanted = base.norms ? size_t(std::max(1, request.gridImages)) : 0;
     std::optional<attnscope::LogitDecomposition> decomposition;
     // The per-image figures of the first images: each from a forward of its own, so that they do not depend on
     // which images shared its batch (nor on whether the run was resumed after it).
     const auto addFigures = [&](size_t index, const attnscope::Model::Prepared& prepared, const std::string& path) -> attnscope::Result<bool> {
-        if (int(grids.size()) < gridsWanted) {
+        if (int(grids.size()) < gridsWanted || norms.size() < normsWanted) {
             attnscope::RunOptions maps;
             maps.record.attention = true;
+            maps.record.blocks = norms.size() < normsWanted;
             maps.precision = base.precision;
             auto traced = primary.run(prepared.input, maps);
             if (!traced)
                 return Error { path + ": " + traced.message() };
-            if (traced->attention.empty() || traced->attention.back().empty()) {
+            if (norms.size() < normsWanted) {
+                const auto& c = primary.config();
+                norms.push_back({ "token_norms_" + stems[index],
+                                  { name, stems[index], prepared.shown, c.classToken, c.numRegisters,
+                                    attnscope::tokenNorms(*traced, c, base.outlierRatio) } });
+            }
+            if (int(grids.size()) >= gridsWanted) {
+                // only the norms were wanted of this image
+            } else if (traced->attention.empty() || traced->attention.back().empty()) {
                 gridsWanted = 0; // a model without attention maps
             } else {
                 auto query = gridQueryToken(request.gridQuery, traced->gridHeight, traced->gridWidth, traced->numPrefixTokens);
@@ -256,7 +270,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         return true;
     };
     // A resumed run draws the figures of the images behind it again.
-    for (const auto& entry : journal->firstImages(std::max({ size_t(gridsWanted), relevancesWanted, size_t(base.decomposition ? 1 : 0) }))) {
+    for (const auto& entry : journal->firstImages(std::max({ size_t(gridsWanted), relevancesWanted, normsWanted, size_t(base.decomposition ? 1 : 0) }))) {
         const std::string path = entry.value("path", "");
         auto image = attnscope::decodeImage(path);
         auto prepared = image ? primary.prepare(*image) : attnscope::Result<attnscope::Model::Prepared>(image.error());
@@ -394,6 +408,16 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                                   { "label", r.figure.label }, { "probability", r.figure.relevance.probability },
                                   { "gradcam_layer", r.figure.relevance.gradCamLayer } });
     results->relevances = std::move(relevances);
+    if (norms.size() == 1)
+        norms.front().name = "token_norms";
+    nlohmann::json normsList = nlohmann::json::array();
+    for (const auto& n : norms) {
+        nlohmann::json outliers = nlohmann::json::array();
+        for (const auto& l : n.figure.norms.layers)
+            outliers.push_back(l.outliers.size());
+        normsList.push_back({ { "figure", n.name }, { "image", n.figure.image }, { "outliers_per_layer", outliers } });
+    }
+    results->norms = std::move(norms);
     results->decomposition = std::move(decomposition);
     const auto& info = primary.info();
     const attnscope::ThreadSetup threads = attnscope::threadSetup();
@@ -412,6 +436,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         { "images", nullptr }, // finishReport writes the list in its place
         { "skipped", state.skipped },
         { "relevance", relevanceList },
+        { "token_norms", normsList },
         { "resumed_at", outcome.resumedAt },
         { "options", { { "analyses", request.analysesText }, { "noise", runs.front().output.options["noise"] }, { "draws", base.draws },
                        { "seed", base.seed }, { "device", info.device }, { "batch", batch },
@@ -419,6 +444,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                        { "precision", toString(base.precision) },
                        { "grid_images", request.gridImages }, { "query", request.gridQuery },
                        { "class", request.relevance.targetClass }, { "gradcam_layer", request.relevance.gradCamLayer },
+                       { "outlier_ratio", base.outlierRatio },
                        { "rollout", attnscope::toString(request.rollout.fusion) }, { "discard", request.rollout.discard },
                        { "analyses_on", runs.front().analysis->analysesOnDevice() ? "device" : "host" }, { "dump_tensors", dumping }, { "threads", request.threads },
                        { "intra_op_threads", threads.intraOp }, { "inter_op_threads", threads.interOp },
@@ -450,9 +476,8 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
 attnscope::Result<ReportOutcome> finishReport(const ReportRequest& request, const ReportResults& results)
 {
     const auto start = std::chrono::steady_clock::now();
-    const std::string figureError = writeFigures(request.out, results.outputs, results.grids,
-                                                 results.decomposition ? &*results.decomposition : nullptr, request.formats,
-                                                 results.relevances);
+    const std::string figureError = writeFigures(request.out, results.outputs, { results.grids, results.relevances, results.norms },
+                                                 results.decomposition ? &*results.decomposition : nullptr, request.formats);
     if (!figureError.empty())
         return Error { figureError };
     nlohmann::json manifest = results.manifest;

@@ -62,11 +62,11 @@ Tap tapFromName(const std::string& s) { return s == "attn" ? Tap::Attn : s == "r
 
 Result<std::vector<std::string>> AnalysisOptions::parseList(const std::string& list)
 {
-    static const std::set<std::string> known { "similarity", "attention", "centres", "snr", "decomposition", "relevance" };
+    static const std::set<std::string> known { "similarity", "attention", "centres", "snr", "decomposition", "relevance", "norms" };
     std::vector<std::string> out;
     for (const auto& name : split(list, ',')) {
         if (!known.count(name))
-            return Error { "unknown analysis \"" + name + "\" (similarity, attention, centres, snr, decomposition, relevance)" };
+            return Error { "unknown analysis \"" + name + "\" (similarity, attention, centres, snr, decomposition, relevance, norms)" };
         out.push_back(name);
     }
     return out;
@@ -81,8 +81,8 @@ AnalysisRun::AnalysisRun(std::shared_ptr<const Model> model, AnalysisOptions opt
 RecordSpec AnalysisRun::recordSpec() const
 {
     RecordSpec spec;
-    spec.attention = m_options.attention || m_options.centres;
-    spec.blocks = m_options.similarity || m_options.snr;
+    spec.attention = m_options.attention || m_options.centres || m_options.norms;
+    spec.blocks = m_options.similarity || m_options.snr || m_options.norms;
     spec.attnBranch = m_options.similarity || m_options.snr;
     spec.residual = m_options.similarity || m_options.snr;
     spec.attention = spec.attention || m_options.alsoRecord.attention;
@@ -98,6 +98,7 @@ struct AnalysisRun::ImageResults {
     std::vector<AttentionSimilarityPoint> attentionSimilarity;
     std::vector<HeadCentre> headCentres;
     std::vector<SnrResult> snr; // by perturbation, then draw
+    TokenNorms norms;
 };
 
 void AnalysisRun::addResults(const ImageResults& r)
@@ -114,6 +115,12 @@ void AnalysisRun::addResults(const ImageResults& r)
             addValue(m_stats, keys::headCentre(h.layer, h.head, kCentreFields[i]), values[i]);
         for (int64_t i = 0; i < h.offsetMap.numel(); ++i)
             addValue(m_stats, keys::offsetMapCell(h.layer, h.head, int(i)), h.offsetMap.data()[i]);
+    }
+    for (const auto& n : r.norms.layers) {
+        const double values[] = { double(n.outliers.size()), n.patchMedian, n.maxRatio, n.clsRatio, n.registerRatio,
+                                  n.outlierAttention, n.prefixAttention };
+        for (size_t i = 0; i < std::size(keys::kNormFields); ++i)
+            addValue(m_stats, keys::tokenNorm(n.layer, keys::kNormFields[i]), values[i]);
     }
     size_t k = 0;
     for (const auto& p : r.snr.empty() ? std::vector<Perturbation> {} : m_options.perturbations) {
@@ -285,6 +292,8 @@ Result<bool> AnalysisRun::analyseOnHost(const std::vector<Tensor>& inputs, size_
             tasks.push_back([&] { r.attentionSimilarity = attentionSimilarity(clean); });
         if (m_options.similarity)
             tasks.push_back([&] { r.tokenSimilarity = tokenSimilarity(clean); });
+        if (m_options.norms)
+            tasks.push_back([&] { r.norms = tokenNorms(clean, m_model->config(), m_options.outlierRatio); });
     }
     runInterOp(tasks.size(), interOpThreads(), [&](size_t t) { tasks[t](); });
     for (size_t i = 0; i < images; ++i) {
@@ -313,6 +322,8 @@ Result<bool> AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const
         layout.prefixTokens = c.numPrefixTokens();
         layout.patchSize = c.patchSize;
         layout.depth = c.depth;
+        layout.classToken = c.classToken;
+        layout.registers = c.numRegisters;
         if (cleanTraces || m_options.cleanTraceReady) {
             // The clean rows' logits; their taps only where the caller asked for them (a copy of every map of every
             // image would cost more than the analyses).
@@ -364,6 +375,7 @@ AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius)
     std::set<int> as;
     std::set<std::tuple<std::string, int, int>> snr; // spec, layer, tap
     std::set<std::pair<std::string, int>> snrd;
+    std::set<int> tn;
     for (const auto& [key, value] : stats) {
         const auto p = split(key, '/');
         if (p[0] == "ts" && p.size() == 4)
@@ -376,6 +388,8 @@ AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius)
             snr.insert({ p[1], std::stoi(p[2]), int(tapFromName(p[3])) });
         else if (p[0] == "snrd" && p.size() == 4)
             snrd.insert({ p[1], std::stoi(p[2]) });
+        else if (p[0] == "tn" && p.size() == 3)
+            tn.insert(std::stoi(p[1]));
     }
     for (const auto& [layer, tap, tokens] : ts) {
         const Tap t = Tap(tap);
@@ -440,6 +454,14 @@ AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius)
         r.sensitivity = field("sensitivity");
         r.conditionShare = field("condition").mean;
         s.snrDiagnostics.push_back(r);
+    }
+    for (int layer : tn) {
+        TokenNormRow r;
+        r.layer = layer;
+        Estimate* fields[] = { &r.outliers, &r.patchMedian, &r.maxRatio, &r.clsRatio, &r.registerRatio, &r.outlierAttention, &r.prefixAttention };
+        for (size_t i = 0; i < std::size(keys::kNormFields); ++i)
+            *fields[i] = estimate(stats, keys::tokenNorm(layer, keys::kNormFields[i]));
+        s.tokenNorms.push_back(r);
     }
     return s;
 }

@@ -1,4 +1,4 @@
-// ANALYSES.md sections 1, 2 (attention similarity), 3 and 4 for a batch, as tensor operations on the device the taps
+// ANALYSES.md sections 1, 2 (attention similarity), 3 and 4, and the token norms (Analyses.h section 7), for a batch, as tensor operations on the device the taps
 // are on. Each analysis is written once over [B, ...] tensors in float64, mirroring the host loops of Analyses.cpp and
 // SignalToNoise.cpp, which stay the reference (tests/engine/BatchedAnalysesTest.cpp compares the two).
 #include "BatchedAnalyses.h"
@@ -249,6 +249,39 @@ void signalToNoise(const ForwardState& state, const BatchLayout& layout, const A
     }
 }
 
+// ---- 7. token norms of each block output, outliers over the patch median, and the next attention's shares on them
+void tokenNorms(const ForwardState& state, const BatchLayout& layout, double ratio, Columns& out)
+{
+    const int64_t P = layout.prefixTokens;
+    const int64_t registers = std::min<int64_t>(layout.registers, P);
+    for (size_t l = 0; l < state.blocks.size(); ++l) {
+        if (!state.blocks[l].defined())
+            continue;
+        const at::Tensor norms = f64(pick(state.blocks[l], layout, 0)).norm(2, -1); // [B, N]
+        const int64_t B = norms.size(0), n = norms.size(1), np = n - std::min(P, n);
+        const at::Tensor patches = norms.narrow(1, n - np, np);
+        const at::Tensor sorted = std::get<0>(patches.sort(-1));
+        const at::Tensor median = np % 2 ? sorted.select(1, np / 2)
+                                         : 0.5 * (sorted.select(1, np / 2 - 1) + sorted.select(1, np / 2));
+        const at::Tensor outlier = patches.gt(ratio * median.unsqueeze(1)); // [B, np]
+        const auto nan = [&] { return at::full({ B }, std::nan(""), norms.options()); };
+        const at::Tensor cls = layout.classToken && P > 0 ? norms.select(1, 0) / median : nan();
+        const at::Tensor reg = registers > 0 ? norms.narrow(1, P - registers, registers).mean(1) / median : nan();
+        at::Tensor outlierAttention = nan(), prefixAttention = nan();
+        const size_t next = l + 1;
+        if (int(next) <= layout.depth && next < state.attention.size() && state.attention[next].defined()) {
+            const at::Tensor received = f64(pick(state.attention[next], layout, 0)).mean({ 1, 2 }); // [B, N]
+            outlierAttention = (received.narrow(1, n - np, np) * outlier.to(at::kDouble)).sum(1);
+            if (P > 0)
+                prefixAttention = received.narrow(1, 0, std::min(P, n)).sum(1);
+        }
+        const at::Tensor values[] = { outlier.sum(1).to(at::kDouble), median, std::get<0>(patches.max(1)) / median, cls, reg,
+                                      outlierAttention, prefixAttention };
+        for (size_t f = 0; f < std::size(values); ++f)
+            out.add(values[f], keys::tokenNorm(int(l), keys::kNormFields[f]));
+    }
+}
+
 } // namespace
 
 BatchedValues analyseBatch(const ForwardState& state, const BatchLayout& layout, const AnalysisOptions& options)
@@ -262,6 +295,8 @@ BatchedValues analyseBatch(const ForwardState& state, const BatchLayout& layout,
         attentionSimilarity(state, layout, columns);
     if (options.similarity)
         tokenSimilarity(state, layout, columns);
+    if (options.norms)
+        tokenNorms(state, layout, options.outlierRatio, columns);
     BatchedValues out;
     out.keys = std::move(columns.keys);
     out.values = columns.blocks.empty() ? at::empty({ layout.images, 0 }, at::kDouble)

@@ -23,6 +23,8 @@ struct BatchLayout {
     int prefixTokens = 0;
     int patchSize = 0;
     int depth = 0;
+    bool classToken = false; // the prefix's first token is a CLS token
+    int registers = 0;       // the prefix's last tokens are registers
 };
 
 // Every per-image value the options ask for, as columns: `values` [images, keys.size()] float64 on the host. A key

@@ -40,4 +40,9 @@ inline std::string snrDiagnostic(const std::string& spec, int layer, const char*
     return "snrd/" + spec + "/" + std::to_string(layer) + "/" + field;
 }
 
+// "tn/<layer>/<field>": token norms of X_l (Analyses.h section 7), fields in this order:
+constexpr const char* kNormFields[] = { "outliers", "patch_median", "max_ratio", "cls_ratio", "register_ratio",
+                                        "outlier_attention", "prefix_attention" };
+inline std::string tokenNorm(int layer, const char* field) { return "tn/" + std::to_string(layer) + "/" + field; }
+
 } // namespace attnscope::keys

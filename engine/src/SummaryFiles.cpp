@@ -57,6 +57,17 @@ Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const 
         if (!write("attention_similarity.csv", csv))
             return fail("attention_similarity.csv");
     }
+    if (!s.tokenNorms.empty()) {
+        std::string csv = "layer,outliers_mean,outliers_sd,patch_median,max_ratio,cls_ratio,register_ratio,outlier_attention,"
+                          "prefix_attention,n\n";
+        for (const auto& r : s.tokenNorms)
+            csv += std::to_string(r.layer) + "," + csvNumber(r.outliers.mean) + "," + csvNumber(r.outliers.sd) + ","
+                + csvNumber(r.patchMedian.mean) + "," + csvNumber(r.maxRatio.mean) + "," + csvNumber(r.clsRatio.mean) + ","
+                + csvNumber(r.registerRatio.mean) + "," + csvNumber(r.outlierAttention.mean) + "," + csvNumber(r.prefixAttention.mean)
+                + "," + std::to_string(r.outliers.n) + "\n";
+        if (!write("token_norms.csv", csv))
+            return fail("token_norms.csv");
+    }
     std::vector<std::string> specs;
     for (const auto& r : s.snr)
         if (std::find(specs.begin(), specs.end(), r.perturbation) == specs.end())

@@ -389,7 +389,7 @@ TEST(AnalysisOracles, StatisticsMergeEqualsOnePass)
 
 // Rollout with each head fusion and discard share against tests/golden/rollout (make_rollout.py: the float64 forward,
 // fusion and discarding written in NumPy), rows 0 (CLS) and 137 (a patch) of R on tv_grid16. The engine fuses the
-// float32 maps: 1e-5 of each row's largest value. Discarding 90% of the entries changes the rows (checked), and a
+// float32 maps: 1e-5 of each row's largest value (1e-4 when discarding, below). Discarding 90% of the entries changes the rows (checked), and a
 // share outside [0, 1) is refused.
 TEST(RolloutGolden, EveryFusionAndDiscardMatchesTheReference)
 {
@@ -410,9 +410,15 @@ TEST(RolloutGolden, EveryFusionAndDiscardMatchesTheReference)
             const at::Tensor rows = r.index_select(0, at::tensor(std::vector<int64_t> { 0, 137 }, at::kLong)).to(at::kDouble);
             const at::Tensor ref = unwrap(loadNpy(ATTNSCOPE_TEST_SOURCE_DIR "/golden/rollout/rollout_" + std::string(fusion) + "_" + share + ".npy")).to(at::kDouble);
             ASSERT_EQ(rows.sizes(), ref.sizes());
+            // Discarding cuts the fused map at its k-th smallest entry, and there neighbours can be very close: the 50%
+            // cut of the max-fused layer 2 of tv_grid16 falls between two entries 1.8e-8 apart (values ~0.0049), closer
+            // than the float32 forward's maps agree with the float64 reference's (~1e-6 relative). Which of the two is
+            // discarded then depends on the CPU's kernels (seen: 1.24e-5 of the row's largest value on AVX-512), so a
+            // discarding rollout is held to 1e-4; without discarding, nothing can flip and 1e-5 holds.
+            const double bar = o.discard > 0 ? 1e-4 : 1e-5;
             for (int64_t i = 0; i < 2; ++i) {
                 const double scale = ref[i].abs().max().item<double>();
-                EXPECT_LE((rows[i] - ref[i]).abs().max().item<double>(), 1e-5 * scale) << "row " << i;
+                EXPECT_LE((rows[i] - ref[i]).abs().max().item<double>(), bar * scale) << "row " << i;
             }
             if (std::string(fusion) != "mean" || std::string(share) != "0.0")
                 EXPECT_GT((r - plain).abs().max().item<double>(), 1e-4) << "the option changed nothing";

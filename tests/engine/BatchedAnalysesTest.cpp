@@ -27,6 +27,8 @@ AnalysisOptions everyAnalysis()
     options.perturbations.push_back(*Perturbation::parse("blur:sigma=1"));
     options.draws = 2;
     options.seed = 11;
+    options.norms = true;
+    options.outlierRatio = 1.2; // low enough that the small models have outliers to count and share attention
     return options;
 }
 
@@ -108,6 +110,19 @@ TEST(BatchedAnalyses, EqualTheHostLoopsOnTheThirdPartyCifarModel)
     for (size_t i = 0; i < 7 && i < paths->size(); ++i)
         prepared.push_back(*(*model)->prepare(*decodeImage((*paths)[i])));
     compareOnCpu(checkpoint, load, prepared);
+}
+
+// Registers (timm_dinov2_reg: CLS and 4 registers, layer scale): the token norms' register ratio and prefix shares.
+TEST(BatchedAnalyses, EqualTheHostLoopsOnAModelWithRegisters)
+{
+    const std::string path = goldenDir() + "/timm_dinov2_reg";
+    auto model = Model::load(path);
+    ASSERT_TRUE(model) << model.message();
+    auto image = decodeImage(path + "/image.png");
+    ASSERT_TRUE(image) << image.message();
+    auto prepared = (*model)->prepare(*image);
+    ASSERT_TRUE(prepared) << prepared.message();
+    compareOnCpu(path, {}, { *prepared, *prepared, *prepared, *prepared });
 }
 
 // The clean traces of the device path carry the logits of the host path; the taps only when asked for.

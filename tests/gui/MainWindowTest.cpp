@@ -5,6 +5,7 @@
 #include "MainWindow.h"
 #include "ModelSlot.h"
 
+#include <FigurePanel.h>
 #include <QComboBox>
 #include <QLineEdit>
 #include <QStatusBar>
@@ -155,6 +156,41 @@ private slots:
         QCOMPARE(w.slot(0)->relevance()->relevance.targetClass, other);
         w.setHead(-1);
         QVERIFY(!classBox->isEnabled());
+    }
+
+    // "token norms" under Head: the norms of the layer's patch tokens as the map, its high-norm outliers outlined, the
+    // Query line with the median and the count; the image dock's High-norm tokens figure has the image's data.
+    void tokenNormsViewShowsTheLayersNormsAndOutliers()
+    {
+        MainWindow w;
+        QVERIFY(openFixtureWithImage(w)); // tv_grid16: 3 layers, 16 x 16 patches
+        attnscope::AnalysisOptions options = w.slot(0)->analysisOptions();
+        options.outlierRatio = 1.2; // random weights: this cut flags a few tokens (TokenNormsGolden)
+        w.slot(0)->setAnalysisOptions(options);
+        w.setLayer(2);
+        w.setHead(-5);
+        const attnscope::Trace& t = w.current()->trace;
+        const attnscope::TokenNorms expected = attnscope::tokenNorms(t, w.model()->config(), 1.2);
+        const attnscope::TokenNormLayer& layer = expected.layers.at(2);
+        QVERIFY(!layer.outliers.empty());
+        QVERIFY(w.view()->map());
+        const attnscope::Tensor& map = w.view()->map()->patches;
+        QCOMPARE(map.numel(), int64_t(16 * 16));
+        for (int64_t i = 0; i < map.numel(); ++i)
+            QVERIFY(std::abs(map.data()[i] - layer.norms[size_t(1 + i)]) <= 1e-5 * layer.norms[size_t(1 + i)]);
+        const auto& marked = w.view()->markedPatches();
+        QCOMPARE(marked.size(), layer.outliers.size());
+        QCOMPARE(marked.front(), QPoint((layer.outliers.front() - 1) % 16, (layer.outliers.front() - 1) / 16));
+        auto* controls = w.findChild<AttentionControls*>();
+        QVERIFY(controls);
+        bool described = false;
+        for (auto* label : controls->findChildren<QLabel*>())
+            described = described || label->text().startsWith(QStringLiteral("X2 · median %1 · %2 outlier(s)").arg(layer.patchMedian, 0, 'g', 3).arg(layer.outliers.size()));
+        QVERIFY(described);
+        w.imagePanel()->setFigure(attnscope::Figure::TokenNorms);
+        QTRY_VERIFY_WITH_TIMEOUT(attnscope::figureHasData(attnscope::Figure::TokenNorms, w.imagePanel()->data()), 20000);
+        w.setHead(-1);
+        QVERIFY(w.view()->markedPatches().empty());
     }
 
     // The Input size field loads the model again at another size (position table resampled) and the image is traced on

@@ -133,4 +133,35 @@ struct Relevance {
 // of range, a Grad-CAM layer outside 1..L.
 Result<Relevance> classRelevance(const Model& model, const Tensor& input, const RelevanceOptions& options = {});
 
+// ---- 7. Token norms, high-norm outliers and attention sinks (Darcet et al. 2024, "Vision Transformers Need
+// Registers": large models grow a few patch tokens of very large norm that the later layers' attention collects on)
+
+// A patch token of X_l is a high-norm outlier when its norm exceeds `kDefaultOutlierRatio` times the median norm of
+// the patch tokens of X_l: a scale-free form of the paper's fixed cut (norm > 150 in DINOv2 ViT-g, where the normal
+// tokens sit around a few tens). Prefix tokens (CLS, distillation, registers) are measured, never flagged.
+constexpr double kDefaultOutlierRatio = 4.0;
+
+struct TokenNormLayer {
+    int layer = 0;              // X_l, l = 0 (the embeddings) .. L
+    std::vector<double> norms;  // [N] Euclidean norm of every token of X_l, prefix first
+    double patchMedian = 0;     // median of the patch tokens' norms (the mean of the middle two for an even count)
+    double maxRatio = 0;        // the largest patch norm / patchMedian
+    double clsRatio = 0;        // the CLS token's norm / patchMedian; NaN without a CLS token
+    double registerRatio = 0;   // the registers' mean norm / patchMedian; NaN without registers
+    std::vector<int> outliers;  // token indices of the high-norm patch tokens, ascending
+    // What the next attention, A_{l+1}, which reads X_l, does with these tokens (NaN and empty for l = L, or where the
+    // trace holds no A_{l+1}):
+    std::vector<double> attentionReceived; // [N] mean over heads and every query row of A_{l+1}[h, q, i]
+    double outlierAttention = 0;           // its sum over the outliers: the share of attention they absorb
+    double prefixAttention = 0;            // its sum over the prefix tokens
+};
+struct TokenNorms {
+    double outlierRatio = kDefaultOutlierRatio;
+    int gridHeight = 0, gridWidth = 0, numPrefixTokens = 0;
+    std::vector<TokenNormLayer> layers; // every recorded block output, by layer
+};
+// From a trace recording the block outputs (and the attention, for the sink shares), in float64. `config` tells
+// which prefix token is the CLS token and which are registers.
+TokenNorms tokenNorms(const Trace& trace, const ModelConfig& config, double outlierRatio = kDefaultOutlierRatio);
+
 } // namespace attnscope

@@ -22,6 +22,8 @@ struct AnalysisOptions {
     bool snr = true;           // needs at least one perturbation
     bool decomposition = false;
     bool relevance = false;    // class relevance of the first images (a per-image figure, Analyses.h section 6)
+    bool norms = false;        // token norms, high-norm outliers and attention sinks (Analyses.h section 7)
+    double outlierRatio = kDefaultOutlierRatio; // a patch token above this times the patch median is an outlier
     std::vector<Perturbation> perturbations;
     int draws = 1;             // perturbation draws per image
     uint64_t seed = 0;

@@ -51,6 +51,14 @@ struct SnrDiagnosticsRow {
     double conditionShare = 0; // share of image draws where min(alpha, beta) > gamma
 };
 
+// Token norms of X_l over the images (Analyses.h section 7): per image, the count of high-norm patch tokens, the patch
+// median, the largest patch norm and the CLS and register norms over that median, and the shares of A_{l+1}'s attention
+// on the outliers and on the prefix.
+struct TokenNormRow {
+    int layer = 0;
+    Estimate outliers, patchMedian, maxRatio, clsRatio, registerRatio, outlierAttention, prefixAttention;
+};
+
 // One model (or one variant of a model) over a set of images.
 struct AnalysisSummary {
     std::string model;   // name shown in figures
@@ -63,6 +71,7 @@ struct AnalysisSummary {
     std::vector<AttentionSimilarityRow> attentionSimilarity;
     std::vector<SnrRow> snr;
     std::vector<SnrDiagnosticsRow> snrDiagnostics;
+    std::vector<TokenNormRow> tokenNorms;
 };
 
 // Attention of one image for the layers x heads grid (figures and the GUI's tiles).
@@ -84,6 +93,16 @@ struct RelevanceFigure {
     std::string label; // of the target class ("" without labels)
     Image shown;       // the preprocessed image the model saw
     Relevance relevance;
+};
+
+// One image's token norms (Analyses.h, section 7) with what its figure names.
+struct TokenNormsFigure {
+    std::string model;
+    std::string image;
+    Image shown; // the preprocessed image the model saw
+    bool hasClassToken = true; // the first prefix token is a CLS token
+    int registers = 0;         // the last prefix tokens are registers
+    TokenNorms norms;
 };
 
 } // namespace attnscope
