@@ -37,6 +37,7 @@ attnscope::Tensor defaultKernel()
 
 int main(int argc, char** argv)
 {
+    attnscope::relaunchWithFastBlasKernels(argv); // before anything else runs: it may execute this program again
     CLI::App app { "attnscope-train: train a small ViT (Fashion-MNIST or an image folder) for attnscope" };
     app.set_version_flag("--version", std::string("attnscope ") + attnscope::version());
     attnscope::TrainOptions o;

@@ -55,6 +55,14 @@ struct TrainResult {
 
 Result<TrainResult> trainModel(const TrainOptions& options);
 
+// Training goes through LibTorch's autograd, whose matrix products are OpenBLAS's (the inference forward uses oneDNN).
+// OpenBLAS picks its kernels once, when it is loaded, and Debian 12's 0.3.21 does not know CPUs newer than it: on a
+// Sapphire Rapids it falls back to its SSE3 "Prescott" kernels, and training runs 2.3x slower (docs/performance.md,
+// "Training"). Where OpenBLAS chose a core without the CPU's AVX-512 (or AVX2) and OPENBLAS_CORETYPE is unset, this sets
+// it (SkylakeX, or Haswell) and executes the program again with the same arguments; it returns when there is nothing to
+// do, when it already did so once, or when the exec failed.
+void relaunchWithFastBlasKernels(char** argv);
+
 // Cordonnier et al., Lemma 1: a one-layer multi-head attention model with K^2 quadratic-attention heads that
 // computes the convolution of `kernel` [C_out, C_in, K, K] (and `bias` [C_out], may be empty) on images of
 // `imageSize` pixels (patch size 1: one token per pixel). Head h = i*K + j is centred on the shift

@@ -1,0 +1,62 @@
+// attnscope-train's choice of BLAS kernels (relaunchWithFastBlasKernels, Trainer.h): OpenBLAS prints the core it
+// picked when OPENBLAS_VERBOSE=2, once per load, so a relaunch shows as two lines. On a CPU with AVX-512 or AVX2, the
+// last core is one that uses them, whatever OpenBLAS picked first; a core the user sets is kept.
+#include "CliSupport.h"
+
+#include <regex>
+
+using namespace attnscope::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TrainRun {
+    int status = -1;
+    std::string output;
+};
+
+TrainRun train(const fs::path& dir, const std::string& environment)
+{
+    const fs::path log = dir / "train.log";
+    const std::string cmd = environment + " OPENBLAS_VERBOSE=2 " ATTNSCOPE_TRAIN " --depth 1 --width 16 --heads 2 --mlp 16 --epochs 1"
+        " --limit-train 64 --limit-test 16 --threads 1 --out " + (dir / "model").string() + " >" + log.string() + " 2>&1 </dev/null";
+    const int raw = std::system(cmd.c_str());
+    return { WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(log) };
+}
+
+std::vector<std::string> cores(const std::string& output)
+{
+    std::vector<std::string> found;
+    const std::regex line("Core: ([A-Za-z0-9]+)");
+    for (auto it = std::sregex_iterator(output.begin(), output.end(), line); it != std::sregex_iterator(); ++it)
+        found.push_back((*it)[1]);
+    return found;
+}
+
+TEST_F(Cli, TrainingUsesTheCpusVectorKernels)
+{
+    if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+        GTEST_SKIP() << "Fashion-MNIST (dataset-fashion-mnist) is not installed";
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2"))
+        GTEST_SKIP() << "a CPU without AVX2: OpenBLAS's generic kernels are what it has";
+    const TrainRun run = train(m_dir, "");
+    ASSERT_EQ(run.status, 0) << run.output;
+    EXPECT_TRUE(fs::exists(m_dir / "model" / "MODEL_CARD.md"));
+    const auto seen = cores(run.output);
+    if (seen.empty())
+        GTEST_SKIP() << "this OpenBLAS does not say which core it uses (not a DYNAMIC_ARCH build?)";
+    const std::string last = seen.back();
+    const bool avx512 = __builtin_cpu_supports("avx512f");
+    const std::vector<std::string> fast = avx512 ? std::vector<std::string> { "SkylakeX", "Cooperlake", "SapphireRapids" }
+                                                 : std::vector<std::string> { "Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids" };
+    EXPECT_NE(std::find(fast.begin(), fast.end(), last), fast.end()) << "cores seen: " << run.output;
+    EXPECT_LE(seen.size(), 2u) << "relaunched more than once: " << run.output;
+
+    // A core the user chose is left alone.
+    const TrainRun chosen = train(m_dir, "OPENBLAS_CORETYPE=Prescott");
+    ASSERT_EQ(chosen.status, 0) << chosen.output;
+    EXPECT_EQ(cores(chosen.output), std::vector<std::string> { "Prescott" }) << chosen.output;
+}
+
+} // namespace
