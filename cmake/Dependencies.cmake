@@ -45,7 +45,7 @@ find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)
 
 # oneDNN for the forward's linear layers with weights packed once and the attention's products
-# (engine/src/PackedLinear.cpp, AttentionProducts.cpp): Debian's libdnnl-dev, the oneDNN 2 that Debian's LibTorch
+# (engine/src/vit/PackedLinear.cpp, AttentionProducts.cpp): Debian's libdnnl-dev, the oneDNN 2 that Debian's LibTorch
 # 1.13 links. LibTorch 2.x carries oneDNN 3 inside libtorch_cpu.so (its headers in LibTorch's include folder, where
 # they would shadow Debian's; none of its symbols exported), so there both paths stay off (docs/performance.md).
 # Targets that use the paths link attnscope_onednn, which is empty when they are off.

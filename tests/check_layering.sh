@@ -1,6 +1,6 @@
 #!/bin/sh
 # DESIGN.md's one-way layering, checked on every test run: the engine includes no Qt, its public headers no
-# torch, widgets never include app/.
+# torch, widgets never include report/ or app/, the report never includes app/.
 set -u
 root=${1:-.}
 status=0
@@ -9,8 +9,10 @@ bad=$(grep -rlE '#include[[:space:]]*[<"]Q' "$root/engine" 2>/dev/null)
 bad=$(grep -rlE '#include[[:space:]]*[<"](torch|ATen|c10)/' "$root/engine/include" 2>/dev/null)
 [ -n "$bad" ] && { echo "public engine headers include torch: $bad"; status=1; }
 if [ -d "$root/widgets" ]; then
-    bad=$(grep -rlE '#include[[:space:]]*[<"](\.\./)*app/' "$root/widgets" 2>/dev/null)
-    [ -n "$bad" ] && { echo "widgets/ includes app/: $bad"; status=1; }
+    bad=$(grep -rlE '#include[[:space:]]*[<"](\.\./)*(app|report)/' "$root/widgets" 2>/dev/null)
+    [ -n "$bad" ] && { echo "widgets/ includes app/ or report/: $bad"; status=1; }
 fi
+bad=$(grep -rlE '#include[[:space:]]*[<"](\.\./)*app/' "$root/report" 2>/dev/null)
+[ -n "$bad" ] && { echo "report/ includes app/: $bad"; status=1; }
 [ $status -eq 0 ] && echo "layering: ok"
 exit $status

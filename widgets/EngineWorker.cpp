@@ -192,7 +192,7 @@ quint64 EngineWorker::traceImage(std::shared_ptr<const Model> model, const QStri
         options.boostT = boostT;
         ++m_forwardSets;
         auto trace = model->run(prepared->input, options);
-        if (superseded()) {
+        if (trace.cancelled() || superseded()) { // stopped in the forward, or a newer request came while it ran
             finish();
             emit cancelled(id);
             return;
@@ -253,7 +253,7 @@ quint64 EngineWorker::analyse(Kind kind, std::shared_ptr<const Model> model, con
         AnalysisRun run(model, options);
         ++m_forwardSets;
         if (auto added = run.addImage(*prepared, 0, superseded); !added)
-            return fail(imagePath + QStringLiteral(": ") + fromStd(added.message()));
+            return added.cancelled() ? fail({}) : fail(imagePath + QStringLiteral(": ") + fromStd(added.message()));
         auto result = std::make_shared<ImageAnalysis>();
         result->path = imagePath;
         result->summary = *summaryOf(run, *model);
@@ -313,7 +313,7 @@ void EngineWorker::stepSet(std::shared_ptr<SetRun> run)
             prepared.push_back(std::move(*p));
             indices.push_back(i);
         }
-        Result<bool> added = true;
+        Status added = Done {};
         QString failedPath;
         if (!prepared.empty()) {
             std::vector<const Model::Prepared*> images;
@@ -327,7 +327,7 @@ void EngineWorker::stepSet(std::shared_ptr<SetRun> run)
         }
         if (!added) {
             finish();
-            if (superseded())
+            if (added.cancelled())
                 emit cancelled(id);
             else
                 emit failed(id, failedPath + fromStd(added.message()));

@@ -1,13 +1,16 @@
 #include "FigureCatalog.h"
 
 #include "AttentionDistancePlot.h"
+#include "AttentionGridFigure.h"
 #include "AttentionSimilarityPlot.h"
 #include "FigureSizes.h"
 #include "HeadCentresPlot.h"
 #include "HeadKernelPlot.h"
 #include "LogitDecompositionPlot.h"
 #include "PlotElements.h"
+#include "RelevanceFigure.h"
 #include "SnrPlot.h"
+#include "TokenNormsFigure.h"
 #include "TokenNormsPlot.h"
 #include "TokenSimilarityPlot.h"
 
@@ -107,5 +110,9 @@ void buildFigure(QCustomPlot* plot, Figure figure, const FigureData& data, const
         break;
     }
 }
+
+QImage renderFigure(const AttentionGrid& grid) { return renderAttentionGrid(grid); }
+QImage renderFigure(const RelevanceFigure& figure) { return renderRelevanceFigure(figure); }
+QImage renderFigure(const TokenNormsFigure& figure) { return renderTokenNormsFigure(figure); }
 
 } // namespace attnscope

@@ -8,6 +8,7 @@
 #include "FigureData.h"
 #include "PlotStyle.h"
 
+#include <QImage>
 #include <QSize>
 #include <QString>
 
@@ -19,5 +20,12 @@ QString figureTitle(Figure figure);                      // "Token similarity"
 QSize figureSize(Figure figure, const FigureData& data); // the export size (FigureSizes.h)
 // Draws the figure into `plot`; without data, an empty plot with a note saying what is missing.
 void buildFigure(QCustomPlot* plot, Figure figure, const FigureData& data, const PlotStyle& style = {});
+
+// The figures of one image (their CSVs: FigureData.h), as images at 2 device pixels per logical pixel, for
+// exportImage: the layers x heads attention grid (AttentionGridFigure.h), the class relevance (RelevanceFigure.h) and
+// the token norms (TokenNormsFigure.h).
+QImage renderFigure(const AttentionGrid& grid);
+QImage renderFigure(const RelevanceFigure& figure);
+QImage renderFigure(const TokenNormsFigure& figure);
 
 } // namespace attnscope

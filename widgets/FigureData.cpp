@@ -3,6 +3,7 @@
 #include <attnscope/Files.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace attnscope {
 
@@ -166,6 +167,62 @@ std::string figureCsv(Figure figure, const FigureData& data)
                             + csvNumber(t->data()[(head * n + q) * n + k]) + "\n";
         }
         break;
+    }
+    return csv;
+}
+
+std::string figureCsv(const AttentionGrid& g)
+{
+    std::string csv = "layer,head,row,col,attention\n";
+    for (size_t l = 0; l < g.maps.size(); ++l)
+        for (size_t h = 0; h < g.maps[l].size(); ++h) {
+            const Tensor& m = g.maps[l][h].patches;
+            const std::string head = h + 1 == g.maps[l].size() ? "mean" : std::to_string(h);
+            for (int r = 0; r < g.gridHeight; ++r)
+                for (int c = 0; c < g.gridWidth; ++c)
+                    csv += std::to_string(l + 1) + "," + head + "," + std::to_string(r) + "," + std::to_string(c) + ","
+                        + csvNumber(m.data()[r * g.gridWidth + c]) + "\n";
+        }
+    for (int r = 0; r < g.gridHeight; ++r)
+        for (int c = 0; c < g.gridWidth; ++c)
+            csv += "rollout,mean," + std::to_string(r) + "," + std::to_string(c) + "," + csvNumber(g.rollout.patches.data()[r * g.gridWidth + c]) + "\n";
+    return csv;
+}
+
+std::string figureCsv(const RelevanceFigure& f)
+{
+    const Relevance& r = f.relevance;
+    const std::string head = std::to_string(r.targetClass) + "," + csvField(f.label) + "," + csvNumber(r.probability) + "," + std::to_string(r.gradCamLayer) + ",";
+    std::string csv = "class,label,probability,gradcam_layer,row,col,gae,gradcam\n";
+    for (int y = 0; y < r.gridHeight; ++y)
+        for (int x = 0; x < r.gridWidth; ++x) {
+            const int i = y * r.gridWidth + x;
+            csv += head + std::to_string(y) + "," + std::to_string(x) + "," + csvNumber(r.gae.data()[i]) + "," + csvNumber(r.gradCam.data()[i]) + "\n";
+        }
+    return csv;
+}
+
+std::string figureCsv(const TokenNormsFigure& f)
+{
+    const TokenNorms& t = f.norms;
+    const int P = t.numPrefixTokens;
+    const auto kind = [&](int i) -> const char* {
+        if (i >= P)
+            return "patch";
+        if (i == 0 && f.hasClassToken)
+            return "cls";
+        return i >= P - f.registers ? "register" : "dist";
+    };
+    std::string csv = "layer,token,kind,row,col,norm,ratio,outlier,attention_received\n";
+    for (const auto& l : t.layers) {
+        for (size_t i = 0; i < l.norms.size(); ++i) {
+            const int token = int(i), patch = token - P;
+            const bool outlier = std::binary_search(l.outliers.begin(), l.outliers.end(), token);
+            csv += std::to_string(l.layer) + "," + std::to_string(token) + "," + kind(token) + ","
+                + (patch >= 0 ? std::to_string(patch / t.gridWidth) + "," + std::to_string(patch % t.gridWidth) : std::string("-1,-1")) + ","
+                + csvNumber(l.norms[i]) + "," + csvNumber(l.norms[i] / l.patchMedian) + "," + (outlier ? "1" : "0") + ","
+                + (l.attentionReceived.empty() ? std::string("nan") : csvNumber(l.attentionReceived[i])) + "\n";
+        }
     }
     return csv;
 }

@@ -31,4 +31,13 @@ bool figureHasData(Figure figure, const FigureData& data);
 // The plotted data as CSV text, with a header row.
 std::string figureCsv(Figure figure, const FigureData& data);
 
+// The figures of one image, beside those of a dataset: the layers x heads attention grid (layer,head,row,col,attention;
+// head "mean"; layer "rollout"), the class relevance (one row per patch: class, label, probability, Grad-CAM layer, row,
+// col, gae, gradcam) and the token norms (one row per layer and token: layer, token, kind cls|dist|register|patch, row,
+// col (-1 for prefix tokens), norm, ratio to the layer's patch median, outlier 0|1, attention received from A_{l+1}).
+// FigureCatalog.h draws them.
+std::string figureCsv(const AttentionGrid& grid);
+std::string figureCsv(const RelevanceFigure& figure);
+std::string figureCsv(const TokenNormsFigure& figure);
+
 } // namespace attnscope

@@ -32,56 +32,51 @@ namespace {
         return Format::Unknown;
     }
 
-    bool fail(QString* error, const QString& message)
-    {
-        if (error)
-            *error = message;
-        return false;
-    }
+    Status fail(const QString& message) { return Error { message.toStdString() }; }
 
-    bool open(QSaveFile& file, QString* error)
+    Status open(QSaveFile& file)
     {
         if (!file.open(QIODevice::WriteOnly))
-            return fail(error, QStringLiteral("%1: cannot write: %2").arg(file.fileName(), file.errorString()));
-        return true;
+            return fail(QStringLiteral("%1: cannot write: %2").arg(file.fileName(), file.errorString()));
+        return Done {};
     }
 
-    bool commit(QSaveFile& file, QString* error)
+    Status commit(QSaveFile& file)
     {
         if (!file.commit())
-            return fail(error, QStringLiteral("%1: cannot write: %2").arg(file.fileName(), file.errorString()));
-        return true;
+            return fail(QStringLiteral("%1: cannot write: %2").arg(file.fileName(), file.errorString()));
+        return Done {};
     }
 
-    bool unknownFormat(const QString& path, QString* error)
+    Status unknownFormat(const QString& path)
     {
-        return fail(error, QStringLiteral("%1: unknown figure format (use .png, .svg or .pdf)").arg(path));
+        return fail(QStringLiteral("%1: unknown figure format (use .png, .svg or .pdf)").arg(path));
     }
 
-    bool writePng(const QImage& image, double dpi, const QString& path, QString* error)
+    Status writePng(const QImage& image, double dpi, const QString& path)
     {
         if (image.isNull())
-            return fail(error, QStringLiteral("%1: nothing to write (empty figure)").arg(path));
+            return fail(QStringLiteral("%1: nothing to write (empty figure)").arg(path));
         const QByteArray png = encodePng(image, dpi);
         if (png.isEmpty())
-            return fail(error, QStringLiteral("%1: PNG encoding failed").arg(path));
+            return fail(QStringLiteral("%1: PNG encoding failed").arg(path));
         QSaveFile file(path);
-        if (!open(file, error))
-            return false;
+        if (auto opened = open(file); !opened)
+            return opened;
         if (file.write(png) != png.size()) {
             file.cancelWriting();
-            return fail(error, QStringLiteral("%1: cannot write: %2").arg(path, file.errorString()));
+            return fail(QStringLiteral("%1: cannot write: %2").arg(path, file.errorString()));
         }
-        return commit(file, error);
+        return commit(file);
     }
 
     // Runs `paint` on an SVG or PDF device of `size` logical pixels written to `path`.
     template <typename Paint>
-    bool writeVector(Format format, const QString& path, QSize size, const QString& title, Paint paint, QString* error)
+    Status writeVector(Format format, const QString& path, QSize size, const QString& title, Paint paint)
     {
         QSaveFile file(path);
-        if (!open(file, error))
-            return false;
+        if (auto opened = open(file); !opened)
+            return opened;
         bool painted = false;
         if (format == Format::Svg) {
             QSvgGenerator generator;
@@ -104,9 +99,9 @@ namespace {
         }
         if (!painted) {
             file.cancelWriting();
-            return fail(error, QStringLiteral("%1: could not paint the figure").arg(path));
+            return fail(QStringLiteral("%1: could not paint the figure").arg(path));
         }
-        return commit(file, error);
+        return commit(file);
     }
 
 } // namespace
@@ -122,14 +117,14 @@ QString plotTitle(QCustomPlot* plot)
     return parts.join(QStringLiteral(" \u2014 "));
 }
 
-bool exportPlot(QCustomPlot* plot, const QString& path, int widthPx, int heightPx, QString* error)
+Status exportPlot(QCustomPlot* plot, const QString& path, int widthPx, int heightPx)
 {
     if (!plot || widthPx <= 0 || heightPx <= 0)
-        return fail(error, QStringLiteral("%1: invalid figure size %2 x %3").arg(path).arg(widthPx).arg(heightPx));
+        return fail(QStringLiteral("%1: invalid figure size %2 x %3").arg(path).arg(widthPx).arg(heightPx));
     const Format format = formatOf(path);
     switch (format) {
     case Format::Png:
-        return writePng(plot->toPixmap(widthPx, heightPx, pngScale).toImage(), logicalDpi * pngScale, path, error);
+        return writePng(plot->toPixmap(widthPx, heightPx, pngScale).toImage(), logicalDpi * pngScale, path);
     case Format::Svg:
     case Format::Pdf:
         return writeVector(
@@ -142,23 +137,22 @@ bool exportPlot(QCustomPlot* plot, const QString& path, int widthPx, int heightP
                 painter.setMode(QCPPainter::pmNoCaching);
                 plot->toPainter(&painter, widthPx, heightPx);
                 return painter.end();
-            },
-            error);
+            });
     case Format::Unknown:
         break;
     }
-    return unknownFormat(path, error);
+    return unknownFormat(path);
 }
 
-bool exportImage(const QImage& image, const QString& path, QString* error)
+Status exportImage(const QImage& image, const QString& path)
 {
     if (image.isNull())
-        return fail(error, QStringLiteral("%1: nothing to write (empty figure)").arg(path));
+        return fail(QStringLiteral("%1: nothing to write (empty figure)").arg(path));
     const Format format = formatOf(path);
     const QSizeF logical = image.deviceIndependentSize();
     switch (format) {
     case Format::Png:
-        return writePng(image, logicalDpi * image.devicePixelRatio(), path, error);
+        return writePng(image, logicalDpi * image.devicePixelRatio(), path);
     case Format::Svg:
     case Format::Pdf:
         return writeVector(
@@ -170,12 +164,11 @@ bool exportImage(const QImage& image, const QString& path, QString* error)
                 painter.setRenderHint(QPainter::SmoothPixmapTransform);
                 painter.drawImage(QRectF(QPointF(0, 0), logical), image);
                 return painter.end();
-            },
-            error);
+            });
     case Format::Unknown:
         break;
     }
-    return unknownFormat(path, error);
+    return unknownFormat(path);
 }
 
 } // namespace attnscope

@@ -7,19 +7,19 @@
 
 #include <QImage>
 #include <QString>
+#include <attnscope/Result.h>
 
 class QCustomPlot;
 
 namespace attnscope {
 
 // `plot` laid out at widthPx x heightPx logical pixels: .png rendered at twice that (192 dpi), .svg and .pdf as
-// vector graphics of that size (PDF page: one logical pixel = one point). Returns false with a message naming the
-// file in *error (when given).
-bool exportPlot(QCustomPlot* plot, const QString& path, int widthPx, int heightPx, QString* error = nullptr);
+// vector graphics of that size (PDF page: one logical pixel = one point). An error names the file.
+Status exportPlot(QCustomPlot* plot, const QString& path, int widthPx, int heightPx);
 
 // A rendered figure (e.g. renderAttentionGrid): .png as it is, .svg/.pdf with the image embedded at its logical
 // size (size / devicePixelRatio).
-bool exportImage(const QImage& image, const QString& path, QString* error = nullptr);
+Status exportImage(const QImage& image, const QString& path);
 
 // The title and subtitle of a plot made by a builder ("" when there is none), joined by " — "; used as the
 // title of SVG and PDF files.

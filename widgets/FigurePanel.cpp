@@ -89,44 +89,36 @@ void FigurePanel::rebuild()
     m_plot->replot();
 }
 
-bool FigurePanel::exportFigure(const QString& path, QString* error)
+Status FigurePanel::exportFigure(const QString& path)
 {
-    QString message;
-    if (!figureHasData(figure(), m_data))
-        message = tr("nothing to export yet");
-    else {
+    Status written = Error { tr("nothing to export yet").toStdString() };
+    if (figureHasData(figure(), m_data)) {
         // Drawn afresh at the export size, so the file does not depend on the dock's size.
         QCustomPlot offscreen;
         const QSize size = figureSize(figure(), m_data);
         offscreen.resize(size);
         buildFigure(&offscreen, figure(), m_data);
-        if (exportPlot(&offscreen, path, size.width(), size.height(), &message)) {
-            emit exported(path);
-            return true;
-        }
+        written = exportPlot(&offscreen, path, size.width(), size.height());
     }
-    message = path + QStringLiteral(": ") + message;
-    if (error)
-        *error = message;
+    if (written) {
+        emit exported(path);
+        return written;
+    }
+    const QString message = path + QStringLiteral(": ") + QString::fromStdString(written.message());
     emit exportFailed(message);
-    return false;
+    return Error { message.toStdString() };
 }
 
-bool FigurePanel::exportData(const QString& path, QString* error)
+Status FigurePanel::exportData(const QString& path)
 {
-    QString message;
-    if (!figureHasData(figure(), m_data))
-        message = path + QStringLiteral(": ") + tr("nothing to export yet");
-    else if (auto w = writeTextFile(path.toStdString(), figureCsv(figure(), m_data)); !w)
-        message = QString::fromStdString(w.message());
-    else {
+    Status written = Error { (path + QStringLiteral(": ") + tr("nothing to export yet")).toStdString() };
+    if (figureHasData(figure(), m_data))
+        written = writeTextFile(path.toStdString(), figureCsv(figure(), m_data));
+    if (written)
         emit exported(path);
-        return true;
-    }
-    if (error)
-        *error = message;
-    emit exportFailed(message);
-    return false;
+    else
+        emit exportFailed(QString::fromStdString(written.message()));
+    return written;
 }
 
 void FigurePanel::askExport(bool data)

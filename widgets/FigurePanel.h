@@ -33,8 +33,8 @@ public:
     QWidget* headerWidget() const { return m_header; } // for callers that add their own controls to the row
 
     // Writes the current figure at its export size (.png, .svg or .pdf by the suffix), or its data (.csv).
-    bool exportFigure(const QString& path, QString* error = nullptr);
-    bool exportData(const QString& path, QString* error = nullptr);
+    Status exportFigure(const QString& path);
+    Status exportData(const QString& path);
 
 signals:
     void figureChanged(attnscope::Figure figure);

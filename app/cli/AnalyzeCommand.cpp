@@ -134,12 +134,15 @@ int AnalyzeCommand::run() const
     if (!figureFormats)
         return usage(figureFormats.message());
 
-    if (const std::string bad = deviceUsageError(device); !bad.empty())
-        return usage(bad);
+    if (auto checked = checkDeviceUsage(device); !checked)
+        return usage(checked.message());
     int inputHeight = 0, inputWidth = 0;
-    if (!inputSize.empty())
-        if (const std::string bad = parseInputSize(inputSize, inputHeight, inputWidth); !bad.empty())
-            return usage(bad);
+    if (!inputSize.empty()) {
+        auto size = parseInputSize(inputSize);
+        if (!size)
+            return usage(size.message());
+        std::tie(inputHeight, inputWidth) = *size;
+    }
 
     // --- models
     attnscope::LoadOptions loadOptions;

@@ -4,6 +4,8 @@
 
 #include <memory>
 #include <optional>
+#include <tuple>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -82,17 +84,16 @@ int usage(const std::string& message);
 // 130 interrupted (the results so far are written).
 constexpr int kExitSkipped = 3;
 
-// --input-size: "H,W" or "N" (N,N), pixel counts from 1 to 16384. "" with `height` and `width` set, or the usage error
-// to print.
-std::string parseInputSize(const std::string& text, int& height, int& width);
+// --input-size: "H,W" or "N" (N,N), pixel counts from 1 to 16384, as {height, width}; or the usage error to print.
+attnscope::Result<std::pair<int, int>> parseInputSize(const std::string& text);
 // The model `loaded` (as MODEL, for the message) at the --input-size `text` (already parsed to height x width): itself
 // when `text` is empty. Returns 0 with `model` set, or the exit status after printing why: 2 (bad usage) for a size
 // that is no multiple of the model's patch size, 1 when the engine refuses it otherwise.
 int atInputSize(std::shared_ptr<const attnscope::Model>& model, const std::string& name, const std::string& text,
                 int height, int width);
 
-// "" when `device` is one --device takes (auto, cpu, cuda, cuda:<i>), otherwise the usage error to print.
-std::string deviceUsageError(const std::string& device);
+// Done when `device` is one --device takes (auto, cpu, cuda, cuda:<i>), otherwise the usage error to print.
+attnscope::Status checkDeviceUsage(const std::string& device);
 
 // The figure formats to draw of those --formats asked for: all of them, or none in a build that cannot draw
 // figures (ATTNSCOPE_GUI=OFF); the run goes on with the data.

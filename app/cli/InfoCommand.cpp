@@ -65,12 +65,15 @@ int InfoCommand::run() const
     }
     if (model.empty())
         return usage("info: give a MODEL (or --list)");
-    if (const std::string bad = deviceUsageError(device); !bad.empty())
-        return usage(bad);
+    if (auto checked = checkDeviceUsage(device); !checked)
+        return usage(checked.message());
     int height = 0, width = 0;
-    if (!inputSize.empty())
-        if (const std::string bad = parseInputSize(inputSize, height, width); !bad.empty())
-            return usage(bad);
+    if (!inputSize.empty()) {
+        auto size = parseInputSize(inputSize);
+        if (!size)
+            return usage(size.message());
+        std::tie(height, width) = *size;
+    }
     attnscope::LoadOptions options;
     options.device = device;
     options.descriptionPath = description;

@@ -103,16 +103,16 @@ int MergeCommand::run() const
         return fail(out + ": cannot create (" + ec.message() + ")");
     std::vector<RunOutput> outputs;
     for (const auto& folder : order) {
-        if (const std::string error = writeRunOutput(out, runs[folder]); !error.empty())
-            return fail(error);
+        if (auto w = writeRunOutput(out, runs[folder]); !w)
+            return fail(w.message());
         outputs.push_back(runs[folder]);
     }
     if (!predictions.empty())
         if (auto w = attnscope::writeTextFile((fs::path(out) / "predictions.csv").string(), predictions); !w)
             return fail(w.message());
     const std::vector<std::string> figureFormats = formatsToDraw(*asked);
-    if (const std::string error = writeFigures(out, outputs, ImageFigures {}, nullptr, figureFormats); !error.empty())
-        return fail(error);
+    if (auto drawn = writeFigures(out, outputs, ImageFigures {}, nullptr, figureFormats); !drawn)
+        return fail(drawn.message());
     std::sort(images.begin(), images.end(), [](const auto& a, const auto& b) { return a.value("index", 0) < b.value("index", 0); });
     nlohmann::json manifest = firstManifest;
     manifest["images"] = images;

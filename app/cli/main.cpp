@@ -18,13 +18,13 @@ int fail(const std::string& message)
     return 1;
 }
 
-std::string deviceUsageError(const std::string& device)
+attnscope::Status checkDeviceUsage(const std::string& device)
 {
     const bool indexed = device.rfind("cuda:", 0) == 0 && device.size() > 5
         && device.find_first_not_of("0123456789", 5) == std::string::npos;
     if (device == "auto" || device == "cpu" || device == "cuda" || indexed)
-        return {};
-    return "--device " + device + ": expected auto, cpu, cuda or cuda:<i>";
+        return attnscope::Done {};
+    return attnscope::Error { "--device " + device + ": expected auto, cpu, cuda or cuda:<i>" };
 }
 
 int usage(const std::string& message)
@@ -33,7 +33,7 @@ int usage(const std::string& message)
     return 2;
 }
 
-std::string parseInputSize(const std::string& text, int& height, int& width)
+attnscope::Result<std::pair<int, int>> parseInputSize(const std::string& text)
 {
     constexpr long kMaxSide = 16384;
     const std::string why = "--input-size " + text + ": expected H,W or N (N,N), pixel counts from 1 to "
@@ -46,10 +46,13 @@ std::string parseInputSize(const std::string& text, int& height, int& width)
         out = int(v);
         return v >= 1 && v <= kMaxSide;
     };
+    int height = 0, width = 0;
     const size_t comma = text.find(',');
-    if (comma == std::string::npos)
-        return side(text, height) && side(text, width) ? std::string() : why;
-    return side(text.substr(0, comma), height) && side(text.substr(comma + 1), width) ? std::string() : why;
+    const bool ok = comma == std::string::npos ? side(text, height) && side(text, width)
+                                               : side(text.substr(0, comma), height) && side(text.substr(comma + 1), width);
+    if (!ok)
+        return attnscope::Error { why };
+    return std::make_pair(height, width);
 }
 
 int atInputSize(std::shared_ptr<const attnscope::Model>& model, const std::string& name, const std::string& text,

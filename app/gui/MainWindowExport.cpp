@@ -1,8 +1,8 @@
 // MainWindow's exports: the view, the layers x heads grid, the image set's figures, and "Export all" (the CLI's
-// output folder, through app/report).
+// output folder, through report/).
 #include "MainWindow.h"
 
-#include <AttentionGridFigure.h>
+#include <FigureCatalog.h>
 #include <FigureExport.h>
 #include <Figures.h>
 #include <Report.h>
@@ -37,13 +37,16 @@ bool MainWindow::exportView(const QString& path)
                     csv += prefix + std::to_string(r) + "," + std::to_string(c) + ","
                         + csvNumber(map->patches.data()[r * t->trace.gridWidth + c]) + "\n";
         }
-        auto w = m_views[0]->map() ? writeTextFile(path.toStdString(), csv) : Result<bool>(Error { "nothing to export" });
+        auto w = m_views[0]->map() ? writeTextFile(path.toStdString(), csv) : Status(Error { "nothing to export" });
         ok = bool(w);
         if (!ok)
             error = QString::fromStdString(w.message());
     } else {
         const QImage image = m_slots[1]->model() && !m_views[1]->rendered().isNull() ? composedViews() : m_views[0]->composed();
-        ok = !image.isNull() && exportImage(image, path, &error);
+        const Status w = image.isNull() ? Status(Error {}) : exportImage(image, path);
+        ok = bool(w);
+        if (!ok)
+            error = QString::fromStdString(w.message());
     }
     if (!ok) {
         showError(error.startsWith(path) ? error : path + ": " + (error.isEmpty() ? tr("nothing to export") : error));
@@ -60,18 +63,14 @@ bool MainWindow::exportTiles(const QString& path)
         showError(path + ": " + tr("nothing to export"));
         return false;
     }
-    const AttentionGrid grid = attentionGridOf(t->trace, t->shown, m_slots[0]->name().toStdString(),
-                                               QFileInfo(t->path).completeBaseName().toStdString(), m_query, m_controls->rollout());
-    QString error;
-    bool ok;
-    if (path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)) {
-        auto w = writeTextFile(path.toStdString(), attentionGridCsv(grid));
-        ok = bool(w);
-        error = ok ? QString() : QString::fromStdString(w.message());
-    } else {
-        ok = exportImage(renderAttentionGrid(grid), path, &error);
-    }
-    if (!ok) {
+    AttentionGrid grid = attentionGrid(t->trace, m_query, m_controls->rollout());
+    grid.model = m_slots[0]->name().toStdString();
+    grid.image = QFileInfo(t->path).completeBaseName().toStdString();
+    grid.shown = t->shown;
+    const Status w = path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive) ? writeTextFile(path.toStdString(), figureCsv(grid))
+                                                                                 : exportImage(renderFigure(grid), path);
+    const QString error = w ? QString() : QString::fromStdString(w.message());
+    if (!w) {
         showError(error.startsWith(path) ? error : path + ": " + error);
         return false;
     }
@@ -97,11 +96,10 @@ bool MainWindow::exportImageSet(const QString& dir)
         if (!figureHasData(f, data))
             continue;
         panel.setFigure(f);
-        QString error;
         const QString base = QDir(dir).filePath(QString::fromStdString(figureFileName(f)));
         for (const char* ext : { ".png", ".svg", ".pdf" })
-            if (!panel.exportFigure(base + ext, &error)) {
-                showError(error);
+            if (auto written = panel.exportFigure(base + ext); !written) {
+                showError(QString::fromStdString(written.message()));
                 return false;
             }
     }

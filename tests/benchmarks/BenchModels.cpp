@@ -1,7 +1,7 @@
 #include "BenchModels.h"
 
-#include "ModelWriter.h"
-#include "VisionTransformer.h"
+#include "checkpoint/ModelWriter.h"
+#include "vit/VisionTransformer.h"
 
 #include <ATen/ATen.h>
 

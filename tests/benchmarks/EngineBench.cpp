@@ -3,7 +3,7 @@
 // depend on their values. Thread counts come from the environment (OMP_NUM_THREADS, see docs/performance.md);
 // tests/benchmarks/run_bench.py runs this at 1 and at 2 threads.
 #include "BenchModels.h"
-#include "TensorImpl.h"
+#include "io/TensorImpl.h"
 
 #include <attnscope/AnalysisRun.h>
 #include <attnscope/Analyses.h>

@@ -1,4 +1,4 @@
-// The report's reader (app/report/BatchPrefetch.cpp) with several threads, as on a GPU machine: the batches come in
+// The report's reader (report/BatchPrefetch.cpp) with several threads, as on a GPU machine: the batches come in
 // order, every image once, unreadable ones set aside with their cause, and each run's batch staged with the images
 // that could be read. (On a CPU the CLI reads with one thread, so this is the test of the threaded path.)
 #include "TestSupport.h"

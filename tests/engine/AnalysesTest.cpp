@@ -1,7 +1,7 @@
 // ANALYSES.md sections 1-5 against a float64 plain-PyTorch reference (tests/golden/make_analyses.py) on
 // committed golden cases; tolerance relative 1e-4 (absolute 1e-6 below values of 1e-2), and analytic oracles.
 #include "TestSupport.h"
-#include "TensorImpl.h"
+#include "io/TensorImpl.h"
 
 #include <attnscope/AnalysisRun.h>
 #include <attnscope/Analyses.h>

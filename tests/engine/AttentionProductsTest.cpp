@@ -1,7 +1,7 @@
-// The attention's batched products on oneDNN (engine/src/AttentionProducts.h) against at::matmul, on the layouts the
+// The attention's batched products on oneDNN (engine/src/vit/AttentionProducts.h) against at::matmul, on the layouts the
 // forward hands them: q, k and v as contiguous [B, N, D] (the packed path) or as views of one qkv projection.
-#include "AttentionProducts.h"
-#include "PackedLinear.h"
+#include "vit/AttentionProducts.h"
+#include "vit/PackedLinear.h"
 
 #include "TorchTestSupport.h"
 
@@ -16,7 +16,7 @@
 #include <thread>
 
 #ifdef ATTNSCOPE_HAVE_DNNL
-#include "OneDnnSupport.h"
+#include "vit/OneDnnSupport.h"
 #endif
 
 using namespace attnscope;

@@ -5,7 +5,7 @@
 #include <attnscope/Image.h>
 #include <attnscope/Model.h>
 
-#include "ImageHeader.h"
+#include "image/ImageHeader.h"
 
 #include <nlohmann/json.hpp>
 

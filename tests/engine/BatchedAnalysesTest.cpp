@@ -1,4 +1,4 @@
-// The device path of the analyses (engine/src/BatchedAnalyses.cpp: the whole batch as float64 tensor operations where
+// The device path of the analyses (engine/src/analyses/BatchedAnalyses.cpp: the whole batch as float64 tensor operations where
 // the forward ran) against the host path (Analyses.cpp, SignalToNoise.cpp: float64 loops over each image's Trace, the
 // path the golden tests hold to PyTorch). On the CPU both see the same forward, so they must agree to float64
 // rounding; the bar is 1e-5 relative. On a GPU the same comparison runs against the CPU's host path.

@@ -5,7 +5,7 @@
 #include <attnscope/Image.h>
 #include <attnscope/Model.h>
 
-#include "Threads.h"
+#include "vit/Threads.h"
 
 #include <ATen/Parallel.h>
 
@@ -47,21 +47,21 @@ std::vector<Tensor> inputsOf(const std::vector<Model::Prepared>& images)
     return inputs;
 }
 
+class Batching : public SampleImagesTest { };
+class InterOp : public SampleImagesTest { };
+
 } // namespace
 
-TEST(Batching, RunBatchEqualsOneRunPerImage)
+TEST_F(Batching, RunBatchEqualsOneRunPerImage)
 {
-    auto model = Model::load("builtin:fmnist-vit");
-    ASSERT_TRUE(model) << model.message();
-    const auto images = fashionSamples(**model, 3);
-    ASSERT_EQ(images.size(), 3u);
+    ASSERT_NO_FATAL_FAILURE(useSamples(3));
     RunOptions options;
     options.record = RecordSpec::everything();
-    auto batch = (*model)->runBatch(inputsOf(images), options);
+    auto batch = model->runBatch(inputsOf(images), options);
     ASSERT_TRUE(batch) << batch.message();
     ASSERT_EQ(batch->size(), 3u);
     for (size_t i = 0; i < images.size(); ++i) {
-        auto one = (*model)->run(images[i].input, options);
+        auto one = model->run(images[i].input, options);
         ASSERT_TRUE(one) << one.message();
         expectTracesWithin((*batch)[i], *one, 1e-5, "image " + std::to_string(i));
     }
@@ -69,31 +69,25 @@ TEST(Batching, RunBatchEqualsOneRunPerImage)
     EXPECT_GT(maxDifference((*batch)[0].logits, (*batch)[1].logits), 1e-3);
 }
 
-TEST(Batching, RunBatchRefusesMixedSizes)
+TEST_F(Batching, RunBatchRefusesMixedSizes)
 {
-    auto model = Model::load("builtin:fmnist-vit");
-    ASSERT_TRUE(model) << model.message();
-    const auto images = fashionSamples(**model, 1);
-    ASSERT_EQ(images.size(), 1u);
+    ASSERT_NO_FATAL_FAILURE(useSamples(1));
     const auto& shape = images[0].input.shape();
     const Tensor larger = Tensor::fromVector({ shape[0], shape[1] * 2, shape[2] }, std::vector<float>(size_t(images[0].input.numel() * 2), 0.f));
-    auto r = (*model)->runBatch({ images[0].input, larger });
+    auto r = model->runBatch({ images[0].input, larger });
     ASSERT_FALSE(r);
     EXPECT_NE(r.message().find("one size"), std::string::npos) << r.message();
-    EXPECT_FALSE((*model)->runBatch({}));
+    EXPECT_FALSE(model->runBatch({}));
 }
 
-TEST(Batching, AddImagesEqualsAddImageOneAtATime)
+TEST_F(Batching, AddImagesEqualsAddImageOneAtATime)
 {
-    auto model = Model::load("builtin:fmnist-vit");
-    ASSERT_TRUE(model) << model.message();
-    const auto images = fashionSamples(**model, 5);
-    ASSERT_EQ(images.size(), 5u);
+    ASSERT_NO_FATAL_FAILURE(useSamples(5));
     AnalysisOptions options;
     options.perturbations.push_back(*Perturbation::parse("gaussian:sigma=8"));
     options.perturbations.push_back(*Perturbation::parse("blur:sigma=1"));
     options.draws = 2;
-    AnalysisRun single(*model, options), batched(*model, options);
+    AnalysisRun single(model, options), batched(model, options);
     for (size_t i = 0; i < images.size(); ++i)
         ASSERT_TRUE(single.addImage(images[i], int64_t(i)));
     // Batches of 3 and 2, with shard-like indices kept as given.
@@ -126,22 +120,19 @@ struct TwoThreads {
 
 // With two threads a batch is cut into single-threaded forwards on both (docs/performance.md, Thread policy): each
 // trace must be, bit for bit, what a one-thread forward of that image alone gives.
-TEST(InterOp, BatchAtTwoThreadsIsBitwiseOneThreadForwards)
+TEST_F(InterOp, BatchAtTwoThreadsIsBitwiseOneThreadForwards)
 {
-    auto model = Model::load("builtin:fmnist-vit");
-    ASSERT_TRUE(model) << model.message();
-    const auto images = fashionSamples(**model, 5);
-    ASSERT_EQ(images.size(), 5u);
+    ASSERT_NO_FATAL_FAILURE(useSamples(5));
     RunOptions options;
     options.record = RecordSpec::everything();
     std::vector<Trace> alone;
     for (const auto& p : images) {
-        auto one = (*model)->run(p.input, options);
+        auto one = model->run(p.input, options);
         ASSERT_TRUE(one) << one.message();
         alone.push_back(*one);
     }
     TwoThreads threads;
-    auto batch = (*model)->runBatch(inputsOf(images), options);
+    auto batch = model->runBatch(inputsOf(images), options);
     ASSERT_TRUE(batch) << batch.message();
     ASSERT_EQ(batch->size(), alone.size());
     for (size_t i = 0; i < alone.size(); ++i)
@@ -151,12 +142,9 @@ TEST(InterOp, BatchAtTwoThreadsIsBitwiseOneThreadForwards)
 
 // cleanTraceReady hands each image's clean trace out after the forward and before the analyses (the GUI shows
 // the heatmap while the curves are computed): once per image, in order, the very traces addImages returns.
-TEST(Batching, CleanTracesComeOutBeforeTheAnalyses)
+TEST_F(Batching, CleanTracesComeOutBeforeTheAnalyses)
 {
-    auto model = Model::load("builtin:fmnist-vit");
-    ASSERT_TRUE(model) << model.message();
-    const auto images = fashionSamples(**model, 2);
-    ASSERT_EQ(images.size(), 2u);
+    ASSERT_NO_FATAL_FAILURE(useSamples(2));
     AnalysisOptions options;
     options.perturbations.push_back(*Perturbation::parse("gaussian:sigma=8"));
     std::vector<size_t> seen;
@@ -167,7 +155,7 @@ TEST(Batching, CleanTracesComeOutBeforeTheAnalyses)
         early.push_back(clean);
         EXPECT_EQ(self->images(), 0); // nothing analysed yet
     };
-    AnalysisRun run(*model, options);
+    AnalysisRun run(model, options);
     self = &run;
     std::vector<Trace> returned;
     ASSERT_TRUE(run.addImages({ &images[0], &images[1] }, { 0, 1 }, {}, &returned));
@@ -179,17 +167,14 @@ TEST(Batching, CleanTracesComeOutBeforeTheAnalyses)
 }
 
 // The analyses of an image run as parallel tasks at two threads; the statistics must not depend on that.
-TEST(InterOp, AnalysisStatisticsDoNotDependOnThreads)
+TEST_F(InterOp, AnalysisStatisticsDoNotDependOnThreads)
 {
-    auto model = Model::load("builtin:fmnist-vit");
-    ASSERT_TRUE(model) << model.message();
-    const auto images = fashionSamples(**model, 3);
-    ASSERT_EQ(images.size(), 3u);
+    ASSERT_NO_FATAL_FAILURE(useSamples(3));
     AnalysisOptions options;
     options.perturbations.push_back(*Perturbation::parse("gaussian:sigma=8"));
     options.perturbations.push_back(*Perturbation::parse("saltpepper:fraction=0.05"));
     options.draws = 2;
-    AnalysisRun one(*model, options), two(*model, options);
+    AnalysisRun one(model, options), two(model, options);
     for (size_t i = 0; i < images.size(); ++i)
         ASSERT_TRUE(one.addImage(images[i], int64_t(i)));
     {
@@ -207,28 +192,26 @@ TEST(InterOp, AnalysisStatisticsDoNotDependOnThreads)
 }
 
 // A cancel asked during a batch spread over threads ends the run with "cancelled", from whichever thread saw it.
-TEST(InterOp, CancelDuringABatchSpreadOverThreads)
+TEST_F(InterOp, CancelDuringABatchSpreadOverThreads)
 {
-    auto model = Model::load("builtin:fmnist-vit");
-    ASSERT_TRUE(model) << model.message();
-    const auto images = fashionSamples(**model, 4);
-    ASSERT_EQ(images.size(), 4u);
+    ASSERT_NO_FATAL_FAILURE(useSamples(4));
     const std::vector<Tensor> inputs = inputsOf(images);
     std::atomic<int> polls { 0 };
     RunOptions options;
     options.isCancelled = [&] { return ++polls > 5; };
     TwoThreads threads;
-    auto r = (*model)->runBatch(inputs, options);
+    auto r = model->runBatch(inputs, options);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.message(), "cancelled");
+    EXPECT_TRUE(r.cancelled());
     options.isCancelled = {};
-    EXPECT_TRUE((*model)->runBatch(inputs, options)) << "the model works after a cancelled batch";
+    EXPECT_TRUE(model->runBatch(inputs, options)) << "the model works after a cancelled batch";
 }
 
 // Each inter-op worker runs its forward single-threaded even when the intra-op count is above 1: LibTorch's lazy
 // per-thread initialisation (the first at::get_num_threads() of a thread) must not put the worker's OpenMP count
 // back to the intra-op count.
-TEST(InterOp, WorkersStaySingleThreadedAfterLibTorchsFirstCall)
+TEST_F(InterOp, WorkersStaySingleThreadedAfterLibTorchsFirstCall)
 {
     TwoThreads two;
     std::vector<int> counts(4, -1);

@@ -1,7 +1,7 @@
 // Regression tests of the bugs the fuzz harnesses (tests/fuzz, docs/fuzzing.md) found: each input that crashed,
 // threw the wrong exception or hit undefined behaviour now ends in a clean one-line Error. The raw inputs are
 // also in tests/fuzz/corpus/<harness>/crash-*, replayed by the fuzz_replay_* tests.
-#include "SafeTensors.h"
+#include "checkpoint/SafeTensors.h"
 #include "TestSupport.h"
 
 #include <attnscope/Image.h>
@@ -37,6 +37,13 @@ std::string npyV2(const std::string& dict, const std::string& data)
     return out + header + data;
 }
 
+// Writes `bytes` as dir/name and reads it back with readNpy.
+Result<Tensor> npyFrom(const fs::path& dir, const std::string& name, const std::string& bytes)
+{
+    writeBytes(dir / name, bytes);
+    return readNpy((dir / name).string());
+}
+
 TEST(FuzzRegression, EmptyTensorRoundTripsThroughNpy)
 {
     // fuzz_npy: memcpy from a null pointer (an empty vector's data) in Tensor::fromVector and readNpy.
@@ -53,12 +60,10 @@ TEST(FuzzRegression, NpyShapeThatIsNotANumberIsAnError)
 {
     // fuzz_npy: std::stoll threw std::invalid_argument out of readNpy, which returns Result.
     const auto dir = scratchDir("fuzz-npy-shape");
-    writeBytes(dir / "s.npy", npyV2("{'descr': '<f4', 'fortran_order': False, 'shape': (} ), }", std::string(4, '\0')));
-    const auto read = readNpy((dir / "s.npy").string());
+    const auto read = npyFrom(dir, "s.npy", npyV2("{'descr': '<f4', 'fortran_order': False, 'shape': (} ), }", std::string(4, '\0')));
     ASSERT_FALSE(read.ok());
     EXPECT_NE(read.message().find("is not a list of integers"), std::string::npos) << read.message();
-    writeBytes(dir / "big.npy", npyV2("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", ""));
-    EXPECT_FALSE(readNpy((dir / "big.npy").string()).ok());
+    EXPECT_FALSE(npyFrom(dir, "big.npy", npyV2("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", "")).ok());
 }
 
 TEST(FuzzRegression, LongNpyHeaderDoesNotOverflowTheStack)
@@ -66,20 +71,18 @@ TEST(FuzzRegression, LongNpyHeaderDoesNotOverflowTheStack)
     // fuzz_npy: std::regex recursed once per header character; a 60 KB descr overflowed the stack under ASan,
     // a few MB overflow it in any build.
     const auto dir = scratchDir("fuzz-npy-long");
-    writeBytes(dir / "d.npy", npyV2("{'descr': '" + std::string(4 << 20, 'x') + "', 'shape': (1,), }", std::string(4, '\0')));
-    auto read = readNpy((dir / "d.npy").string());
+    auto read = npyFrom(dir, "d.npy", npyV2("{'descr': '" + std::string(4 << 20, 'x') + "', 'shape': (1,), }", std::string(4, '\0')));
     ASSERT_FALSE(read.ok());
     EXPECT_NE(read.message().find("is not float32 or float64"), std::string::npos);
     std::string dims;
     for (int i = 0; i < (1 << 17); ++i)
         dims += "1, ";
-    writeBytes(dir / "s.npy", npyV2("{'descr': '<f4', 'shape': (" + dims + "), }", std::string(4, '\0')));
-    read = readNpy((dir / "s.npy").string()); // 131072 dimensions of 1: read or refused, no crash
+    // 131072 dimensions of 1: read or refused, no crash
+    read = npyFrom(dir, "s.npy", npyV2("{'descr': '<f4', 'shape': (" + dims + "), }", std::string(4, '\0')));
     if (read.ok())
         EXPECT_EQ(read->numel(), 1);
     // Python 2's long suffix and other whitespace still read.
-    writeBytes(dir / "l.npy", npyV2("{'descr': '<f4', 'fortran_order': False, 'shape':\t(2L,\n 1L), }", std::string(8, '\0')));
-    read = readNpy((dir / "l.npy").string());
+    read = npyFrom(dir, "l.npy", npyV2("{'descr': '<f4', 'fortran_order': False, 'shape':\t(2L,\n 1L), }", std::string(8, '\0')));
     ASSERT_TRUE(read.ok()) << read.message();
     EXPECT_EQ(read->shape(), (std::vector<int64_t> { 2, 1 }));
 }

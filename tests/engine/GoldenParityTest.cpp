@@ -155,6 +155,7 @@ TEST(GoldenParity, CancelledRunReportsCancelled)
     auto trace = (*model)->run(loadNpy(goldenDir() + "/tv_timm/input.npy"), options);
     ASSERT_FALSE(trace.ok());
     EXPECT_EQ(trace.message(), "cancelled");
+    EXPECT_TRUE(trace.cancelled()) << "a cancel is told from a failure by the result alone";
 }
 
 } // namespace

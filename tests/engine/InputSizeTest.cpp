@@ -4,7 +4,7 @@
 // checkpoint_filter_fn, gives the same bits), on three 4x4-grid models (CLS; CLS + distillation token; CLS + 4
 // registers without prefix positions) at a larger and a smaller non-square grid. Tolerance: relative 1e-4 of each
 // tensor's scale, as GoldenParityTest (the fixtures' float64 reruns differ from float32 by at most 2.9e-6).
-#include "Preprocess.h"
+#include "image/Preprocess.h"
 #include "TestSupport.h"
 
 #include <algorithm>

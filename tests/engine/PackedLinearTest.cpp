@@ -1,5 +1,5 @@
-// The forward's linear layers on oneDNN with packed weights (engine/src/PackedLinear.h) against at::linear.
-#include "PackedLinear.h"
+// The forward's linear layers on oneDNN with packed weights (engine/src/vit/PackedLinear.h) against at::linear.
+#include "vit/PackedLinear.h"
 
 #include "TorchTestSupport.h"
 

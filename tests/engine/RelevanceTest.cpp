@@ -3,7 +3,7 @@
 // class 3. The engine's forward is float32 and accumulates the relevance in float64: 1e-4 of the largest reference
 // value (GAE's R, Grad-CAM's map). A mutation check: the two classes' maps differ, and the predicted class is found.
 #include "TestSupport.h"
-#include "TensorImpl.h"
+#include "io/TensorImpl.h"
 
 #include <ATen/ATen.h>
 

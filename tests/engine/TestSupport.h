@@ -37,8 +37,6 @@ inline std::filesystem::path scratchDir(const std::string& name)
     return dir;
 }
 
-// max|a - b| / max|b|: the error relative to the reference tensor's scale (near-zero entries would make an
-// elementwise relative error meaningless).
 // Up to `n` of the embedded Fashion-MNIST samples, prepared for `model`: five different garments.
 inline std::vector<Model::Prepared> fashionSamples(const Model& model, int n)
 {
@@ -55,6 +53,25 @@ inline std::vector<Model::Prepared> fashionSamples(const Model& model, int n)
     return out;
 }
 
+// A test on an embedded model with its first Fashion-MNIST samples prepared, the set-up that many engine tests share:
+// ASSERT_NO_FATAL_FAILURE(useSamples(n)) in the body, then `model` and `images`.
+class SampleImagesTest : public ::testing::Test {
+protected:
+    void useSamples(int n, const std::string& name = "builtin:fmnist-vit")
+    {
+        auto loaded = Model::load(name);
+        ASSERT_TRUE(loaded) << loaded.message();
+        model = *loaded;
+        images = fashionSamples(*model, n);
+        ASSERT_EQ(images.size(), size_t(n));
+    }
+
+    std::shared_ptr<const Model> model;
+    std::vector<Model::Prepared> images;
+};
+
+// max|a - b| / max|b|: the error relative to the reference tensor's scale (near-zero entries would make an
+// elementwise relative error meaningless).
 inline double relativeError(const Tensor& a, const Tensor& b)
 {
     double diff = 0, scale = 0;

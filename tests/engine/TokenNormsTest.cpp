@@ -4,7 +4,7 @@
 // norms and medians within 1e-5 relative, attention shares within 1e-6, the outlier lists exactly (the script keeps
 // every patch norm 1e-4 of the cut away from it). Each fixture is cut at a ratio that flags a few tokens.
 #include "TestSupport.h"
-#include "TensorImpl.h"
+#include "io/TensorImpl.h"
 
 #include <ATen/ATen.h>
 

@@ -2,7 +2,7 @@
 // formulas (tests/golden/make_variants.py, float64, relative 1e-4 of each tensor's scale); the convolution
 // builder against LibTorch's conv2d (1e-4); "off" is bit-for-bit the plain model.
 #include "TestSupport.h"
-#include "TensorImpl.h"
+#include "io/TensorImpl.h"
 
 #include <attnscope/Model.h>
 #include <attnscope/Datasets.h>

@@ -1,4 +1,4 @@
-// libFuzzer harness of the config parsers (engine/src/ConfigResolver.cpp): Hugging Face and timm config.json,
+// libFuzzer harness of the config parsers (engine/src/checkpoint/ConfigResolver.cpp): Hugging Face and timm config.json,
 // preprocessor_config.json, attnscope model descriptions (docs/model-description.md) and safetensors
 // __metadata__, resolved against a fixed tensor set, as Model::load does before it builds the network.
 //
@@ -12,11 +12,11 @@
 // field of the wrong JSON type) or c10::Error (q/k/v renamed onto tensors that do not fuse): Model::load reports
 // both as "<path>: <what>".
 // Anything else escapes and is a crash, as is a memory error or UB under the sanitizers.
-#include "CheckpointNaming.h"
-#include "ConfigResolver.h"
+#include "checkpoint/CheckpointNaming.h"
+#include "checkpoint/ConfigResolver.h"
 #include "FuzzSupport.h"
-#include "LoadError.h"
-#include "SafeTensors.h"
+#include "checkpoint/LoadError.h"
+#include "checkpoint/SafeTensors.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-// libFuzzer harness of the image header reader (engine/src/ImageHeader.h) and the decoder
+// libFuzzer harness of the image header reader (engine/src/image/ImageHeader.h) and the decoder
 // (engine/include/attnscope/Image.h). The input is a whole image file.
 //
 // readImageHeader gets a copy of the input in a heap buffer of exactly its size, so that a read past `size` is a
@@ -23,7 +23,7 @@
 //
 // Seeds: tests/fuzz/corpus/image (make_seeds.py). Dictionary: image.dict.
 #include "FuzzSupport.h"
-#include "ImageHeader.h"
+#include "image/ImageHeader.h"
 
 #include <attnscope/Image.h>
 

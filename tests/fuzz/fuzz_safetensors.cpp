@@ -1,4 +1,4 @@
-// libFuzzer harness of the safetensors reader (engine/src/SafeTensors.cpp): the input is a whole .safetensors
+// libFuzzer harness of the safetensors reader (engine/src/checkpoint/SafeTensors.cpp): the input is a whole .safetensors
 // file, written to a memfd and read through readSafetensors(path), memory map included.
 //
 // Every input must end in a result or in LoadError; any other exception escapes and is a crash, as is a memory
@@ -8,8 +8,8 @@
 //
 // Seeds: tests/fuzz/corpus/safetensors (make_seeds.py). Dictionary: safetensors.dict.
 #include "FuzzSupport.h"
-#include "LoadError.h"
-#include "SafeTensors.h"
+#include "checkpoint/LoadError.h"
+#include "checkpoint/SafeTensors.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>

@@ -110,8 +110,8 @@ private slots:
         QVERIFY(figure.deviceIndependentSize().height() > 13 * 88);
         QTemporaryDir dir;
         for (const QString suffix : { "png", "svg", "pdf" }) {
-            QString error;
-            QVERIFY2(exportImage(figure, dir.filePath("grid." + suffix), &error), qPrintable(error));
+            const Status written = exportImage(figure, dir.filePath("grid." + suffix));
+            QVERIFY2(written, written ? "" : written.message().c_str());
         }
         QString problem = testing::checkPng(dir.filePath("grid.png"), figure.size());
         QVERIFY2(problem.isEmpty(), qPrintable(problem));

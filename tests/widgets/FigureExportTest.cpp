@@ -13,25 +13,41 @@
 #include <TokenSimilarityPlot.h>
 #include <qcustomplot.h>
 
+#include <memory>
+
 using namespace attnscope;
 
 class FigureExportTest : public QObject {
     Q_OBJECT
 
 private:
-    static void build(QCustomPlot* plot)
+    // Every test starts with a token-similarity plot and an empty temporary folder (init).
+    std::unique_ptr<QCustomPlot> m_plot;
+    std::unique_ptr<QTemporaryDir> m_dir;
+
+    static QByteArray contents(const QString& path)
     {
-        buildTokenSimilarityPlot(plot, { testdata::makeSummary("ViT-S/16", "ViT-S/16") }, Tap::Block, PlotStyle());
+        QFile file(path);
+        return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
     }
 
 private slots:
+    void init()
+    {
+        m_plot = std::make_unique<QCustomPlot>();
+        buildTokenSimilarityPlot(m_plot.get(), { testdata::makeSummary("ViT-S/16", "ViT-S/16") }, Tap::Block, PlotStyle());
+        m_dir = std::make_unique<QTemporaryDir>();
+    }
+    void cleanup()
+    {
+        m_plot.reset();
+        m_dir.reset();
+    }
+
     void pngIsTwiceTheLogicalSize()
     {
-        QCustomPlot plot;
-        build(&plot);
-        QTemporaryDir dir;
-        const QString path = dir.filePath("a.png");
-        QVERIFY(exportPlot(&plot, path, 640, 400));
+        const QString path = m_dir->filePath("a.png");
+        QVERIFY(exportPlot(m_plot.get(), path, 640, 400));
         const QImage image(path);
         QCOMPARE(image.size(), QSize(1280, 800));
         QVERIFY(std::abs(image.dotsPerMeterX() - 7559) <= 1); // 192 dpi
@@ -41,8 +57,6 @@ private slots:
     // RGBA, the resolution in pHYs; a plot, noise (every filter and byte value), one-pixel and odd sizes.
     void pngEncoderRoundTripsExactly()
     {
-        QCustomPlot plot;
-        build(&plot);
         QImage noise(37, 5, QImage::Format_ARGB32);
         QImage translucent(3, 7, QImage::Format_ARGB32);
         QRandomGenerator rng(7);
@@ -54,7 +68,7 @@ private slots:
                 translucent.setPixel(x, y, qRgba(int(rng.bounded(256)), 255 - 30 * y, x * 90, 20 * (x + y)));
         QImage one(1, 1, QImage::Format_RGB32);
         one.fill(qRgb(1, 2, 3));
-        const QImage figure = plot.toPixmap(320, 200, 2.0).toImage();
+        const QImage figure = m_plot->toPixmap(320, 200, 2.0).toImage();
         int translucentImages = 0;
         for (const QImage& source : { figure, noise, translucent, one }) {
             const QByteArray png = encodePng(source, 192);
@@ -80,14 +94,9 @@ private slots:
 
     void svgHasTheLogicalSizeAndTitle()
     {
-        QCustomPlot plot;
-        build(&plot);
-        QTemporaryDir dir;
-        const QString path = dir.filePath("a.svg");
-        QVERIFY(exportPlot(&plot, path, 640, 400));
-        QFile file(path);
-        QVERIFY(file.open(QIODevice::ReadOnly));
-        const QByteArray svg = file.readAll();
+        const QString path = m_dir->filePath("a.svg");
+        QVERIFY(exportPlot(m_plot.get(), path, 640, 400));
+        const QByteArray svg = contents(path);
         QVERIFY(svg.contains("viewBox=\"0 0 640 400\""));
         QVERIFY(svg.contains("<title>Token cosine similarity"));
         QVERIFY2(svg.contains("<text"), "text stays text (vector), not a bitmap");
@@ -96,14 +105,9 @@ private slots:
 
     void pdfPageIsTheFigure()
     {
-        QCustomPlot plot;
-        build(&plot);
-        QTemporaryDir dir;
-        const QString path = dir.filePath("a.pdf");
-        QVERIFY(exportPlot(&plot, path, 640, 400));
-        QFile file(path);
-        QVERIFY(file.open(QIODevice::ReadOnly));
-        const QByteArray pdf = file.readAll();
+        const QString path = m_dir->filePath("a.pdf");
+        QVERIFY(exportPlot(m_plot.get(), path, 640, 400));
+        const QByteArray pdf = contents(path);
         QVERIFY(pdf.startsWith("%PDF"));
         // One logical pixel = one point: a landscape 640 x 400 pt page.
         const QRegularExpression mediaBox(QStringLiteral("/MediaBox \\[0 0 640(\\.0+)? 400(\\.0+)?\\]"));
@@ -120,53 +124,43 @@ private slots:
 
     void suffixIsCaseInsensitive()
     {
-        QCustomPlot plot;
-        build(&plot);
-        QTemporaryDir dir;
-        QVERIFY(exportPlot(&plot, dir.filePath("a.PNG"), 300, 200));
-        QCOMPARE(QImage(dir.filePath("a.PNG")).size(), QSize(600, 400));
+        QVERIFY(exportPlot(m_plot.get(), m_dir->filePath("a.PNG"), 300, 200));
+        QCOMPARE(QImage(m_dir->filePath("a.PNG")).size(), QSize(600, 400));
     }
 
     void unknownFormatIsRefused()
     {
-        QCustomPlot plot;
-        build(&plot);
-        QTemporaryDir dir;
-        QString error;
-        QVERIFY(!exportPlot(&plot, dir.filePath("a.jpg"), 300, 200, &error));
+        const Status refused = exportPlot(m_plot.get(), m_dir->filePath("a.jpg"), 300, 200);
+        QVERIFY(!refused);
+        const QString error = QString::fromStdString(refused.message());
         QVERIFY2(error.contains("a.jpg") && error.contains(".png"), qPrintable(error));
-        QVERIFY(!exportImage(QImage(10, 10, QImage::Format_RGB32), dir.filePath("b.tiff"), &error));
-        QVERIFY(QDir(dir.path()).entryList(QDir::Files).isEmpty());
+        QVERIFY(!refused.cancelled());
+        QVERIFY(!exportImage(QImage(10, 10, QImage::Format_RGB32), m_dir->filePath("b.tiff")));
+        QVERIFY(QDir(m_dir->path()).entryList(QDir::Files).isEmpty());
     }
 
     void missingFolderFailsCleanly()
     {
-        QCustomPlot plot;
-        build(&plot);
-        QTemporaryDir dir;
-        const QString path = dir.filePath("no/such/folder/a.png");
-        QString error;
-        QVERIFY(!exportPlot(&plot, path, 300, 200, &error));
-        QVERIFY2(error.contains(path), qPrintable(error));
+        const QString path = m_dir->filePath("no/such/folder/a.png");
+        const Status refused = exportPlot(m_plot.get(), path, 300, 200);
+        QVERIFY(!refused);
+        QVERIFY2(QString::fromStdString(refused.message()).contains(path), refused.message().c_str());
         QVERIFY(!QFileInfo::exists(path));
-        QVERIFY(!exportPlot(&plot, dir.filePath("a.pdf"), 0, 200, &error));
-        QVERIFY(!exportImage(QImage(), dir.filePath("a.png"), &error));
-        QVERIFY(QDir(dir.path()).entryList(QDir::Files).isEmpty());
+        QVERIFY(!exportPlot(m_plot.get(), m_dir->filePath("a.pdf"), 0, 200));
+        QVERIFY(!exportImage(QImage(), m_dir->filePath("a.png")));
+        QVERIFY(QDir(m_dir->path()).entryList(QDir::Files).isEmpty());
     }
 
     void replacesAnExistingFile()
     {
-        QCustomPlot plot;
-        build(&plot);
-        QTemporaryDir dir;
-        const QString path = dir.filePath("a.png");
+        const QString path = m_dir->filePath("a.png");
         QFile stale(path);
         QVERIFY(stale.open(QIODevice::WriteOnly));
         stale.write("not a png");
         stale.close();
-        QVERIFY(exportPlot(&plot, path, 300, 200));
+        QVERIFY(exportPlot(m_plot.get(), path, 300, 200));
         QCOMPARE(QImage(path).size(), QSize(600, 400));
-        QCOMPARE(QDir(dir.path()).entryList(QDir::Files), QStringList { "a.png" });
+        QCOMPARE(QDir(m_dir->path()).entryList(QDir::Files), QStringList { "a.png" });
     }
 
     void imageExportKeepsLogicalSize()
@@ -174,17 +168,14 @@ private slots:
         QImage image(200, 100, QImage::Format_RGB32);
         image.fill(Qt::darkCyan);
         image.setDevicePixelRatio(2.0);
-        QTemporaryDir dir;
-        QVERIFY(exportImage(image, dir.filePath("i.png")));
-        QCOMPARE(QImage(dir.filePath("i.png")).size(), QSize(200, 100));
-        QVERIFY(exportImage(image, dir.filePath("i.svg")));
-        QSvgRenderer svg(dir.filePath("i.svg"));
+        QVERIFY(exportImage(image, m_dir->filePath("i.png")));
+        QCOMPARE(QImage(m_dir->filePath("i.png")).size(), QSize(200, 100));
+        QVERIFY(exportImage(image, m_dir->filePath("i.svg")));
+        QSvgRenderer svg(m_dir->filePath("i.svg"));
         QVERIFY(svg.isValid());
         QCOMPARE(svg.viewBox().size(), QSize(100, 50));
-        QVERIFY(exportImage(image, dir.filePath("i.pdf")));
-        QFile pdf(dir.filePath("i.pdf"));
-        QVERIFY(pdf.open(QIODevice::ReadOnly));
-        QVERIFY(pdf.readAll().startsWith("%PDF"));
+        QVERIFY(exportImage(image, m_dir->filePath("i.pdf")));
+        QVERIFY(contents(m_dir->filePath("i.pdf")).startsWith("%PDF"));
     }
 };
 

@@ -108,8 +108,8 @@ private slots:
         QVERIFY(dir.isValid());
         for (const QString suffix : { "png", "svg", "pdf" }) {
             const QString path = dir.filePath(name + "." + suffix);
-            QString error;
-            QVERIFY2(exportPlot(&plot, path, figure.size.width(), figure.size.height(), &error), qPrintable(error));
+            const Status written = exportPlot(&plot, path, figure.size.width(), figure.size.height());
+            QVERIFY2(written, written ? "" : written.message().c_str());
             QVERIFY2(QFileInfo::exists(path), qPrintable(path));
         }
         QString problem = testing::checkPng(dir.filePath(name + ".png"), figure.size * 2);

@@ -56,6 +56,22 @@ struct RolloutOptions {
 Tensor attentionRollout(const Trace& trace, const RolloutOptions& options = {});
 AttentionMap rolloutMap(const Trace& trace, const Tensor& rollout, int query);
 
+// The attention of one image and query for the layers x heads figure (and the window's tiles): every head's map and
+// the head mean of every layer, and the rollout.
+struct AttentionGrid {
+    std::string model; // what the figure names (left empty by attentionGrid)
+    std::string image;
+    Image shown;      // the preprocessed image the model saw (left empty by attentionGrid)
+    int query = 0;    // token index (0 = CLS when there is one)
+    int gridHeight = 0, gridWidth = 0, numPrefixTokens = 0;
+    std::vector<std::vector<AttentionMap>> maps; // [layer - 1][head], heads.size() == H, plus the head mean last
+    AttentionMap rollout;
+    RolloutOptions rolloutOptions; // how the rollout was made
+};
+// The grid of row `query` (-1: the CLS token, or the centre patch of a model without prefix tokens), its rollout made
+// as `rollout` says.
+AttentionGrid attentionGrid(const Trace& trace, int query = -1, const RolloutOptions& rollout = {});
+
 struct AttentionSimilarityPoint {
     int layer;
     double successiveCos;  // cosine of flattened head-mean maps A_l and A_{l+1}; NaN for the last layer

@@ -70,16 +70,16 @@ public:
     // shards merge to exactly the unsharded run). Returns Error "cancelled" when isCancelled says so.
     // `cleanTrace`, when given, receives the clean forward's trace (for predictions and tensor dumps). When the analyses
     // run on the device, that trace holds the logits, and the taps only where alsoRecord or cleanTraceReady asks.
-    Result<bool> addImage(const Model::Prepared& image, int64_t index, const std::function<bool()>& isCancelled = {},
+    Status addImage(const Model::Prepared& image, int64_t index, const std::function<bool()>& isCancelled = {},
                           Trace* cleanTrace = nullptr);
     // Several images at once: their clean and perturbed inputs go through one batched forward (they must share
     // one input size). The statistics are those of addImage on each in turn, up to float rounding.
-    Result<bool> addImages(const std::vector<const Model::Prepared*>& images, const std::vector<int64_t>& indices,
+    Status addImages(const std::vector<const Model::Prepared*>& images, const std::vector<int64_t>& indices,
                            const std::function<bool()>& isCancelled = {}, std::vector<Trace>* cleanTraces = nullptr);
     // addImages in two steps: the inputs (perturbing each image, over the inter-op threads; const, so any thread may
     // stage while another adds), then the forward, the analyses and the statistics.
     Result<StagedBatch> stage(const std::vector<const Model::Prepared*>& images, const std::vector<int64_t>& indices) const;
-    Result<bool> addStaged(const StagedBatch& batch, const std::function<bool()>& isCancelled = {},
+    Status addStaged(const StagedBatch& batch, const std::function<bool()>& isCancelled = {},
                            std::vector<Trace>* cleanTraces = nullptr);
     const AnalysisOptions& options() const { return m_options; }
     // Whether the analyses run on the model's device (AnalysisOptions::analysesOnDevice).
@@ -97,8 +97,8 @@ private:
     struct ImageResults;
     void addResults(const ImageResults& results);
     RunOptions runOptions(const std::function<bool()>& isCancelled) const;
-    Result<bool> analyseOnDevice(const StagedBatch::Impl& staged, const RunOptions& run, std::vector<Trace>* cleanTraces);
-    Result<bool> analyseOnHost(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
+    Status analyseOnDevice(const StagedBatch::Impl& staged, const RunOptions& run, std::vector<Trace>* cleanTraces);
+    Status analyseOnHost(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
                                std::vector<Trace>* cleanTraces);
 
     std::shared_ptr<const Model> m_model;
@@ -115,20 +115,5 @@ private:
 // enough images that every inter-op thread has an input of its own (one image's clean and noisy inputs already do
 // on two cores), at least 1.
 int defaultBatchSize(const Model& model, const AnalysisOptions& options);
-
-// Turns statistics (of one run or merged shards) into the rows of the CSVs and figures.
-AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius);
-
-// Writes token_similarity.csv, head_centres.csv, attention_similarity.csv, snr.csv and snr_diagnostics.csv
-// (DESIGN.md, Output directory) for what the summary holds; with several perturbations the SNR files are named
-// snr_<slug>.csv. Returns the files written. Every file goes through a temporary name.
-Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const AnalysisSummary& summary);
-
-// Statistics as JSON text and back (exact: 17 significant digits), for shards and `merge`.
-std::string statisticsToJson(const StatsTable& stats);
-Result<StatsTable> statisticsFromJson(const std::string& json);
-
-// "gaussian:sigma=8" -> "gaussian-sigma-8"
-std::string perturbationSlug(const std::string& spec);
 
 } // namespace attnscope

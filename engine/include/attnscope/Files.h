@@ -18,9 +18,11 @@ Result<std::string> sha256FileCached(const std::string& path);
 
 // A number as the CSVs write it: 10 significant digits, "nan" for undefined values, '.' as decimal point.
 std::string csvNumber(double value);
+// A CSV field: as it is, or quoted (quotes doubled) when it holds a comma, a quote or a newline.
+std::string csvField(const std::string& s);
 
 // Writes a text file under a temporary name and renames it onto `path`.
-Result<bool> writeTextFile(const std::string& path, const std::string& contents);
+Status writeTextFile(const std::string& path, const std::string& contents);
 
 // A text file written piece by piece (a long run's predictions) under the temporary name writeTextFile uses, renamed
 // onto its path by commit(). Destroyed without commit() (an error, a cancelled run), the temporary goes and `path`
@@ -29,8 +31,8 @@ class TextFileWriter {
 public:
     static Result<std::unique_ptr<TextFileWriter>> open(const std::string& path);
     ~TextFileWriter();
-    Result<bool> append(const std::string& text);
-    Result<bool> commit();
+    Status append(const std::string& text);
+    Status commit();
 
     struct Impl;
 

@@ -46,6 +46,6 @@ std::mutex& stderrLock();
 std::string imageFormatOf(const std::string& path);
 
 // Writes an 8-bit image (PNG/JPEG by suffix), via a temporary file and rename.
-Result<bool> writeImage(const std::string& path, const Image& image);
+Status writeImage(const std::string& path, const Image& image);
 
 } // namespace attnscope

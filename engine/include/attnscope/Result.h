@@ -6,10 +6,17 @@
 
 namespace attnscope {
 
+// The one convention of every tier (engine, widgets, report, app) for what can fail: Result<T>, a value or an Error,
+// and Status for an outcome without a value. A cancel asked for is an Error too, but a distinct one (cancelled()),
+// so that a caller tells it from a failure by the result alone.
+
 // An error a user can cause (bad file, wrong shapes, unreadable image, no CUDA): one line that names the file
 // and the problem. Programming errors are assertions, not Errors.
 struct Error {
     std::string message;
+    bool cancelled = false; // the caller asked to stop (Error::cancel): not a failure
+
+    static Error cancel() { return { "cancelled", true }; }
 };
 
 // Either a value or an Error (the engine's boundary never throws).
@@ -37,9 +44,16 @@ public:
 
     const Error& error() const { return std::get<1>(m_state); }
     const std::string& message() const { return error().message; }
+    // Stopped because the caller asked to (Error::cancel), not failed.
+    bool cancelled() const { return !ok() && error().cancelled; }
 
 private:
     std::variant<T, Error> m_state;
 };
+
+// The value of a Status that succeeded: `return Done {};`.
+struct Done { };
+// Done, or why not.
+using Status = Result<Done>;
 
 } // namespace attnscope

@@ -5,6 +5,7 @@
 
 #include "attnscope/Analyses.h"
 #include "attnscope/Image.h"
+#include "attnscope/Result.h"
 #include "attnscope/Statistics.h"
 
 #include <string>
@@ -74,18 +75,6 @@ struct AnalysisSummary {
     std::vector<TokenNormRow> tokenNorms;
 };
 
-// Attention of one image for the layers x heads grid (figures and the GUI's tiles).
-struct AttentionGrid {
-    std::string model;
-    std::string image;
-    Image shown;      // the preprocessed image the model saw
-    int query = 0;    // token index (0 = CLS when there is one)
-    int gridHeight = 0, gridWidth = 0, numPrefixTokens = 0;
-    std::vector<std::vector<AttentionMap>> maps; // [layer - 1][head], heads.size() == H, plus the head mean last
-    AttentionMap rollout;
-    RolloutOptions rolloutOptions; // how the rollout was made
-};
-
 // One image's class relevance (Analyses.h, section 6) with what its figure names.
 struct RelevanceFigure {
     std::string model;
@@ -104,5 +93,20 @@ struct TokenNormsFigure {
     int registers = 0;         // the last prefix tokens are registers
     TokenNorms norms;
 };
+
+// Turns statistics (of one run or merged shards) into the rows of the CSVs and figures.
+AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius);
+
+// Writes token_similarity.csv, head_centres.csv, attention_similarity.csv, snr.csv, snr_diagnostics.csv and token_norms.csv
+// (DESIGN.md, Output directory) for what the summary holds; with several perturbations the SNR files are named
+// snr_<slug>.csv. Returns the files written. Every file goes through a temporary name.
+Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const AnalysisSummary& summary);
+
+// Statistics as JSON text and back (exact: 17 significant digits), for shards and `merge`.
+std::string statisticsToJson(const StatsTable& stats);
+Result<StatsTable> statisticsFromJson(const std::string& json);
+
+// "gaussian:sigma=8" -> "gaussian-sigma-8"
+std::string perturbationSlug(const std::string& spec);
 
 } // namespace attnscope

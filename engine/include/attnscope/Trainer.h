@@ -68,7 +68,7 @@ void relaunchWithFastBlasKernels(char** argv);
 // `imageSize` pixels (patch size 1: one token per pixel). Head h = i*K + j is centred on the shift
 // (i - K/2, j - K/2); `alpha` sets how sharply it attends there. Written as a model folder; the convolution
 // appears as the first C_out channels of the attention branch U_1 (and X_1) at interior pixels.
-Result<bool> buildConvolutionAsAttention(const Tensor& kernel, const Tensor& bias, int imageSize, double alpha,
+Status buildConvolutionAsAttention(const Tensor& kernel, const Tensor& bias, int imageSize, double alpha,
                                          const std::string& outDir);
 
 } // namespace attnscope

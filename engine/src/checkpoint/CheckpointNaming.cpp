@@ -1,0 +1,428 @@
+#include "checkpoint/CheckpointNaming.h"
+
+#include "checkpoint/LoadError.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <regex>
+
+namespace attnscope {
+
+namespace {
+
+bool has(const TensorMap& t, const std::string& key) { return t.count(key) != 0; }
+
+// Finds the base prefix ("vit.", "deit.", "" ...) under which `suffix` exists.
+std::optional<std::string> prefixOf(const TensorMap& t, const std::string& suffix, std::initializer_list<const char*> prefixes)
+{
+    for (const char* p : prefixes)
+        if (has(t, std::string(p) + suffix))
+            return std::string(p);
+    return std::nullopt;
+}
+
+// Applies ordered regex rules to every key; keys matching no rule keep their name. A rule with an empty
+// replacement drops the tensor.
+struct Rule {
+    std::regex pattern;
+    std::string replacement;
+    bool drop = false;
+};
+
+TensorMap applyRules(TensorMap in, const std::vector<Rule>& rules)
+{
+    TensorMap out;
+    for (auto& [name, tensor] : in) {
+        std::string key = name;
+        bool dropped = false;
+        for (const auto& r : rules) {
+            if (std::regex_search(key, r.pattern)) {
+                if (r.drop) {
+                    dropped = true;
+                    break;
+                }
+                key = std::regex_replace(key, r.pattern, r.replacement);
+            }
+        }
+        if (!dropped)
+            out[key] = tensor;
+    }
+    return out;
+}
+
+Rule rename(const std::string& pattern, const std::string& replacement) { return { std::regex(pattern), replacement, false }; }
+Rule drop(const std::string& pattern) { return { std::regex(pattern), {}, true }; }
+
+// Fuses `<stem>.{q,k,v}<suffix>` triples into `<target>` (rows q|k|v, NAMING.md 0.1).
+void fuseQkv(TensorMap& t, const std::string& q, const std::string& k, const std::string& v, const std::string& target,
+             const std::string& path)
+{
+    std::vector<std::string> toErase;
+    TensorMap fused;
+    for (const auto& [name, tensor] : t) {
+        const auto pos = name.find(q);
+        if (pos == std::string::npos)
+            continue;
+        const std::string kName = name.substr(0, pos) + k + name.substr(pos + q.size());
+        const std::string vName = name.substr(0, pos) + v + name.substr(pos + q.size());
+        if (!has(t, kName) || !has(t, vName))
+            throw LoadError(path + ": " + name + " has no matching " + kName + " and " + vName);
+        fused[name.substr(0, pos) + target + name.substr(pos + q.size())] = at::cat({ tensor, t.at(kName), t.at(vName) }, 0);
+        toErase.insert(toErase.end(), { name, kName, vName });
+    }
+    for (const auto& n : toErase)
+        t.erase(n);
+    t.insert(fused.begin(), fused.end());
+}
+
+std::string listSome(const TensorMap& t, size_t n)
+{
+    std::string s;
+    size_t i = 0;
+    for (const auto& [name, tensor] : t) {
+        if (i++ == n) {
+            s += ", ...";
+            break;
+        }
+        s += (s.empty() ? "" : ", ") + name;
+    }
+    return s;
+}
+
+// attnscope's tensor names (docs/model-description.md), the variants' parameters and DeiT-3's gamma_1/2 included. Only
+// messages use it: which tensors to name when a described checkpoint follows no convention.
+bool isAttnscopeName(const std::string& name)
+{
+    static const std::regex names(
+        "^(cls_token|dist_token|reg_token|pos_embed|patch_embed\\.proj\\.(weight|bias)"
+        "|(norm_pre|norm|fc_norm|head|head_dist)\\.(weight|bias)"
+        "|blocks\\.\\d+\\.((norm1|norm2|attn\\.(qkv|q|k|v|proj)|mlp\\.fc1|mlp\\.fc2)\\.(weight|bias)"
+        "|ls[12]\\.gamma|gamma_[12]|attn\\.(log_hy|log_hp|centre|alpha)))$");
+    return std::regex_match(name, names);
+}
+
+// The first numeric component of a dotted name ("layers.3.x" -> 3 at offset 7), the block index in every convention.
+struct NumberAt {
+    size_t offset = std::string::npos;
+    size_t length = 0;
+    std::string digits;
+};
+
+NumberAt firstNumber(const std::string& name)
+{
+    static const std::regex number("(^|\\.)(\\d+)(?=\\.|$)");
+    std::smatch m;
+    if (!std::regex_search(name, m, number))
+        return {};
+    return { size_t(m.position(2)), size_t(m.length(2)), m.str(2) };
+}
+
+// "0..3" for 0, 1, 2, 3; "0,2" otherwise; runs of three or more are shortened.
+std::string indexRanges(std::vector<long> v)
+{
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    std::string s;
+    for (size_t i = 0; i < v.size();) {
+        size_t j = i;
+        while (j + 1 < v.size() && v[j + 1] == v[j] + 1)
+            ++j;
+        s += (s.empty() ? "" : ",") + std::to_string(v[i]);
+        if (j >= i + 2)
+            s += ".." + std::to_string(v[j]);
+        else if (j == i + 1)
+            s += "," + std::to_string(v[j]);
+        i = j + 1;
+    }
+    return s;
+}
+
+// Folds the CLS position into the CLS token and leaves the position table to the patches, so that registers,
+// which never get a position, can sit between CLS and the patches (timm's DINOv2-register conversion, NAMING 4.7).
+void foldClassPosition(TensorMap& t, NamingHints& hints)
+{
+    auto& pos = t.at("pos_embed");
+    t["cls_token"] = t.at("cls_token") + pos.slice(1, 0, 1);
+    pos = pos.slice(1, 1).contiguous();
+    hints.posEmbedHasPrefix = false;
+}
+
+TensorMap fromHuggingFaceVit(TensorMap t, NamingHints& hints, const std::string& prefix, const std::string& path)
+{
+    const std::string p = std::regex_replace(prefix, std::regex("\\."), "\\.");
+    t = applyRules(std::move(t), {
+        drop("^" + p + "embeddings\\.mask_token$"),
+        drop("^pooler\\."),
+        drop("^" + p + "pooler\\."),
+        rename("^" + p + "embeddings\\.cls_token$", "cls_token"),
+        rename("^" + p + "embeddings\\.distillation_token$", "dist_token"),
+        rename("^" + p + "embeddings\\.register_tokens$", "reg_token"),
+        rename("^" + p + "embeddings\\.position_embeddings$", "pos_embed"),
+        rename("^" + p + "embeddings\\.patch_embeddings\\.projection\\.", "patch_embed.proj."),
+        rename("^" + p + "encoder\\.layer\\.(\\d+)\\.", "blocks.$1."),
+        rename("^(blocks\\.\\d+\\.)layernorm_before\\.", "$1norm1."),
+        rename("^(blocks\\.\\d+\\.)layernorm_after\\.", "$1norm2."),
+        rename("^(blocks\\.\\d+\\.)attention\\.attention\\.", "$1attn."),
+        rename("^(blocks\\.\\d+\\.)attention\\.output\\.dense\\.", "$1attn.proj."),
+        rename("^(blocks\\.\\d+\\.)intermediate\\.dense\\.", "$1mlp.fc1."),
+        rename("^(blocks\\.\\d+\\.)output\\.dense\\.", "$1mlp.fc2."),
+        rename("^(blocks\\.\\d+\\.)layer_scale1\\.lambda1$", "$1ls1.gamma"),
+        rename("^(blocks\\.\\d+\\.)layer_scale2\\.lambda1$", "$1ls2.gamma"),
+        rename("^" + p + "layernorm\\.", "norm."),
+        rename("^cls_classifier\\.", "head."),
+        rename("^distillation_classifier\\.", "head_dist."),
+        rename("^classifier\\.", "head."),
+    });
+    fuseQkv(t, "attn.query.", "attn.key.", "attn.value.", "attn.qkv.", path);
+    for (const auto& [name, tensor] : t)
+        if (name.find("mlp.weights_in") != std::string::npos)
+            throw LoadError(path + ": " + name + ": SwiGLU MLPs (DINOv2 giant) are not supported yet");
+    if (has(t, "reg_token") && has(t, "pos_embed") && has(t, "cls_token"))
+        foldClassPosition(t, hints);
+    return t;
+}
+
+TensorMap fromHuggingFaceClip(TensorMap t, NamingHints& hints, const std::string& path)
+{
+    const bool classifier = has(t, "classifier.weight");
+    t = applyRules(std::move(t), {
+        drop("^text_model\\."),
+        drop("^text_projection\\."),
+        drop("^logit_scale$"),
+        drop("^vision_model\\.embeddings\\.position_ids$"),
+        rename("^vision_model\\.embeddings\\.class_embedding$", "cls_token"),
+        rename("^vision_model\\.embeddings\\.patch_embedding\\.", "patch_embed.proj."),
+        rename("^vision_model\\.embeddings\\.position_embedding\\.weight$", "pos_embed"),
+        rename("^vision_model\\.pre_layrnorm\\.", "norm_pre."),
+        rename("^vision_model\\.encoder\\.layers\\.(\\d+)\\.", "blocks.$1."),
+        rename("^(blocks\\.\\d+\\.)layer_norm1\\.", "$1norm1."),
+        rename("^(blocks\\.\\d+\\.)layer_norm2\\.", "$1norm2."),
+        rename("^(blocks\\.\\d+\\.)self_attn\\.out_proj\\.", "$1attn.proj."),
+        rename("^(blocks\\.\\d+\\.)self_attn\\.", "$1attn."),
+        rename("^visual_projection\\.", "head."),
+        rename("^classifier\\.", "head."),
+    });
+    // CLIPForImageClassification classifies the mean of the un-normalised patches: post_layernorm plays no part.
+    if (classifier)
+        t = applyRules(std::move(t), { drop("^vision_model\\.post_layernorm\\.") });
+    else
+        t = applyRules(std::move(t), { rename("^vision_model\\.post_layernorm\\.", "fc_norm.") });
+    fuseQkv(t, "attn.q_proj.", "attn.k_proj.", "attn.v_proj.", "attn.qkv.", path);
+    if (has(t, "cls_token"))
+        t["cls_token"] = t.at("cls_token").reshape({ 1, 1, -1 });
+    if (has(t, "pos_embed"))
+        t["pos_embed"] = t.at("pos_embed").unsqueeze(0);
+    hints.headIsProjection = !classifier && has(t, "head.weight");
+    hints.family = "clip";
+    return t;
+}
+
+TensorMap fromTorchvision(TensorMap t, const std::string& path)
+{
+    for (const auto& [name, tensor] : t)
+        if (name.rfind("heads.pre_logits", 0) == 0)
+            throw LoadError(path + ": " + name + ": torchvision's representation layer (heads.pre_logits) is not supported");
+    return applyRules(std::move(t), {
+        rename("^class_token$", "cls_token"),
+        rename("^conv_proj\\.", "patch_embed.proj."),
+        rename("^encoder\\.pos_embedding$", "pos_embed"),
+        rename("^encoder\\.layers\\.encoder_layer_(\\d+)\\.", "blocks.$1."),
+        rename("^(blocks\\.\\d+\\.)ln_1\\.", "$1norm1."),
+        rename("^(blocks\\.\\d+\\.)ln_2\\.", "$1norm2."),
+        rename("^(blocks\\.\\d+\\.)self_attention\\.in_proj_weight$", "$1attn.qkv.weight"),
+        rename("^(blocks\\.\\d+\\.)self_attention\\.in_proj_bias$", "$1attn.qkv.bias"),
+        rename("^(blocks\\.\\d+\\.)self_attention\\.out_proj\\.", "$1attn.proj."),
+        rename("^(blocks\\.\\d+\\.)mlp\\.(0|linear_1)\\.", "$1mlp.fc1."),
+        rename("^(blocks\\.\\d+\\.)mlp\\.(3|linear_2)\\.", "$1mlp.fc2."),
+        rename("^encoder\\.ln\\.", "norm."),
+        rename("^heads\\.head\\.", "head."),
+    });
+}
+
+TensorMap fromOpenAiClip(TensorMap t, NamingHints& hints)
+{
+    t = applyRules(std::move(t), {
+        rename("^module\\.", ""),
+        drop("^(?!visual\\.)"), // the text tower and logit scale
+        rename("^visual\\.conv1\\.", "patch_embed.proj."),
+        rename("^visual\\.class_embedding$", "cls_token"),
+        rename("^visual\\.positional_embedding$", "pos_embed"),
+        rename("^visual\\.ln_pre\\.", "norm_pre."),
+        rename("^visual\\.ln_post\\.", "fc_norm."),
+        rename("^visual\\.proj$", "head.weight"),
+        rename("^visual\\.transformer\\.resblocks\\.(\\d+)\\.", "blocks.$1."),
+        rename("^(blocks\\.\\d+\\.)ln_1\\.", "$1norm1."),
+        rename("^(blocks\\.\\d+\\.)ln_2\\.", "$1norm2."),
+        rename("^(blocks\\.\\d+\\.)attn\\.in_proj_weight$", "$1attn.qkv.weight"),
+        rename("^(blocks\\.\\d+\\.)attn\\.in_proj_bias$", "$1attn.qkv.bias"),
+        rename("^(blocks\\.\\d+\\.)attn\\.out_proj\\.", "$1attn.proj."),
+        rename("^(blocks\\.\\d+\\.)mlp\\.c_fc\\.", "$1mlp.fc1."),
+        rename("^(blocks\\.\\d+\\.)mlp\\.c_proj\\.", "$1mlp.fc2."),
+    });
+    t["cls_token"] = t.at("cls_token").reshape({ 1, 1, -1 });
+    t["pos_embed"] = t.at("pos_embed").unsqueeze(0);
+    if (has(t, "head.weight"))
+        t["head.weight"] = t.at("head.weight").t().contiguous(); // OpenAI stores proj as [D, E] (x @ proj)
+    hints.family = "clip";
+    hints.headIsProjection = true;
+    hints.quickGelu = true;
+    hints.layerNormEps = 1e-5;
+    const int64_t width = t.at("patch_embed.proj.weight").size(0);
+    hints.numHeads = int(width / 64); // OpenAI's own rule: heads = width // 64
+    return t;
+}
+
+} // namespace
+
+std::string unusedNamesError(const std::vector<std::string>& unused, const DescribedNames& described,
+                             const std::string& path)
+{
+    // Tensors that differ only in their block index form one group, shown once with the indices in braces.
+    struct Group {
+        std::string from, to; // the checkpoint's name and the name after the rules, "{}" for the index
+        bool known = false;   // false: a name attnscope's own conversion made (a fused attn.qkv)
+        bool renamed = false;
+        std::vector<long> indices;
+    };
+    std::vector<Group> groups;
+    for (const auto& name : unused) {
+        const auto it = described.checkpointName.find(name);
+        const bool known = it != described.checkpointName.end();
+        Group g { known ? it->second : name, name, known, false, {} };
+        g.renamed = g.from != g.to;
+        const NumberAt a = firstNumber(g.from), b = firstNumber(g.to);
+        // Grouped only when the rules kept the index: a rule that renumbers blocks is shown tensor by tensor.
+        const bool keptIndex = !g.renamed || (b.offset != std::string::npos && b.digits == a.digits);
+        if (a.offset != std::string::npos && a.length <= 9 && keptIndex) {
+            g.indices.push_back(std::stol(a.digits));
+            g.from.replace(a.offset, a.length, "{}");
+            if (g.renamed)
+                g.to.replace(b.offset, b.length, "{}");
+            else
+                g.to = g.from;
+        }
+        const auto same = std::find_if(groups.begin(), groups.end(), [&](const Group& o) {
+            return !g.indices.empty() && !o.indices.empty() && o.from == g.from && o.to == g.to;
+        });
+        if (same != groups.end())
+            same->indices.push_back(g.indices.front());
+        else
+            groups.push_back(std::move(g));
+    }
+    const auto shown = [](std::string name, const std::vector<long>& indices) {
+        if (const auto at = name.find("{}"); at != std::string::npos)
+            name.replace(at, 2,
+                         indices.size() == 1 ? std::to_string(indices.front()) : "{" + indexRanges(indices) + "}");
+        return name;
+    };
+    constexpr size_t kShown = 6; // one line: the first few groups say what the rules miss
+    std::string list;
+    for (size_t i = 0; i < groups.size() && i < kShown; ++i) {
+        const Group& g = groups[i];
+        const std::string what = !g.known ? std::string()
+            : g.renamed                    ? " (renamed to " + shown(g.to, g.indices) + ")"
+                                           : std::string(" (not renamed)");
+        list += (i ? ", " : "") + shown(g.from, g.indices) + what;
+    }
+    if (groups.size() > kShown)
+        list += ", ... (" + std::to_string(groups.size() - kShown) + " more)";
+    const bool one = unused.size() == 1;
+    return described.descriptionPath + ": after its rename rules, " + std::to_string(unused.size())
+        + (one ? " tensor of " : " tensors of ") + path + (one ? " has a name" : " have names")
+        + " attnscope does not use: " + list + "; add or fix a rename rule for " + (one ? "it" : "them") + ", or drop "
+        + (one ? "it" : "them") + " (attnscope's names: docs/model-description.md)";
+}
+
+TensorMap stripCommonPrefix(TensorMap tensors)
+{
+    for (const char* prefix : { "module.", "_orig_mod." }) {
+        const std::string p = prefix;
+        bool all = !tensors.empty();
+        for (const auto& [name, t] : tensors)
+            all = all && name.rfind(p, 0) == 0;
+        if (all) {
+            TensorMap out;
+            for (auto& [name, t] : tensors)
+                out[name.substr(p.size())] = t;
+            tensors = std::move(out);
+        }
+    }
+    return tensors;
+}
+
+TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& path, const DescribedNames* described)
+{
+    t = stripCommonPrefix(std::move(t));
+
+    if (has(t, "vision_model.embeddings.class_embedding") || has(t, "vision_model.pre_layrnorm.weight")) {
+        hints.naming = "huggingface";
+        return fromHuggingFaceClip(std::move(t), hints, path);
+    }
+    if (auto p = prefixOf(t, "encoder.layer.0.layer_scale1.lambda1", { "dinov2_with_registers.", "dinov2.", "" })) {
+        hints.naming = "huggingface";
+        hints.family = "dinov2";
+        return fromHuggingFaceVit(std::move(t), hints, *p, path);
+    }
+    if (auto p = prefixOf(t, "embeddings.distillation_token", { "deit.", "" })) {
+        hints.naming = "huggingface";
+        hints.family = "deit";
+        return fromHuggingFaceVit(std::move(t), hints, *p, path);
+    }
+    if (auto p = prefixOf(t, "embeddings.patch_embeddings.projection.weight", { "vit.", "deit.", "" })) {
+        hints.naming = "huggingface";
+        hints.family = *p == "deit." ? "deit" : "vit";
+        return fromHuggingFaceVit(std::move(t), hints, *p, path);
+    }
+    if (has(t, "conv_proj.weight") && has(t, "encoder.pos_embedding")) {
+        hints.naming = "torchvision";
+        hints.family = "vit";
+        return fromTorchvision(std::move(t), path);
+    }
+    if (has(t, "visual.class_embedding")) {
+        hints.naming = "openai-clip";
+        return fromOpenAiClip(std::move(t), hints);
+    }
+    if (has(t, "patch_embed.proj.weight") && (has(t, "blocks.0.attn.qkv.weight") || has(t, "blocks.0.attn.q.weight") || has(t, "blocks.0.attn.v.weight"))) {
+        if (has(t, "mask_token")) {
+            // The original DINOv2 release: timm names plus a mask token; registers are `register_tokens` and
+            // the position table still covers CLS (NAMING.md 4.7).
+            hints.naming = "dinov2-original";
+            hints.family = "dinov2";
+            t.erase("mask_token");
+            if (has(t, "register_tokens")) {
+                t["reg_token"] = t.at("register_tokens");
+                t.erase("register_tokens");
+                foldClassPosition(t, hints);
+            }
+            return t;
+        }
+        hints.naming = "timm";
+        if (hints.family.empty())
+            hints.family = has(t, "dist_token") ? "deit" : has(t, "blocks.0.ls1.gamma") || has(t, "reg_token") ? "dinov2" : has(t, "norm_pre.weight") ? "clip" : "vit";
+        // Original DeiT-3 files name layer scales gamma_1/gamma_2 (timm's checkpoint_filter_fn renames them).
+        t = applyRules(std::move(t), { rename("^(blocks\\.\\d+\\.)gamma_1$", "$1ls1.gamma"),
+                                       rename("^(blocks\\.\\d+\\.)gamma_2$", "$1ls2.gamma") });
+        // Separate projections (a described model's attn.q/k/v) are fused as the blocks expect.
+        fuseQkv(t, "attn.q.", "attn.k.", "attn.v.", "attn.qkv.", path);
+        return t;
+    }
+    if (described) {
+        // The description's rules were meant to give attnscope's names: name the tensors they did not.
+        std::vector<std::string> unused;
+        for (const auto& [name, tensor] : t)
+            if (!isAttnscopeName(name))
+                unused.push_back(name);
+        if (!unused.empty())
+            throw LoadError(unusedNamesError(unused, *described, path));
+        throw LoadError(described->descriptionPath + ": after its rename and drop rules, " + path + " has no "
+                        + (has(t, "patch_embed.proj.weight") ? "blocks.0.attn.qkv.weight (or attn.q/k/v)"
+                                                             : "patch_embed.proj.weight")
+                        + "; first names: " + listSome(t, 6) + " (attnscope's names: docs/model-description.md)");
+    }
+    throw LoadError(path + ": tensor names follow no known ViT convention (timm, Hugging Face, torchvision, "
+                           "OpenAI CLIP); first names: " + listSome(t, 6)
+                    + "; describe the model with an attnscope.json (docs/model-description.md)");
+}
+
+} // namespace attnscope

@@ -1,0 +1,334 @@
+#include "checkpoint/ConfigResolver.h"
+
+#include "checkpoint/ConfigFields.h"
+#include "checkpoint/ConfigSources.h"
+#include "checkpoint/LoadError.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+
+namespace attnscope {
+
+using namespace fields;
+
+namespace {
+
+bool has(const TensorMap& t, const std::string& key) { return t.count(key) != 0; }
+
+std::optional<int> perfectSquareRoot(int64_t n)
+{
+    if (n <= 0)
+        return std::nullopt;
+    const auto r = int64_t(std::llround(std::sqrt(double(n))));
+    return r * r == n ? std::optional<int>(int(r)) : std::nullopt;
+}
+
+// Mean/std lists fit the model's channel count: one value per channel, a single value broadcast.
+void fitChannels(PreprocessConfig& p, int channels, const std::string& path)
+{
+    for (auto* v : { &p.mean, &p.std }) {
+        if (int(v->size()) == channels)
+            continue;
+        if (v->size() == 1)
+            v->assign(size_t(channels), v->front());
+        else if (channels == 1) // a grey model with RGB statistics: the luma-weighted mean is the closest
+            *v = { 0.299 * (*v)[0] + 0.587 * (*v)[1] + 0.114 * (*v)[2] };
+        else
+            throw LoadError(path + ": preprocessing mean/std have " + std::to_string(v->size()) + " values for "
+                            + std::to_string(channels) + " channels");
+    }
+    for (double s : p.std)
+        if (!(s > 0))
+            throw LoadError(path + ": preprocessing std must be positive");
+}
+
+PreprocessConfig defaultPreprocess(int height, int width)
+{
+    // DESIGN.md: absent any config, resize the shortest edge to image_size / 0.875, bicubic, centre crop,
+    // ImageNet mean/std (timm's defaults).
+    PreprocessConfig p;
+    p.resize = ResizeMode::ShortestEdge;
+    p.resizeShortest = int(std::floor(std::min(height, width) / 0.875));
+    p.cropPct = 0.875;
+    p.cropHeight = height;
+    p.cropWidth = width;
+    p.centerCrop = true;
+    p.interpolation = Interpolation::Bicubic;
+    p.source = "default (no preprocessing config)";
+    return p; // resolveConfig fits mean/std to the channel count for every source
+}
+
+// What the tensors say: the architecture, as far as the parameters show it.
+void readTensors(const TensorMap& t, const NamingHints& hints, const std::string& weightsPath, StatedConfig& stated, ResolvedConfig& out)
+{
+    ModelConfig& c = out.model;
+    if (!has(t, "patch_embed.proj.weight"))
+        fail(weightsPath, "no patch embedding (patch_embed.proj.weight or its equivalent) among the tensors");
+    const auto& patch = t.at("patch_embed.proj.weight");
+    // An empty kernel (a zero dimension) would later divide by a zero patch size.
+    if (patch.dim() != 4 || patch.size(2) != patch.size(3) || patch.size(0) < 1 || patch.size(1) < 1 || patch.size(2) < 1)
+        fail(weightsPath, "patch_embed.proj.weight: shape " + shapeString(patch) + ", expected [D, C, P, P]");
+    c.width = int(patch.size(0));
+    c.channels = int(patch.size(1));
+    c.patchSize = int(patch.size(2));
+    const auto hasBlock = [&](int i) {
+        auto it = t.lower_bound("blocks." + std::to_string(i) + ".");
+        return it != t.end() && it->first.rfind("blocks." + std::to_string(i) + ".", 0) == 0;
+    };
+    c.depth = 0;
+    while (hasBlock(c.depth))
+        ++c.depth;
+    if (c.depth == 0)
+        fail(weightsPath, "no transformer blocks (blocks.0.attn.qkv.weight or its equivalent)");
+    // The attention kind and block kind show in the parameters they own (ANALYSES.md section 6).
+    c.attention = has(t, "blocks.0.attn.log_hy") ? AttentionKind::Bilateral
+        : has(t, "blocks.0.attn.centre")         ? AttentionKind::Quadratic
+                                                 : AttentionKind::Standard;
+    c.block = has(t, "blocks.0.mlp.fc1.weight") ? BlockKind::Standard : BlockKind::AttentionOnly;
+    c.mlpHidden = has(t, "blocks.0.mlp.fc1.weight") ? int(t.at("blocks.0.mlp.fc1.weight").size(0)) : 4 * c.width;
+    c.classToken = has(t, "cls_token");
+    c.distToken = has(t, "dist_token");
+    c.numRegisters = has(t, "reg_token") ? int(t.at("reg_token").size(1)) : 0;
+    c.posEmbed = has(t, "pos_embed");
+    c.patchBias = has(t, "patch_embed.proj.bias");
+    c.qkvBias = has(t, "blocks.0.attn.qkv.bias") || has(t, "blocks.0.attn.v.bias");
+    c.projBias = has(t, "blocks.0.attn.proj.bias");
+    c.preNorm = has(t, "norm_pre.weight");
+    c.layerScale = has(t, "blocks.0.ls1.gamma");
+    c.finalNorm = has(t, "norm.weight") ? FinalNorm::AllTokens : has(t, "fc_norm.weight") ? FinalNorm::Pooled : FinalNorm::None;
+    c.numClasses = has(t, "head.weight") ? int(t.at("head.weight").size(0)) : 0;
+    c.headIsProjection = hints.headIsProjection;
+    if (has(t, "head_dist.weight"))
+        c.pooling = Pooling::Distilled;
+    else if (has(t, "head.weight") && t.at("head.weight").dim() == 2 && t.at("head.weight").size(1) == 2 * c.width)
+        c.pooling = Pooling::TokenAndPatchMean;
+    else if (!c.classToken)
+        c.pooling = Pooling::PatchMean;
+    c.layerNormEps = hints.layerNormEps.value_or(1e-6); // timm, torchvision and DINO use 1e-6
+    if (hints.quickGelu.value_or(false))
+        c.activation = Activation::QuickGelu;
+    stated.heads = hints.numHeads;
+    stated.posHasPrefix = hints.posEmbedHasPrefix;
+    out.source = "inferred from tensor shapes";
+}
+
+// The head count: stated, or width/64 as a warned guess; then what the attention kind allows.
+void settleHeads(const ConfigSources& src, const std::string& weightsPath, StatedConfig& stated, ResolvedConfig& out)
+{
+    ModelConfig& c = out.model;
+    auto& heads = stated.heads;
+    if (!heads) {
+        if (c.width % 64 != 0)
+            fail(weightsPath, "the number of heads is not recorded and width " + std::to_string(c.width)
+                                  + " is not a multiple of 64; give num_heads in config.json, metadata or a description");
+        heads = c.width / 64; // the common head width when nothing says otherwise (DESIGN.md, Models)
+        out.source += "; heads = width/64";
+        out.guesses.push_back("num_heads guessed as width/64 = " + std::to_string(*heads)
+                              + ": nothing records it (give architecture.num_heads in a model description to be sure)");
+    }
+    if (*heads <= 0 || c.width % *heads != 0)
+        fail(src.configPath.empty() ? weightsPath : src.configPath,
+             std::to_string(*heads) + " heads do not divide width " + std::to_string(c.width));
+    c.numHeads = *heads;
+
+    if (c.attention == AttentionKind::Quadratic && c.numPrefixTokens() > 0)
+        fail(weightsPath, "quadratic positional attention acts on patch tokens only; this model has prefix tokens");
+}
+
+// The grid: the position table must fit the image size (when one is stated) and the prefix tokens.
+void settleGrid(const TensorMap& t, const ConfigSources& src, const std::string& weightsPath, StatedConfig& stated, ModelConfig& c)
+{
+    auto& imageSize = stated.imageSize;
+    auto& posHasPrefix = stated.posHasPrefix;
+    const int prefix = c.numPrefixTokens();
+    if (c.posEmbed) {
+        const auto& pos = t.at("pos_embed");
+        if (pos.dim() != 3 || pos.size(0) != 1 || pos.size(2) != c.width)
+            fail(weightsPath, "pos_embed: shape " + shapeString(pos) + ", expected [1, tokens, " + std::to_string(c.width) + "]");
+        const int64_t rows = pos.size(1);
+        if (imageSize) {
+            if (imageSize->first % c.patchSize || imageSize->second % c.patchSize)
+                fail(src.configPath.empty() ? weightsPath : src.configPath,
+                     "image size " + std::to_string(imageSize->first) + "x" + std::to_string(imageSize->second)
+                         + " is not a multiple of the patch size " + std::to_string(c.patchSize));
+            const int64_t grid = int64_t(imageSize->first / c.patchSize) * (imageSize->second / c.patchSize);
+            if (!posHasPrefix)
+                posHasPrefix = rows == grid + prefix;
+            const int64_t expect = grid + (*posHasPrefix ? prefix : 0);
+            if (rows != expect)
+                fail(weightsPath, "pos_embed: shape " + shapeString(pos) + ", expected [1, " + std::to_string(expect) + ", "
+                                      + std::to_string(c.width) + "] for a " + std::to_string(imageSize->first) + "x"
+                                      + std::to_string(imageSize->second) + " image with patch " + std::to_string(c.patchSize)
+                                      + " and " + std::to_string(prefix) + " prefix tokens");
+            c.imageHeight = imageSize->first;
+            c.imageWidth = imageSize->second;
+        } else {
+            std::optional<int> side;
+            if (posHasPrefix) {
+                side = perfectSquareRoot(rows - (*posHasPrefix ? prefix : 0));
+            } else if ((side = perfectSquareRoot(rows - prefix))) {
+                posHasPrefix = true;
+            } else if ((side = perfectSquareRoot(rows))) {
+                posHasPrefix = false;
+            }
+            if (!side)
+                fail(weightsPath, "pos_embed: " + std::to_string(rows) + " rows make no square grid with "
+                                      + std::to_string(prefix) + " prefix tokens; state image_size in a config");
+            c.imageHeight = c.imageWidth = *side * c.patchSize;
+        }
+        c.posEmbedHasPrefix = posHasPrefix.value_or(true);
+        if (c.attention == AttentionKind::Bilateral && !c.posEmbedHasPrefix && prefix > 0)
+            fail(weightsPath, "bilateral attention needs a position row for every token, prefix tokens included");
+    } else {
+        const auto size = imageSize.value_or(std::make_pair(224, 224));
+        c.imageHeight = size.first;
+        c.imageWidth = size.second;
+    }
+}
+
+} // namespace
+
+PreprocessConfig preprocessFromTimm(const json& cfg, int channels)
+{
+    const std::string path = "pretrained_cfg";
+    PreprocessConfig p;
+    int h = 224, w = 224;
+    if (cfg.contains("input_size")) {
+        const auto& s = cfg["input_size"];
+        if (!s.is_array() || s.size() != 3)
+            throw LoadError("pretrained_cfg.input_size must be [C, H, W]");
+        h = sideField(s[1], path, "input_size");
+        w = sideField(s[2], path, "input_size");
+    }
+    const double cropPct = cfg.value("crop_pct", 0.875);
+    // floor(size / crop_pct) must be a size too: crop_pct 0 made it infinite, and its int conversion undefined.
+    if (!(cropPct > 0) || std::floor(std::min(h, w) / cropPct) < 1 || std::floor(std::max(h, w) / cropPct) > kMaxSide)
+        throw LoadError(path + ": crop_pct " + std::to_string(cropPct) + " gives no plausible resize of " + std::to_string(h)
+                        + "x" + std::to_string(w));
+    const std::string mode = cfg.value("crop_mode", "center");
+    // timm: scale = floor(size / crop_pct); centre mode resizes the shorter side, squash both sides.
+    const int scaleH = int(std::floor(h / cropPct));
+    const int scaleW = int(std::floor(w / cropPct));
+    if (mode == "squash") {
+        p.resize = ResizeMode::Exact;
+        p.resizeHeight = scaleH;
+        p.resizeWidth = scaleW;
+    } else {
+        p.resize = ResizeMode::ShortestEdge;
+        p.resizeShortest = h == w ? scaleH : std::min(scaleH, scaleW);
+    }
+    p.centerCrop = true;
+    p.cropHeight = h;
+    p.cropWidth = w;
+    p.cropPct = cropPct;
+    p.cropOffsetFloor = false;
+    p.interpolation = interpolationFromName(cfg.value("interpolation", "bicubic"));
+    if (cfg.contains("mean"))
+        p.mean = doubles(cfg["mean"], path, "mean");
+    if (cfg.contains("std"))
+        p.std = doubles(cfg["std"], path, "std");
+    p.source = "timm pretrained_cfg";
+    fitChannels(p, channels, path);
+    return p;
+}
+
+PreprocessConfig preprocessFromHuggingFace(const json& pre, const std::string& path)
+{
+    PreprocessConfig p;
+    const std::string type = pre.value("image_processor_type", pre.value("feature_extractor_type", ""));
+    const bool clipLike = type.find("CLIP") != std::string::npos || type.find("Bit") != std::string::npos;
+    // Class defaults apply to absent fields (NAMING.md 5.8).
+    const bool defaultToSquare = !clipLike;
+    p.mean = clipLike ? std::vector<double> { 0.48145466, 0.4578275, 0.40821073 } : std::vector<double> { 0.5, 0.5, 0.5 };
+    p.std = clipLike ? std::vector<double> { 0.26862954, 0.26130258, 0.27577711 } : std::vector<double> { 0.5, 0.5, 0.5 };
+    p.interpolation = Interpolation::Bilinear;
+    if (clipLike || type.find("DeiT") != std::string::npos)
+        p.interpolation = Interpolation::Bicubic;
+    if (pre.contains("resample") && pre["resample"].is_number_integer()) {
+        // PIL codes: 0 nearest, 1 lanczos, 2 bilinear, 3 bicubic, 4 box, 5 hamming.
+        const int r = pre["resample"].get<int>();
+        p.interpolation = r == 0 ? Interpolation::Nearest : (r == 2 || r == 4 || r == 5) ? Interpolation::Bilinear : Interpolation::Bicubic;
+    }
+    if (!pre.value("do_resize", true)) {
+        p.resize = ResizeMode::None;
+    } else if (pre.contains("size")) {
+        const auto& s = pre["size"];
+        if (s.is_number_integer()) {
+            if (defaultToSquare) {
+                p.resize = ResizeMode::Exact;
+                p.resizeHeight = p.resizeWidth = sideField(s, path, "size");
+            } else {
+                p.resize = ResizeMode::ShortestEdge;
+                p.resizeShortest = sideField(s, path, "size");
+            }
+        } else if (s.is_object() && s.contains("shortest_edge")) {
+            p.resize = ResizeMode::ShortestEdge;
+            p.resizeShortest = sideField(s["shortest_edge"], path, "size.shortest_edge");
+        } else if (s.is_object() && s.contains("height") && s.contains("width")) {
+            p.resize = ResizeMode::Exact;
+            p.resizeHeight = sideField(s["height"], path, "size.height");
+            p.resizeWidth = sideField(s["width"], path, "size.width");
+        } else {
+            throw LoadError(path + ": size " + s.dump() + " is not understood (height/width or shortest_edge)");
+        }
+    } else {
+        p.resize = clipLike ? ResizeMode::ShortestEdge : ResizeMode::Exact;
+        p.resizeShortest = 224;
+        p.resizeHeight = p.resizeWidth = 224;
+    }
+    p.centerCrop = pre.value("do_center_crop", clipLike || type.find("DeiT") != std::string::npos);
+    if (p.centerCrop) {
+        const auto crop = pre.contains("crop_size") ? sizePair(pre["crop_size"].is_object()
+                                                                    ? json::array({ pre["crop_size"].value("height", json(224)), pre["crop_size"].value("width", json(224)) })
+                                                                    : pre["crop_size"],
+                                                                path, "crop_size")
+                                                    : std::pair<int, int> { 224, 224 };
+        p.cropHeight = crop.first;
+        p.cropWidth = crop.second;
+    } else if (p.resize == ResizeMode::Exact) {
+        p.cropHeight = p.resizeHeight;
+        p.cropWidth = p.resizeWidth;
+    }
+    p.cropOffsetFloor = true;
+    p.rescale = pre.value("do_rescale", true) ? pre.value("rescale_factor", 1.0 / 255.0) : 1.0;
+    if (pre.value("do_normalize", true)) {
+        if (pre.contains("image_mean"))
+            p.mean = doubles(pre["image_mean"], path, "image_mean");
+        if (pre.contains("image_std"))
+            p.std = doubles(pre["image_std"], path, "image_std");
+    } else {
+        p.mean = { 0.0 };
+        p.std = { 1.0 };
+    }
+    p.source = "preprocessor_config.json";
+    return p;
+}
+
+ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const ConfigSources& src, const std::string& weightsPath)
+{
+    ResolvedConfig out;
+    StatedConfig stated;
+    readTensors(t, hints, weightsPath, stated, out);
+    readMetadata(src.metadata, weightsPath, stated, out);
+    readConfigJson(src, t, stated, out);
+    if (src.config && src.config->contains("attnscope") && (*src.config)["attnscope"].is_object())
+        readVariants((*src.config)["attnscope"], src.configPath, out.model); // attnscope's own models' variants
+    if (src.description)
+        readDescription(*src.description, src.descriptionPath, stated, out);
+    settleHeads(src, weightsPath, stated, out); // and refuses a quadratic model with prefix tokens
+    ModelConfig& c = out.model;
+    settleGrid(t, src, weightsPath, stated, c);
+    if (c.numClasses > 0 && !out.labels.empty() && int(out.labels.size()) != c.numClasses)
+        out.labels.clear(); // labels that do not fit the head are worse than none
+    if (src.preprocessor && !stated.preprocess)
+        stated.preprocess = preprocessFromHuggingFace(*src.preprocessor, src.preprocessorPath);
+    out.preprocess = stated.preprocess ? *stated.preprocess : defaultPreprocess(c.imageHeight, c.imageWidth);
+    fitChannels(out.preprocess, c.channels, src.preprocessorPath.empty() ? weightsPath : src.preprocessorPath);
+    return out;
+}
+
+} // namespace attnscope

@@ -1,0 +1,314 @@
+#include "attnscope/Trainer.h"
+
+#include "io/AtomicFile.h"
+#include "checkpoint/LoadError.h"
+#include "checkpoint/ModelWriter.h"
+#include "image/Preprocess.h"
+#include "vit/VisionTransformer.h"
+#include "attnscope/Datasets.h"
+#include "attnscope/Model.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/init.h>
+#include <torch/optim/adamw.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+namespace attnscope {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+
+ModelConfig configFor(const TrainOptions& o, int channels, int classes)
+{
+    ModelConfig c;
+    c.width = o.width;
+    c.depth = o.depth;
+    c.numHeads = o.heads;
+    c.mlpHidden = o.mlpHidden;
+    c.patchSize = o.patchSize;
+    c.imageHeight = c.imageWidth = o.imageSize;
+    c.channels = channels;
+    c.numClasses = classes;
+    c.layerNormEps = 1e-6;
+    c.activation = Activation::Gelu;
+    if (o.variant == "neutreno")
+        c.neutrenoLambda = o.neutrenoLambda;
+    else if (o.variant == "boost")
+        c.boostT = o.boostT;
+    else if (o.variant == "bilateral")
+        c.attention = AttentionKind::Bilateral;
+    else if (o.variant == "quadratic") {
+        // Positions enter only through the quadratic logits; no CLS (it has no position), mean-pooled head.
+        c.attention = AttentionKind::Quadratic;
+        c.classToken = false;
+        c.posEmbed = false;
+        c.pooling = Pooling::PatchMean;
+    }
+    return c;
+}
+
+void initialise(VisionTransformerImpl& net, const ModelConfig& c, std::mt19937_64& rng)
+{
+    torch::NoGradGuard noGrad;
+    for (auto& p : net.named_parameters()) {
+        const std::string& name = p.key();
+        auto& t = p.value();
+        const bool isNorm = name.find("norm") != std::string::npos;
+        if (name.find("centre") != std::string::npos) {
+            // Quadratic heads start spread over the 3x3 neighbourhood, so that they can specialise.
+            for (int h = 0; h < c.numHeads; ++h) {
+                t[h][0] = double(h / 3 % 3) - 1.0 + 0.1 * (std::uniform_real_distribution<double>(-1, 1)(rng));
+                t[h][1] = double(h % 3) - 1.0 + 0.1 * (std::uniform_real_distribution<double>(-1, 1)(rng));
+            }
+        } else if (name.find("alpha") != std::string::npos) {
+            t.fill_(1.0);
+        } else if (name.find("log_h") != std::string::npos) {
+            t.zero_();
+        } else if (isNorm) {
+            name.size() > 6 && name.compare(name.size() - 6, 6, "weight") == 0 ? t.fill_(1.0) : t.zero_();
+        } else if (name.size() > 4 && name.compare(name.size() - 4, 4, "bias") == 0) {
+            t.zero_();
+        } else {
+            // timm's ViT initialisation: normal(0, 0.02) truncated at two standard deviations
+            t.normal_(0.0, 0.02).clamp_(-0.04, 0.04);
+        }
+    }
+}
+
+at::Tensor stack(const LabelledImages& data, const PreprocessConfig& p, int channels)
+{
+    std::vector<at::Tensor> xs;
+    xs.reserve(data.images.size());
+    for (const auto& img : data.images)
+        xs.push_back(preprocessImage(img, p, channels, nullptr));
+    return at::stack(xs);
+}
+
+// Random shifts of up to 2 pixels (padding with the background value) and horizontal flips.
+at::Tensor augment(const at::Tensor& x, float background, std::mt19937_64& rng)
+{
+    const int64_t B = x.size(0), H = x.size(2), W = x.size(3);
+    auto padded = at::constant_pad_nd(x, { 2, 2, 2, 2 }, background);
+    auto out = at::empty_like(x);
+    std::uniform_int_distribution<int> shift(0, 4), coin(0, 1);
+    for (int64_t i = 0; i < B; ++i) {
+        const int dy = shift(rng), dx = shift(rng);
+        auto crop = padded[i].slice(1, dy, dy + H).slice(2, dx, dx + W);
+        out[i].copy_(coin(rng) ? crop.flip({ 2 }) : crop);
+    }
+    return out;
+}
+
+std::string modelCard(const TrainOptions& o, const ModelConfig& c, const TrainResult& r, const std::string& dataName,
+                      int trainCount, const std::vector<std::string>& epochLines)
+{
+    std::ostringstream s;
+    s << "# " << o.name << "\n\n"
+      << "A small vision transformer trained by `attnscope-train` for attnscope's embedded model zoo.\n\n"
+      << "| | |\n|---|---|\n"
+      << "| variant | " << o.variant;
+    if (o.variant == "neutreno")
+        s << " (NeuTRENO, lambda = " << o.neutrenoLambda << " during training and by default at inference)";
+    if (o.variant == "boost")
+        s << " (Boost, t = " << o.boostT << " during training and by default at inference)";
+    if (o.variant == "bilateral")
+        s << " (bilateral attention: token and position logits with learned bandwidths, cross terms dropped)";
+    if (o.variant == "quadratic")
+        s << " (quadratic positional attention: learned centre and sharpness per head, content terms off)";
+    s << " |\n"
+      << "| data | " << dataName << ", " << trainCount << " training images; test accuracy on " << r.testCount << " test images |\n"
+      << "| architecture | patch " << c.patchSize << ", input " << c.imageHeight << "x" << c.imageWidth << "x" << c.channels
+      << ", width " << c.width << ", depth " << c.depth << ", " << c.numHeads << " heads, MLP " << c.mlpHidden << ", "
+      << r.parameters << " parameters |\n"
+      << "| training | " << o.epochs << " epochs, batch " << o.batchSize << ", AdamW (lr " << o.learningRate
+      << ", weight decay " << o.weightDecay << "), cosine schedule with warm-up, label smoothing " << o.labelSmoothing
+      << (o.augment ? ", random 2-pixel shifts and horizontal flips" : "") << " |\n"
+      << "| seed | " << o.seed << " |\n"
+      << "| wall time | " << std::lround(r.wallSeconds) << " s (training and evaluation, CPU) |\n"
+      << "| test accuracy | " << std::fixed;
+    s.precision(4);
+    s << r.testAccuracy << " |\n\n";
+    s << "## Epochs\n\n```\n";
+    for (const auto& l : epochLines)
+        s << l << "\n";
+    s << "```\n\n## Reproduce\n\n```sh\n" << (o.command.empty() ? "attnscope-train ..." : o.command) << "\n```\n";
+    if (dataName.rfind("Fashion-MNIST", 0) == 0)
+        s << "\nFashion-MNIST: Xiao, Rasul, Vollgraf (2017), Zalando Research, MIT licence (Debian package "
+             "dataset-fashion-mnist).\n";
+    return s.str();
+}
+
+} // namespace
+
+Result<TrainResult> trainModel(const TrainOptions& o)
+{
+    const auto start = Clock::now();
+    static const std::vector<std::string> variants { "vit", "neutreno", "boost", "bilateral", "quadratic" };
+    if (std::find(variants.begin(), variants.end(), o.variant) == variants.end())
+        return Error { "unknown variant \"" + o.variant + "\" (vit, neutreno, boost, bilateral, quadratic)" };
+    if (o.out.empty())
+        return Error { "no output folder" };
+    if (o.width % o.heads || o.imageSize % o.patchSize || o.epochs < 1 || o.batchSize < 1)
+        return Error { "inconsistent settings: heads must divide width, patch size the image size" };
+    try {
+        const bool fmnist = o.data == "fashion-mnist";
+        auto train = fmnist ? readFashionMnist(o.fashionMnistDir, "train", o.limitTrain) : readImageFolder(o.data, o.limitTrain);
+        if (!train)
+            return train.error();
+        Result<LabelledImages> test = fmnist ? readFashionMnist(o.fashionMnistDir, "test", o.limitTest) : Result<LabelledImages>(LabelledImages {});
+        if (!test)
+            return test.error();
+        if (!fmnist) {
+            // An image folder has no test split: every tenth image is held out, so the card's accuracy is not
+            // measured on training images.
+            LabelledImages kept;
+            kept.classNames = test->classNames = train->classNames;
+            for (size_t i = 0; i < train->images.size(); ++i) {
+                LabelledImages& to = i % 10 == 9 ? *test : kept;
+                to.images.push_back(std::move(train->images[i]));
+                to.labels.push_back(train->labels[i]);
+            }
+            *train = std::move(kept);
+            if (train->images.empty() || test->images.empty())
+                return Error { o.data + ": too few images to hold out a test tenth" };
+        }
+        const int channels = train->images.front().channels;
+        const int classes = int(train->classNames.size());
+
+        std::mt19937_64 rng(o.seed);
+        at::manual_seed(o.seed);
+        const ModelConfig c = configFor(o, channels, classes);
+        VisionTransformer net(c);
+        initialise(*net, c, rng);
+        net->train();
+
+        // Normalisation from the training images themselves (Fashion-MNIST: mean 0.2860, sd 0.3530).
+        PreprocessConfig p;
+        p.resize = ResizeMode::ShortestEdge;
+        p.resizeShortest = o.imageSize;
+        p.centerCrop = true;
+        p.cropHeight = p.cropWidth = o.imageSize;
+        p.interpolation = Interpolation::Bilinear;
+        p.mean.assign(size_t(channels), 0.0);
+        p.std.assign(size_t(channels), 1.0);
+        at::Tensor raw = stack(*train, p, channels); // in 0..1
+        auto mean = raw.mean({ 0, 2, 3 }), sd = raw.std({ 0, 2, 3 });
+        for (int ch = 0; ch < channels; ++ch) {
+            p.mean[size_t(ch)] = std::round(mean[ch].item<double>() * 1e4) / 1e4;
+            p.std[size_t(ch)] = std::round(sd[ch].item<double>() * 1e4) / 1e4;
+        }
+        const auto meanT = at::tensor(std::vector<float>(p.mean.begin(), p.mean.end())).view({ 1, -1, 1, 1 });
+        const auto sdT = at::tensor(std::vector<float>(p.std.begin(), p.std.end())).view({ 1, -1, 1, 1 });
+        const at::Tensor xTrain = (raw - meanT) / sdT;
+        raw = at::Tensor();
+        const at::Tensor yTrain = at::tensor(train->labels, at::kLong);
+        const float background = float(-p.mean[0] / p.std[0]);
+
+        // No weight decay on norms, biases, tokens, position tables and the variants' per-head scalars.
+        std::vector<at::Tensor> decay, noDecay;
+        for (auto& param : net->named_parameters()) {
+            const bool matrix = param.value().dim() >= 2 && param.key().find("token") == std::string::npos
+                && param.key().find("pos_embed") == std::string::npos && param.key().find("centre") == std::string::npos;
+            (matrix ? decay : noDecay).push_back(param.value());
+        }
+        torch::optim::AdamW optimiser({ torch::optim::OptimizerParamGroup(decay, std::make_unique<torch::optim::AdamWOptions>(o.learningRate)),
+                                        torch::optim::OptimizerParamGroup(noDecay, std::make_unique<torch::optim::AdamWOptions>(o.learningRate)) });
+        static_cast<torch::optim::AdamWOptions&>(optimiser.param_groups()[0].options()).weight_decay(o.weightDecay);
+        static_cast<torch::optim::AdamWOptions&>(optimiser.param_groups()[1].options()).weight_decay(0.0);
+
+        const int64_t n = xTrain.size(0);
+        const int64_t stepsPerEpoch = (n + o.batchSize - 1) / o.batchSize;
+        const int64_t totalSteps = stepsPerEpoch * o.epochs;
+        const int64_t warmup = std::max<int64_t>(1, totalSteps / 20);
+        int64_t step = 0;
+        std::vector<std::string> epochLines;
+        for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+            const auto epochStart = Clock::now();
+            std::vector<int64_t> order(static_cast<size_t>(n));
+            std::iota(order.begin(), order.end(), 0);
+            std::shuffle(order.begin(), order.end(), rng);
+            const auto perm = at::tensor(order, at::kLong);
+            double lossSum = 0;
+            int64_t correct = 0;
+            for (int64_t b = 0; b < stepsPerEpoch; ++b) {
+                if (o.isCancelled && o.isCancelled())
+                    return Error::cancel();
+                const auto idx = perm.slice(0, b * o.batchSize, std::min(n, (b + 1) * o.batchSize));
+                at::Tensor x = xTrain.index_select(0, idx);
+                if (o.augment)
+                    x = augment(x, background, rng);
+                const at::Tensor y = yTrain.index_select(0, idx);
+                // Linear warm-up, then cosine decay to zero.
+                const double lr = step < warmup ? o.learningRate * double(step + 1) / warmup
+                                                : 0.5 * o.learningRate * (1 + std::cos(M_PI * double(step - warmup) / double(totalSteps - warmup)));
+                for (auto& g : optimiser.param_groups())
+                    static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+                ForwardState state;
+                state.neutrenoLambda = c.neutrenoLambda;
+                state.boostT = c.boostT;
+                state.reset(c.depth);
+                const at::Tensor logits = net->forward(x, state);
+                const at::Tensor loss = at::cross_entropy_loss(logits, y, {}, at::Reduction::Mean, -100, o.labelSmoothing);
+                optimiser.zero_grad();
+                loss.backward();
+                optimiser.step();
+                ++step;
+                lossSum += loss.item<double>() * double(idx.size(0));
+                correct += logits.argmax(1).eq(y).sum().item<int64_t>();
+            }
+            TrainOptions::Epoch e { epoch, o.epochs, lossSum / double(n), double(correct) / double(n), seconds(epochStart) };
+            char line[160];
+            std::snprintf(line, sizeof line, "epoch %d/%d  loss %.4f  train accuracy %.4f  %.0f s", e.epoch, e.epochs, e.loss,
+                          e.trainAccuracy, e.seconds);
+            epochLines.push_back(line);
+            if (o.onEpoch)
+                o.onEpoch(e);
+        }
+
+        net->eval();
+        nlohmann::json section = { { "variant", o.variant }, { "attention", toString(c.attention) },
+                                   { "neutreno_lambda", c.neutrenoLambda }, { "boost_t", c.boostT },
+                                   { "trained_by", "attnscope-train" }, { "seed", o.seed } };
+        writeModelFolder(o.out, *net, p, train->classNames, section);
+
+        // Test accuracy from the written files, through the same path every user takes.
+        auto model = Model::load(o.out);
+        if (!model)
+            return model.error();
+        int correct = 0;
+        for (size_t i = 0; i < test->images.size(); ++i) {
+            auto prepared = (*model)->prepare(test->images[i]);
+            if (!prepared)
+                return prepared.error();
+            auto trace = (*model)->run(prepared->input);
+            if (!trace)
+                return trace.error();
+            const float* z = trace->logits.data();
+            correct += int(std::max_element(z, z + trace->logits.numel()) - z) == test->labels[i];
+        }
+        TrainResult r;
+        r.outDir = o.out;
+        r.testCount = int(test->images.size());
+        r.testAccuracy = double(correct) / std::max(1, r.testCount);
+        r.parameters = (*model)->info().parameterCount;
+        r.wallSeconds = seconds(start);
+        const std::string dataName = fmnist ? "Fashion-MNIST (" + o.fashionMnistDir + ")"
+                                            : "image folder " + o.data + " (every tenth image held out for the test)";
+        writeFileAtomically(o.out + "/MODEL_CARD.md", modelCard(o, c, r, dataName, int(n), epochLines));
+        return r;
+    } catch (const LoadError& e) {
+        return Error { e.what() };
+    } catch (const c10::Error& e) {
+        return Error { std::string("training failed: ") + e.what_without_backtrace() };
+    }
+}
+
+} // namespace attnscope

@@ -1,0 +1,67 @@
+// The names of ModelConfig.h's enumerations (config.json, info and the manifest spell them so).
+#include "attnscope/ModelConfig.h"
+
+namespace attnscope {
+
+const char* toString(Activation a)
+{
+    switch (a) {
+    case Activation::Gelu: return "gelu";
+    case Activation::GeluTanh: return "gelu_tanh";
+    case Activation::QuickGelu: return "quick_gelu";
+    case Activation::Relu: return "relu";
+    case Activation::Silu: return "silu";
+    }
+    return "?";
+}
+const char* toString(BlockNorm n) { return n == BlockNorm::Pre ? "pre" : "post"; }
+const char* toString(Pooling p)
+{
+    switch (p) {
+    case Pooling::Token: return "token";
+    case Pooling::PatchMean: return "patch-mean";
+    case Pooling::TokenAndPatchMean: return "token+patch-mean";
+    case Pooling::Distilled: return "distilled (mean of cls and dist heads)";
+    }
+    return "?";
+}
+const char* toString(FinalNorm n)
+{
+    switch (n) {
+    case FinalNorm::AllTokens: return "all tokens";
+    case FinalNorm::Pooled: return "pooled";
+    case FinalNorm::None: return "none";
+    }
+    return "?";
+}
+const char* toString(AttentionKind k)
+{
+    switch (k) {
+    case AttentionKind::Standard: return "standard";
+    case AttentionKind::Bilateral: return "bilateral";
+    case AttentionKind::Quadratic: return "quadratic";
+    }
+    return "?";
+}
+const char* toString(BlockKind k) { return k == BlockKind::Standard ? "standard" : "attention-only"; }
+const char* toString(ResizeMode m)
+{
+    switch (m) {
+    case ResizeMode::ShortestEdge: return "shortest-edge";
+    case ResizeMode::Exact: return "exact";
+    case ResizeMode::None: return "none";
+    case ResizeMode::Cover: return "cover";
+    }
+    return "?";
+}
+const char* toString(Interpolation i)
+{
+    switch (i) {
+    case Interpolation::Nearest: return "nearest";
+    case Interpolation::Bilinear: return "bilinear";
+    case Interpolation::Bicubic: return "bicubic";
+    }
+    return "?";
+}
+
+} // namespace attnscope

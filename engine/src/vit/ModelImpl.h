@@ -1,0 +1,63 @@
+#pragma once
+
+#include "vit/AttentionProducts.h"
+#include "vit/PackedLinear.h"
+#include "vit/VisionTransformer.h"
+#include "attnscope/Model.h"
+
+#include <stdexcept>
+
+namespace attnscope {
+
+// The inside of a loaded Model, for the engine functions that need its weights (decomposition, adversarial
+// perturbations, training).
+struct Model::Impl {
+    ModelInfo info;
+    VisionTransformer net { nullptr };
+    at::Device device = at::kCPU;
+    // Shared by the models made from this one at other input sizes (Model::withInputSize), as `net` is.
+    std::shared_ptr<PackedLinears> linears = std::make_shared<PackedLinears>(); // the inference forward's
+    std::shared_ptr<AttentionProducts> products = std::make_shared<AttentionProducts>(); // ... and its attention's
+    // The position row of each token at the input size (info.config's grid), [1, N, D] on `device`: made once, when
+    // the model is loaded or resized, for every forward at that size (undefined without a position embedding).
+    at::Tensor positions;
+    // The preprocessing for the trained input size (info.preprocess is made from it for another size).
+    PreprocessConfig trainedPreprocess;
+};
+
+inline const Model::Impl& implOf(const Model& model) { return *model.m_impl; }
+
+// One forward of a batch of normalised inputs [B, C, H, W] (in host or device memory) on the model's device, in the
+// options' precision. The logits and the recorded taps ([B, ...] each) stay on that device. Throws RunCancelled when
+// the options' isCancelled says so between blocks, c10::Error on a failure inside LibTorch, and std::invalid_argument
+// for a precision the device does not have (TF32 off CUDA).
+struct BatchForward {
+    ForwardState state;
+    at::Tensor logits;
+};
+BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const RunOptions& options);
+// The inputs of one batch as [C, H, W] tensors, checked against the model: its channels, a size that is a multiple of the
+// patch size, one size for all. The one check of Model::runBatch and AnalysisRun::stage.
+Result<std::vector<at::Tensor>> checkedBatchInputs(const ModelConfig& config, const std::vector<Tensor>& inputs);
+
+// Runs `f` (a forward and what follows it), turning what a forward throws into the Error a run returns.
+template <class F>
+auto catchForwardErrors(F&& f) -> decltype(f())
+{
+    try {
+        return f();
+    } catch (const RunCancelled&) {
+        return Error::cancel();
+    } catch (const std::invalid_argument& e) {
+        return Error { e.what() };
+    } catch (const c10::Error& e) {
+        return Error { std::string("forward failed: ") + e.what_without_backtrace() };
+    }
+}
+
+// The Traces of rows `rows` of a batch forward (all rows when empty), copied to the host as float32, one copy per
+// recorded tensor; `inputs` is the batch [B, C, H, W] the forward ran on. Without `taps` only the logits are copied.
+std::vector<Trace> hostTraces(const Model& model, const BatchForward& forward, const at::Tensor& inputs,
+                              const std::vector<int64_t>& rows, bool taps = true);
+
+} // namespace attnscope

@@ -1,0 +1,252 @@
+#include "vit/VisionTransformer.h"
+
+#include "vit/PackedLinear.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+namespace attnscope {
+
+namespace {
+
+torch::nn::LayerNorm layerNorm(const ModelConfig& c)
+{
+    return torch::nn::LayerNorm(torch::nn::LayerNormOptions({ int64_t(c.width) }).eps(c.layerNormEps));
+}
+
+} // namespace
+
+void ForwardState::reset(int depth)
+{
+    attention.assign(size_t(depth + 1), {});
+    attnBranch.assign(size_t(depth + 1), {});
+    residual.assign(size_t(depth + 1), {});
+    blocks.assign(size_t(depth + 1), {});
+}
+
+PatchEmbedImpl::PatchEmbedImpl(const ModelConfig& c)
+{
+    proj = register_module("proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(c.channels, c.width, c.patchSize)
+                                                         .stride(c.patchSize)
+                                                         .bias(c.patchBias)));
+}
+
+at::Tensor PatchEmbedImpl::forward(const at::Tensor& x)
+{
+    // [B, C, H, W] -> [B, D, gh, gw] -> [B, gh*gw, D], patches in row-major order
+    return proj->forward(x).flatten(2).transpose(1, 2);
+}
+
+MlpImpl::MlpImpl(const ModelConfig& c)
+    : activation(c.activation)
+{
+    fc1 = register_module("fc1", makeLinear(c.width, c.mlpHidden));
+    fc2 = register_module("fc2", makeLinear(c.mlpHidden, c.width));
+}
+
+at::Tensor MlpImpl::forward(const at::Tensor& x, PackedLinears* linears)
+{
+    // [B, N, D] -> [B, N, M] -> [B, N, D]
+    const at::Tensor hidden = linears ? linears->forward(fc1, x, activation) : applyActivation(fc1->forward(x), activation);
+    return applyLinear(fc2, hidden, linears);
+}
+
+LayerScaleImpl::LayerScaleImpl(int width, bool enabled)
+{
+    if (enabled)
+        gamma = register_parameter("gamma", at::ones({ width }));
+}
+
+at::Tensor LayerScaleImpl::forward(const at::Tensor& x) { return gamma.defined() ? x * gamma : x; }
+
+BlockImpl::BlockImpl(const ModelConfig& c)
+    : placement(c.blockNorm)
+    , kind(c.block)
+{
+    if (kind == BlockKind::Standard)
+        norm1 = register_module("norm1", layerNorm(c));
+    attn = register_module("attn", makeAttention(c));
+    ls1 = register_module("ls1", LayerScale(c.width, c.layerScale));
+    if (kind == BlockKind::Standard) {
+        norm2 = register_module("norm2", layerNorm(c));
+        mlp = register_module("mlp", Mlp(c));
+        ls2 = register_module("ls2", LayerScale(c.width, c.layerScale));
+    }
+}
+
+at::Tensor BlockImpl::forward(const at::Tensor& x, int layer, ForwardState& state)
+{
+    // [B, N, D] -> [B, N, D]
+    const bool keep = state.wants(layer);
+    AttentionContext ctx;
+    ctx.attnOut = keep && state.spec.attention ? &state.attention[size_t(layer)] : nullptr;
+    ctx.neutrenoLambda = state.neutrenoLambda;
+    ctx.firstValues = state.neutrenoLambda != 0.0 ? &state.firstValues : nullptr;
+    ctx.isFirstLayer = layer == 1;
+    ctx.positions = state.positions;
+    ctx.gridH = state.gridH;
+    ctx.gridW = state.gridW;
+    ctx.linears = state.linears;
+    ctx.products = state.products;
+    const auto record = [&](const at::Tensor& u, const at::Tensor& r) {
+        if (keep && state.spec.attnBranch)
+            state.attnBranch[size_t(layer)] = u;
+        if (keep && state.spec.residual)
+            state.residual[size_t(layer)] = r;
+    };
+    // The residual the attention branch is added to: X_{l-1}, or with Boost (filtering paper, Eq. 31)
+    // t X_0 + (1 - t) X_{l-1}.
+    const auto skip = [&](const at::Tensor& prev) {
+        return state.boostT != 0.0 ? state.boostT * state.x0 + (1.0 - state.boostT) * prev : prev;
+    };
+
+    if (kind == BlockKind::AttentionOnly) { // X_l = U_l (Cordonnier et al., Lemma 1)
+        auto u = ls1->forward(attn->forward(x, ctx));
+        record(u, u);
+        return u;
+    }
+    if (placement == BlockNorm::Pre) {
+        auto u = ls1->forward(attn->forward(norm1->forward(x), ctx)); // U_l
+        auto r = skip(x) + u;                                          // R_l
+        record(u, r);
+        return r + ls2->forward(mlp->forward(norm2->forward(r), state.linears));
+    }
+    // Post-norm (nn.TransformerEncoderLayer's default): the taps sit at the same places, before each norm.
+    auto u = ls1->forward(attn->forward(x, ctx));
+    auto r = skip(x) + u;
+    record(u, r);
+    auto h = norm1->forward(r);
+    return norm2->forward(h + ls2->forward(mlp->forward(h, state.linears)));
+}
+
+VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& c)
+    : config(c)
+{
+    const int64_t D = c.width;
+    patch_embed = register_module("patch_embed", PatchEmbed(c));
+    if (c.classToken)
+        cls_token = register_parameter("cls_token", at::zeros({ 1, 1, D }));
+    if (c.distToken)
+        dist_token = register_parameter("dist_token", at::zeros({ 1, 1, D }));
+    if (c.numRegisters > 0)
+        reg_token = register_parameter("reg_token", at::zeros({ 1, c.numRegisters, D }));
+    if (c.posEmbed)
+        pos_embed = register_parameter("pos_embed", at::zeros({ 1, c.numPatches() + (c.posEmbedHasPrefix ? c.numPrefixTokens() : 0), D }));
+    if (c.preNorm)
+        norm_pre = register_module("norm_pre", layerNorm(c));
+    blocks = register_module("blocks", torch::nn::ModuleList());
+    for (int i = 0; i < c.depth; ++i)
+        blocks->push_back(Block(c));
+    if (c.finalNorm == FinalNorm::AllTokens)
+        norm = register_module("norm", layerNorm(c));
+    if (c.finalNorm == FinalNorm::Pooled)
+        fc_norm = register_module("fc_norm", layerNorm(c));
+    if (c.numClasses > 0) {
+        const int in = c.pooling == Pooling::TokenAndPatchMean ? 2 * c.width : c.width;
+        // CLIP's projection has no bias; the loader registers what the checkpoint has.
+        head = register_module("head", makeLinear(in, c.numClasses, !c.headIsProjection));
+        if (c.pooling == Pooling::Distilled)
+            head_dist = register_module("head_dist", makeLinear(c.width, c.numClasses));
+    }
+}
+
+at::Tensor VisionTransformerImpl::positionEmbedding(int gridH, int gridW) const
+{
+    const int trainedH = config.gridHeight(), trainedW = config.gridWidth();
+    if (gridH == trainedH && gridW == trainedW)
+        return pos_embed;
+    // Resample the patch part as timm's resample_abs_pos_embed does (timm 1.0.9, timm/layers/pos_embed.py:
+    // F.interpolate(mode='bicubic', align_corners=False, antialias=True) on [1, D, gh, gw], in float32), keeping the
+    // prefix rows as they are. With antialias the kernel is PIL's bicubic (a = -0.5, taps outside the grid dropped and
+    // the rest renormalised) and, when a side shrinks, widened by the scale factor, so that a smaller grid averages
+    // the rows it replaces instead of sampling them.
+    const int64_t prefix = config.posEmbedHasPrefix ? config.numPrefixTokens() : 0;
+    auto prefixRows = pos_embed.slice(1, 0, prefix);
+    auto grid = pos_embed.slice(1, prefix).reshape({ 1, trainedH, trainedW, -1 }).permute({ 0, 3, 1, 2 });
+    auto resized = at::_upsample_bicubic2d_aa(grid, { gridH, gridW }, false);
+    resized = resized.permute({ 0, 2, 3, 1 }).reshape({ 1, int64_t(gridH) * gridW, -1 });
+    return at::cat({ prefixRows, resized }, 1);
+}
+
+at::Tensor VisionTransformerImpl::tokens(const at::Tensor& input)
+{
+    // input [B, C, H, W] -> [B, N, D], N = prefix + gh*gw, prefix order [CLS, dist, registers]
+    const int64_t B = input.size(0);
+    auto x = patch_embed->forward(input);
+    std::vector<at::Tensor> parts;
+    for (const auto* t : { &cls_token, &dist_token, &reg_token })
+        if (t->defined())
+            parts.push_back(t->expand({ B, -1, -1 }));
+    if (parts.empty())
+        return x;
+    parts.push_back(x);
+    return at::cat(parts, 1);
+}
+
+at::Tensor VisionTransformerImpl::tokenPositions(int gridH, int gridW) const
+{
+    const int64_t prefix = config.numPrefixTokens();
+    if (!config.posEmbed)
+        return at::zeros({ 1, prefix + int64_t(gridH) * gridW, config.width }, patch_embed->proj->weight.options());
+    auto pos = positionEmbedding(gridH, gridW);
+    if (config.posEmbedHasPrefix)
+        return pos;
+    // timm's no_embed_class: the prefix tokens (and registers) get no position.
+    return at::cat({ at::zeros({ 1, prefix, config.width }, pos.options()), pos }, 1);
+}
+
+at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, ForwardState& state)
+{
+    // input [B, C, H, W] -> logits [B, K]
+    const int gridH = int(input.size(2) / config.patchSize), gridW = int(input.size(3) / config.patchSize);
+    auto x = tokens(input);
+    if (config.posEmbed) {
+        const bool known = state.knownPositions.defined() && gridH == state.knownGridH && gridW == state.knownGridW;
+        const at::Tensor positions = known ? state.knownPositions : tokenPositions(gridH, gridW);
+        // Bilateral attention keeps positions apart from the token stream and hands them to every layer.
+        if (config.attention == AttentionKind::Bilateral)
+            state.positions = positions;
+        else
+            x = x + positions;
+    }
+    if (norm_pre)
+        x = norm_pre->forward(x);
+    state.gridH = gridH;
+    state.gridW = gridW;
+    state.x0 = x;
+
+    if (state.spec.blocks && state.wants(0))
+        state.blocks[0] = x;
+    for (int l = 1; l <= config.depth; ++l) {
+        if (state.isCancelled && state.isCancelled())
+            throw RunCancelled {};
+        x = blocks->ptr<BlockImpl>(size_t(l - 1))->forward(x, l, state);
+        if (state.spec.blocks && state.wants(l))
+            state.blocks[size_t(l)] = x;
+    }
+
+    if (norm)
+        x = norm->forward(x);
+    const int64_t P = config.numPrefixTokens();
+    if (config.pooling == Pooling::Distilled && head)
+        return (head->forward(x.select(1, 0)) + head_dist->forward(x.select(1, 1))) / 2; // DeiT: average the logits
+    at::Tensor pooled;
+    switch (config.pooling) {
+    case Pooling::Token:
+    case Pooling::Distilled:
+        pooled = x.select(1, 0);
+        break;
+    case Pooling::PatchMean:
+        pooled = x.slice(1, P).mean(1);
+        break;
+    case Pooling::TokenAndPatchMean:
+        pooled = at::cat({ x.select(1, 0), x.slice(1, P).mean(1) }, -1);
+        break;
+    }
+    if (fc_norm)
+        pooled = fc_norm->forward(pooled);
+    return head ? head->forward(pooled) : pooled;
+}
+
+} // namespace attnscope

@@ -1,0 +1,116 @@
+#pragma once
+
+#include "vit/Attention.h"
+#include "attnscope/Model.h"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+#include <functional>
+#include <vector>
+
+namespace attnscope {
+
+class AttentionProducts;
+class PackedLinears;
+
+// One forward's state: the variant values, what to record and the recorded tensors, batched ([B, ...]) and
+// indexed by layer as in Trace.
+struct ForwardState {
+    RecordSpec spec;
+    std::function<bool()> isCancelled;
+    double neutrenoLambda = 0.0;
+    double boostT = 0.0;
+    std::vector<at::Tensor> attention, attnBranch, residual, blocks;
+
+    at::Tensor x0;          // X_0, for Boost
+    at::Tensor firstValues; // V_1, for NeuTRENO
+    at::Tensor positions;   // bilateral attention's position table [1, N, D]
+    int gridH = 0, gridW = 0;
+    // tokenPositions(knownGridH, knownGridW), made once at load (Model::Impl::positions): a forward on that grid uses
+    // it instead of resampling the position table again. Undefined: always computed.
+    at::Tensor knownPositions;
+    int knownGridH = 0, knownGridW = 0;
+    PackedLinears* linears = nullptr;        // set by the inference forward: its linear layers (PackedLinear.h)
+    AttentionProducts* products = nullptr;   // ... and its attention products (AttentionProducts.h)
+
+    void reset(int depth);
+    bool wants(int layer) const { return spec.wants(layer); }
+};
+
+// Thrown between blocks when the run's isCancelled callback says so.
+struct RunCancelled { };
+
+// Module and parameter names mirror timm's checkpoint keys (`blocks.3.attn.qkv.weight`), so that loading is a
+// walk over named_parameters(). Each forward starts with the shapes it takes.
+class PatchEmbedImpl : public torch::nn::Module {
+public:
+    explicit PatchEmbedImpl(const ModelConfig& c);
+    at::Tensor forward(const at::Tensor& x); // [B, C, H, W] -> [B, gh*gw, D]
+    torch::nn::Conv2d proj { nullptr };
+};
+TORCH_MODULE(PatchEmbed);
+
+class MlpImpl : public torch::nn::Module {
+public:
+    explicit MlpImpl(const ModelConfig& c);
+    at::Tensor forward(const at::Tensor& x, PackedLinears* linears); // [B, N, D] -> [B, N, D]
+    torch::nn::Linear fc1 { nullptr };
+    torch::nn::Linear fc2 { nullptr };
+    Activation activation;
+};
+TORCH_MODULE(Mlp);
+
+// Per-channel scaling of a residual branch (DINOv2, DeiT-3); the identity when the model has none.
+class LayerScaleImpl : public torch::nn::Module {
+public:
+    LayerScaleImpl(int width, bool enabled);
+    at::Tensor forward(const at::Tensor& x);
+    at::Tensor gamma;
+};
+TORCH_MODULE(LayerScale);
+
+class BlockImpl : public torch::nn::Module {
+public:
+    explicit BlockImpl(const ModelConfig& c);
+    // [B, N, D] -> [B, N, D]; records A_l, U_l, R_l of layer `layer` as `state` asks.
+    at::Tensor forward(const at::Tensor& x, int layer, ForwardState& state);
+    torch::nn::LayerNorm norm1 { nullptr };
+    std::shared_ptr<AttentionBase> attn;
+    LayerScale ls1 { nullptr };
+    torch::nn::LayerNorm norm2 { nullptr };
+    Mlp mlp { nullptr };
+    LayerScale ls2 { nullptr };
+    BlockNorm placement;
+    BlockKind kind;
+};
+TORCH_MODULE(Block);
+
+class VisionTransformerImpl : public torch::nn::Module {
+public:
+    explicit VisionTransformerImpl(const ModelConfig& c);
+    // [B, C, H, W] normalised images -> logits [B, K] (pooled features [B, D] without a head).
+    at::Tensor forward(const at::Tensor& x, ForwardState& state);
+    // The position table for a gh x gw grid: the trained one, or its patch part resampled bicubically.
+    at::Tensor positionEmbedding(int gridH, int gridW) const;
+    // [B, C, H, W] -> the tokens [B, N, D] before positions are added: [prefix; PatchEmbed(x)].
+    at::Tensor tokens(const at::Tensor& x);
+    // The position row each token receives [1, N, D] (zeros for tokens that get none, or without pos_embed).
+    at::Tensor tokenPositions(int gridH, int gridW) const;
+
+    ModelConfig config;
+    PatchEmbed patch_embed { nullptr };
+    at::Tensor cls_token, dist_token, reg_token, pos_embed;
+    torch::nn::LayerNorm norm_pre { nullptr };
+    torch::nn::ModuleList blocks;
+    torch::nn::LayerNorm norm { nullptr };
+    torch::nn::LayerNorm fc_norm { nullptr };
+    torch::nn::Linear head { nullptr };
+    torch::nn::Linear head_dist { nullptr };
+};
+TORCH_MODULE(VisionTransformer);
+
+} // namespace attnscope
