@@ -63,6 +63,7 @@ int main(int argc, char** argv)
     app.add_option("--limit-test", o.limitTest, "use only the first N test images")->capture_default_str();
     app.add_flag("!--no-augment", o.augment, "no random shifts and flips");
     app.add_option("--threads", threads, "CPU threads (0: LibTorch's default)")->capture_default_str();
+    app.add_option("--device", o.device, "where to train: cpu, cuda, cuda:<i> or auto (a GPU when there is one)")->capture_default_str();
 
     auto* conv = app.add_subcommand("conv", "build the convolution-as-attention model (Cordonnier et al., Lemma 1)");
     std::string kernelPath, biasPath, convOut;

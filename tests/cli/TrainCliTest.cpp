@@ -15,11 +15,12 @@ struct TrainRun {
     std::string output;
 };
 
-TrainRun train(const fs::path& dir, const std::string& environment)
+TrainRun train(const fs::path& dir, const std::string& environment, const std::string& options = "")
 {
     const fs::path log = dir / "train.log";
     const std::string cmd = environment + " OPENBLAS_VERBOSE=2 " ATTNSCOPE_TRAIN " --depth 1 --width 16 --heads 2 --mlp 16 --epochs 1"
-        " --limit-train 64 --limit-test 16 --threads 1 --out " + (dir / "model").string() + " >" + log.string() + " 2>&1 </dev/null";
+        " --limit-train 64 --limit-test 16 --threads 1 " + options + " --out " + (dir / "model").string() + " >" + log.string()
+        + " 2>&1 </dev/null";
     const int raw = std::system(cmd.c_str());
     return { WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(log) };
 }
@@ -57,6 +58,30 @@ TEST_F(Cli, TrainingUsesTheCpusVectorKernels)
     const TrainRun chosen = train(m_dir, "OPENBLAS_CORETYPE=Prescott");
     ASSERT_EQ(chosen.status, 0) << chosen.output;
     EXPECT_EQ(cores(chosen.output), std::vector<std::string> { "Prescott" }) << chosen.output;
+}
+
+// --device: the CPU by default; cuda where LibTorch has CUDA and a GPU is present (the card says where it trained),
+// otherwise one line naming the device; a device of no kind is refused.
+TEST_F(Cli, TrainingRunsOnTheDeviceAsked)
+{
+    if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+        GTEST_SKIP() << "Fashion-MNIST (dataset-fashion-mnist) is not installed";
+    const TrainRun cpu = train(m_dir, "", "--device cpu");
+    ASSERT_EQ(cpu.status, 0) << cpu.output;
+    EXPECT_NE(slurp(m_dir / "model" / "MODEL_CARD.md").find("training on the CPU"), std::string::npos);
+    fs::remove_all(m_dir / "model");
+    const TrainRun cuda = train(m_dir, "", "--device cuda");
+    if (cuda.status == 0) {
+        EXPECT_NE(slurp(m_dir / "model" / "MODEL_CARD.md").find("training on cuda"), std::string::npos);
+    } else {
+        EXPECT_EQ(cuda.status, 1) << cuda.output;
+        EXPECT_NE(cuda.output.find("device cuda: this build of LibTorch has no CUDA, or no GPU is present"), std::string::npos)
+            << cuda.output;
+        EXPECT_FALSE(fs::exists(m_dir / "model" / "model.safetensors")) << "nothing written for a device that is not there";
+    }
+    const TrainRun bad = train(m_dir, "", "--device gpu");
+    EXPECT_EQ(bad.status, 1) << bad.output;
+    EXPECT_NE(bad.output.find("device gpu: not a device (auto, cpu, cuda, cuda:<i>)"), std::string::npos) << bad.output;
 }
 
 } // namespace

@@ -35,6 +35,7 @@ struct TrainOptions {
     int limitTrain = 0; // 0: all
     int limitTest = 0;
     bool augment = true; // random shifts of up to 2 pixels and horizontal flips
+    std::string device = "cpu"; // where the training runs: cpu, cuda, cuda:<i> or auto (the test accuracy is measured on the CPU)
     std::string command; // the command line, for the model card
 
     struct Epoch {

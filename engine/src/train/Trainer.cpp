@@ -3,6 +3,7 @@
 #include "io/AtomicFile.h"
 #include "checkpoint/LoadError.h"
 #include "checkpoint/ModelWriter.h"
+#include "vit/ModelImpl.h"
 #include "image/Preprocess.h"
 #include "vit/VisionTransformer.h"
 #include "attnscope/Datasets.h"
@@ -132,7 +133,8 @@ std::string modelCard(const TrainOptions& o, const ModelConfig& c, const TrainRe
       << ", weight decay " << o.weightDecay << "), cosine schedule with warm-up, label smoothing " << o.labelSmoothing
       << (o.augment ? ", random 2-pixel shifts and horizontal flips" : "") << " |\n"
       << "| seed | " << o.seed << " |\n"
-      << "| wall time | " << std::lround(r.wallSeconds) << " s (training and evaluation, CPU) |\n"
+      << "| wall time | " << std::lround(r.wallSeconds) << " s (training on " << (o.device == "cpu" ? std::string("the CPU") : o.device)
+      << ", evaluation on the CPU) |\n"
       << "| test accuracy | " << std::fixed;
     s.precision(4);
     s << r.testAccuracy << " |\n\n";
@@ -183,11 +185,13 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         const int channels = train->images.front().channels;
         const int classes = int(train->classNames.size());
 
+        const at::Device device = parseDevice(o.device);
         std::mt19937_64 rng(o.seed);
         at::manual_seed(o.seed);
         const ModelConfig c = configFor(o, channels, classes);
         VisionTransformer net(c);
-        initialise(*net, c, rng);
+        initialise(*net, c, rng); // on the CPU, so that a seed gives the same start on every device
+        net->to(device);
         net->train();
 
         // Normalisation from the training images themselves (Fashion-MNIST: mean 0.2860, sd 0.3530).
@@ -207,9 +211,9 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         }
         const auto meanT = at::tensor(std::vector<float>(p.mean.begin(), p.mean.end())).view({ 1, -1, 1, 1 });
         const auto sdT = at::tensor(std::vector<float>(p.std.begin(), p.std.end())).view({ 1, -1, 1, 1 });
-        const at::Tensor xTrain = (raw - meanT) / sdT;
+        const at::Tensor xTrain = ((raw - meanT) / sdT).to(device); // the whole set on the device, once
         raw = at::Tensor();
-        const at::Tensor yTrain = at::tensor(train->labels, at::kLong);
+        const at::Tensor yTrain = at::tensor(train->labels, at::kLong).to(device);
         const float background = float(-p.mean[0] / p.std[0]);
 
         // No weight decay on norms, biases, tokens, position tables and the variants' per-head scalars.
@@ -235,7 +239,7 @@ Result<TrainResult> trainModel(const TrainOptions& o)
             std::vector<int64_t> order(static_cast<size_t>(n));
             std::iota(order.begin(), order.end(), 0);
             std::shuffle(order.begin(), order.end(), rng);
-            const auto perm = at::tensor(order, at::kLong);
+            const auto perm = at::tensor(order, at::kLong).to(device);
             double lossSum = 0;
             int64_t correct = 0;
             for (int64_t b = 0; b < stepsPerEpoch; ++b) {
@@ -274,6 +278,7 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         }
 
         net->eval();
+        net->to(at::kCPU); // written, and tested, from the CPU
         nlohmann::json section = { { "variant", o.variant }, { "attention", toString(c.attention) },
                                    { "neutreno_lambda", c.neutrenoLambda }, { "boost_t", c.boostT },
                                    { "trained_by", "attnscope-train" }, { "seed", o.seed } };

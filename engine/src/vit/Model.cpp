@@ -37,30 +37,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-at::Device parseDevice(const std::string& spec)
-{
-    if (spec == "cpu")
-        return at::kCPU;
-    if (spec == "auto")
-        return torch::cuda::is_available() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
-    if (spec == "cuda" || spec.rfind("cuda:", 0) == 0) {
-        if (!torch::cuda::is_available())
-            throw LoadError("device " + spec + ": this build of LibTorch has no CUDA, or no GPU is present (use --device cpu)");
-        int index = 0;
-        if (spec.size() > 5) {
-            try {
-                index = std::stoi(spec.substr(5));
-            } catch (...) {
-                throw LoadError("device " + spec + ": not a device (auto, cpu, cuda, cuda:<i>)");
-            }
-        }
-        if (index < 0 || size_t(index) >= torch::cuda::device_count())
-            throw LoadError("device " + spec + ": only " + std::to_string(torch::cuda::device_count()) + " CUDA devices");
-        return at::Device(at::kCUDA, int8_t(index));
-    }
-    throw LoadError("device " + spec + ": not a device (auto, cpu, cuda, cuda:<i>)");
-}
-
 std::string executableDir()
 {
     std::error_code ec;
@@ -92,6 +68,30 @@ std::vector<Trace> forwardGroup(const Model& model, const std::vector<at::Tensor
 }
 
 } // namespace
+
+at::Device parseDevice(const std::string& spec)
+{
+    if (spec == "cpu")
+        return at::kCPU;
+    if (spec == "auto")
+        return torch::cuda::is_available() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+    if (spec == "cuda" || spec.rfind("cuda:", 0) == 0) {
+        if (!torch::cuda::is_available())
+            throw LoadError("device " + spec + ": this build of LibTorch has no CUDA, or no GPU is present (use --device cpu)");
+        int index = 0;
+        if (spec.size() > 5) {
+            try {
+                index = std::stoi(spec.substr(5));
+            } catch (...) {
+                throw LoadError("device " + spec + ": not a device (auto, cpu, cuda, cuda:<i>)");
+            }
+        }
+        if (index < 0 || size_t(index) >= torch::cuda::device_count())
+            throw LoadError("device " + spec + ": only " + std::to_string(torch::cuda::device_count()) + " CUDA devices");
+        return at::Device(at::kCUDA, int8_t(index));
+    }
+    throw LoadError("device " + spec + ": not a device (auto, cpu, cuda, cuda:<i>)");
+}
 
 bool RecordSpec::wants(int layer) const
 {

@@ -60,4 +60,8 @@ auto catchForwardErrors(F&& f) -> decltype(f())
 std::vector<Trace> hostTraces(const Model& model, const BatchForward& forward, const at::Tensor& inputs,
                               const std::vector<int64_t>& rows, bool taps = true);
 
+// "auto" (a GPU when there is one), "cpu", "cuda" or "cuda:<i>" (LoadOptions::device, TrainOptions::device); throws a
+// LoadError naming the spec for a device this build or machine does not have.
+at::Device parseDevice(const std::string& spec);
+
 } // namespace attnscope
