@@ -16,7 +16,11 @@ trap 'rm -rf "$tmp"' EXIT
 # Token norms of the same image.
 "$build/app/attnscope-cli" analyze --model builtin:fmnist-vit --images "$tmp/images/$(ls "$tmp/images" | head -1)" \
     --out "$tmp/norms" --analyses norms --formats png
+# The same image at another input size: 56x44 instead of 28x28 (a 14x11 grid).
+"$build/app/attnscope-cli" analyze --model builtin:fmnist-vit --images "$tmp/images/$(ls "$tmp/images" | head -1)" \
+    --out "$tmp/size" --input-size 56,44 --analyses attention --grid-images 1 --query 7,5 --formats png
 mkdir -p docs/figures
+cp "$tmp/size/figures/attention_grid.png" docs/figures/input_size_grid.png
 cp "$tmp/relevance/figures/relevance.png" docs/figures/relevance.png
 cp "$tmp/norms/figures/token_norms.png" docs/figures/token_norms.png
 for f in token_similarity snr snr_diagnostics head_centres head_kernels attention_distance attention_similarity attention_grid logit_decomposition; do
