@@ -235,6 +235,21 @@ QCPGraph* addBand(QCPAxisRect* rect, const QVector<double>& x, const QVector<dou
     return upper;
 }
 
+QCPLayoutGrid* addPanelRow(QCustomPlot* plot, int row)
+{
+    auto* panels = new QCPLayoutGrid;
+    plot->plotLayout()->addElement(row, 0, panels);
+    panels->setColumnSpacing(18);
+    panels->setRowSpacing(2);
+    return panels;
+}
+
+void finishPanelRow(QCPLayoutGrid* panels)
+{
+    panels->setRowStretchFactor(0, 0.001);
+    panels->setRowStretchFactor(2, 0.001);
+}
+
 QCPAxisRect* addLayerPanel(QCustomPlot* plot, QCPLayoutGrid* panels, int column, const QString& title, QCPMarginGroup* group,
     const QString& xLabel, const QString& yLabel, int firstLayer, int lastLayer, const PlotStyle& style)
 {

@@ -51,6 +51,12 @@ QCPGraph* addBand(QCPAxisRect* rect, const QVector<double>& x, const QVector<dou
 QCPGraph* addStyleKey(
     QCPAxisRect* rect, QCPLegend* legend, const QString& name, Qt::PenStyle penStyle, const PlotStyle& style);
 
+// A row of panels in row `row` of the plot's layout (SNR diagnostics, high-norm tokens): titles in its row 0, axis rects
+// in row 1 (addLayerPanel), line-style keys in row 2 (addPanelStyleKey). finishPanelRow, once the panels are in, gives
+// the title and key rows their natural height.
+QCPLayoutGrid* addPanelRow(QCustomPlot* plot, int row);
+void finishPanelRow(QCPLayoutGrid* panels);
+
 // Panel `column` of a row of panels over layers: its bold title in row 0 of `panels`, its axis rect in row 1 (sharing
 // top and bottom margins through `group`), x labelled `xLabel` with layer ticks from firstLayer to lastLayer, y `yLabel`.
 QCPAxisRect* addLayerPanel(QCustomPlot* plot, QCPLayoutGrid* panels, int column, const QString& title, QCPMarginGroup* group,

@@ -174,10 +174,7 @@ void buildSnrDiagnosticsPlot(QCustomPlot* plot, const std::vector<AnalysisSummar
         QStringLiteral("\u03b1, \u03b2 on centred tokens"), QStringLiteral("bands: 95% CI") });
     const int row = resetPlot(plot, QStringLiteral("Noise through the attention sub-blocks"), subtitle, style);
 
-    auto* panels = new QCPLayoutGrid;
-    plot->plotLayout()->addElement(row, 0, panels);
-    panels->setColumnSpacing(18);
-    panels->setRowSpacing(2);
+    QCPLayoutGrid* panels = addPanelRow(plot, row);
     auto* group = new QCPMarginGroup(plot);
 
     using Getter = std::function<const Estimate&(const SnrDiagnosticsRow&)>;
@@ -316,8 +313,7 @@ for (size_t p = 0; p < spec.size(); ++p) {
         names << q.name;
     addPanelStyleKey(plot, panels, 2, column, rect, names, style);
 }
-panels->setRowStretchFactor(0, 0.001);
-panels->setRowStretchFactor(2, 0.001);
+finishPanelRow(panels);
 
 if (keys.size() > 1 || (keys.size() == 1 && series.size() > 1)) {
     QCPLegend* legend = addLegendBelow(plot, plot->plotLayout(), row + 1, style);

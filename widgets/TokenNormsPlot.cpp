@@ -28,10 +28,7 @@ void buildTokenNormsPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& 
     const QString subtitle = joinProvenance({ describeModels(series), describeImages(series),
         QStringLiteral("X_l: block outputs; attention: of layer l+1, which reads X_l"), QStringLiteral("bands: 95% CI") });
     const int row = resetPlot(plot, QStringLiteral("High-norm tokens through depth"), subtitle, style);
-    auto* panels = new QCPLayoutGrid;
-    plot->plotLayout()->addElement(row, 0, panels);
-    panels->setColumnSpacing(18);
-    panels->setRowSpacing(2);
+    QCPLayoutGrid* panels = addPanelRow(plot, row);
     auto* group = new QCPMarginGroup(plot);
     const std::vector<Panel> spec = {
         { QStringLiteral("(a) Norms over the median"), QStringLiteral("|x| / patch median"),
@@ -100,8 +97,7 @@ void buildTokenNormsPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& 
             names << q.name;
         addPanelStyleKey(plot, panels, 2, column, rect, names, style);
     }
-    panels->setRowStretchFactor(0, 0.001);
-    panels->setRowStretchFactor(2, 0.001);
+    finishPanelRow(panels);
     if (series.size() > 1) {
         QCPLegend* legend = addLegendBelow(plot, plot->plotLayout(), row + 1, style);
         QCPAxisRect* first = plot->axisRect(0);
