@@ -6,7 +6,7 @@
 #   scripts/train-deep-zoo.sh [BUILD_DIR] [OUT]      (defaults: build/release, deep-zoo)
 #
 # Environment: DEVICE (cpu, or cuda on a GPU machine: the four models then train side by side on the one GPU),
-# EPOCHS (30), WIDTH (64), HEADS (4), MLP (2 x WIDTH), FMNIST (the Fashion-MNIST folder, default Debian's; a GPU
+# BF16 (1: matrix products in bfloat16, --bf16; 1.45x faster on this machine's AMX CPU), EPOCHS (30), WIDTH (64), HEADS (4), MLP (2 x WIDTH), FMNIST (the Fashion-MNIST folder, default Debian's; a GPU
 # machine without apt needs a copy carried with the checkout). On the CPU two models train at a time, one thread each
 # (docs/performance.md, "Training": about 215 s per epoch and model on a quiet core of a Sapphire Rapids).
 set -eu
@@ -19,8 +19,10 @@ width=${WIDTH:-64}
 heads=${HEADS:-4}
 mlp=${MLP:-$((2 * width))}
 fmnist=${FMNIST:-/usr/share/datasets/fashion-mnist}
+bf16=
+[ "${BF16:-0}" = 1 ] && bf16=--bf16
 mkdir -p "$out"
-common="--depth 12 --width $width --heads $heads --mlp $mlp --epochs $epochs --seed 0 --threads 1 --device $device --fashion-mnist-dir $fmnist"
+common="--depth 12 --width $width --heads $heads --mlp $mlp --epochs $epochs --seed 0 --threads 1 --device $device --fashion-mnist-dir $fmnist $bf16"
 run() { # NAME VARIANT [OPTIONS...]
     name=$1
     shift

@@ -62,6 +62,7 @@ int main(int argc, char** argv)
     app.add_option("--limit-train", o.limitTrain, "use only the first N training images")->capture_default_str();
     app.add_option("--limit-test", o.limitTest, "use only the first N test images")->capture_default_str();
     app.add_flag("!--no-augment", o.augment, "no random shifts and flips");
+    app.add_flag("--bf16", o.bf16, "matrix products in bfloat16 (autocast; fast on CPUs with AMX and on GPUs)");
     app.add_option("--threads", threads, "CPU threads (0: LibTorch's default)")->capture_default_str();
     app.add_option("--device", o.device, "where to train: cpu, cuda, cuda:<i> or auto (a GPU when there is one)")->capture_default_str();
 

@@ -10,12 +10,15 @@
 #include "attnscope/Model.h"
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
 #include <torch/nn/init.h>
 #include <torch/optim/adamw.h>
 
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -84,6 +87,52 @@ void initialise(VisionTransformerImpl& net, const ModelConfig& c, std::mt19937_6
     }
 }
 
+// TrainOptions::bf16: LibTorch's autocast on the training device for as long as this lives. Its cache of cast weights
+// is off, since every step changes the weights.
+class Bf16Autocast {
+public:
+    Bf16Autocast(bool on, at::DeviceType device)
+        : m_on(on)
+        , m_device(device)
+        , m_cache(at::autocast::is_autocast_cache_enabled())
+    {
+        if (m_on) {
+            at::autocast::set_autocast_cache_enabled(false);
+            enable(true);
+        }
+    }
+    ~Bf16Autocast()
+    {
+        if (m_on) {
+            enable(false);
+            at::autocast::set_autocast_cache_enabled(m_cache);
+        }
+    }
+    Bf16Autocast(const Bf16Autocast&) = delete;
+    Bf16Autocast& operator=(const Bf16Autocast&) = delete;
+
+private:
+    void enable(bool on) const
+    {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+        at::autocast::set_autocast_dtype(m_device, at::kBFloat16);
+        at::autocast::set_autocast_enabled(m_device, on);
+#else
+        if (m_device == at::kCPU) {
+            at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+            at::autocast::set_cpu_enabled(on);
+        } else {
+            at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+            at::autocast::set_enabled(on);
+        }
+#endif
+    }
+
+    bool m_on;
+    at::DeviceType m_device;
+    bool m_cache;
+};
+
 at::Tensor stack(const LabelledImages& data, const PreprocessConfig& p, int channels)
 {
     std::vector<at::Tensor> xs;
@@ -131,7 +180,8 @@ std::string modelCard(const TrainOptions& o, const ModelConfig& c, const TrainRe
       << r.parameters << " parameters |\n"
       << "| training | " << o.epochs << " epochs, batch " << o.batchSize << ", AdamW (lr " << o.learningRate
       << ", weight decay " << o.weightDecay << "), cosine schedule with warm-up, label smoothing " << o.labelSmoothing
-      << (o.augment ? ", random 2-pixel shifts and horizontal flips" : "") << " |\n"
+      << (o.augment ? ", random 2-pixel shifts and horizontal flips" : "")
+      << (o.bf16 ? ", matrix products in bfloat16 (autocast)" : "") << " |\n"
       << "| seed | " << o.seed << " |\n"
       << "| wall time | " << std::lround(r.wallSeconds) << " s (training on " << (o.device == "cpu" ? std::string("the CPU") : o.device)
       << ", evaluation on the CPU) |\n"
@@ -234,6 +284,8 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         const int64_t warmup = std::max<int64_t>(1, totalSteps / 20);
         int64_t step = 0;
         std::vector<std::string> epochLines;
+        std::optional<Bf16Autocast> autocast;
+        autocast.emplace(o.bf16, device.type());
         for (int epoch = 1; epoch <= o.epochs; ++epoch) {
             const auto epochStart = Clock::now();
             std::vector<int64_t> order(static_cast<size_t>(n));
@@ -277,6 +329,7 @@ Result<TrainResult> trainModel(const TrainOptions& o)
                 o.onEpoch(e);
         }
 
+        autocast.reset();
         net->eval();
         net->to(at::kCPU); // written, and tested, from the CPU
         nlohmann::json section = { { "variant", o.variant }, { "attention", toString(c.attention) },
