@@ -1,5 +1,5 @@
 # attnscope: the README's two commands.
-#   make run    install missing Debian packages, build, and open attnscope on the embedded model and samples
+#   make run    install missing Debian packages, build, and open attnscope on the embedded model and Fashion-MNIST samples
 #   make test   install missing Debian packages, build, and run every test
 # Reliability (docs/fuzzing.md): make fuzz [FUZZ_SECONDS=60], make test-asan, make test-tsan.
 # LibTorch 2.11 with CUDA 13.0 (README): make libtorch2 [LIBTORCH_DIR=a torch folder already there].

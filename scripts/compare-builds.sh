@@ -43,9 +43,10 @@ for side in qt headless; do
     [ $side = qt ] && cli=$qt_cli || cli=$headless_cli
     echo "compare-builds: running the $side build's attnscope-cli"
     run $side "$cli" info info builtin:fmnist-vit --json
-    run $side "$cli" make-run analyze --model builtin:fmnist-vit --images "$samples/fashion-mnist" "$samples" \
+    run $side "$cli" make-run analyze --model builtin:fmnist-vit --images "$samples/fashion-mnist" \
         --out make-run --neutreno 0.6 --formats png,svg,pdf
-    run $side "$cli" full analyze --model builtin:fmnist-vit --compare builtin:fmnist-quadratic --images "$samples" \
+    run $side "$cli" full analyze --model builtin:fmnist-vit --compare builtin:fmnist-quadratic \
+        --images "$samples/fashion-mnist" "$samples/photos" \
         --analyses similarity,attention,centres,snr,decomposition --noise gaussian:sigma=8 --neutreno 0.6 --dump-tensors \
         --seed 3 --formats png --out full
     run $side "$cli" shard1 analyze --model builtin:fmnist-vit --images "$samples/fashion-mnist" --noise gaussian:sigma=8 \

@@ -5,19 +5,19 @@ build=${1:-build/release}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$build/app/attnscope-train" export-images --split test --count 200 --out "$tmp/images"
-"$build/app/attnscope-cli" analyze --model builtin:fmnist-vit --compare builtin:fmnist-neutreno \
+"$build/app/attnscope-cli" analyze --model builtin:fmnist-vit-d4 --compare builtin:fmnist-neutreno-d4 \
     --images "$tmp/images" --out "$tmp/zoo" --analyses similarity,attention,centres,snr,decomposition \
     --noise gaussian:sigma=8 --formats png
 "$build/app/attnscope-cli" analyze --model builtin:conv3x3-as-attention --images resources/samples/fashion-mnist \
     --out "$tmp/conv" --analyses centres --formats png
-# Class relevance of the first test image that fmnist-vit classifies correctly (the first, an ankle boot).
-"$build/app/attnscope-cli" analyze --model builtin:fmnist-vit --images "$tmp/images/$(ls "$tmp/images" | head -1)" \
+# Class relevance of the first test image that fmnist-vit-d4 classifies correctly (the first, an ankle boot).
+"$build/app/attnscope-cli" analyze --model builtin:fmnist-vit-d4 --images "$tmp/images/$(ls "$tmp/images" | head -1)" \
     --out "$tmp/relevance" --analyses relevance --formats png
 # Token norms of the same image.
-"$build/app/attnscope-cli" analyze --model builtin:fmnist-vit --images "$tmp/images/$(ls "$tmp/images" | head -1)" \
+"$build/app/attnscope-cli" analyze --model builtin:fmnist-vit-d4 --images "$tmp/images/$(ls "$tmp/images" | head -1)" \
     --out "$tmp/norms" --analyses norms --formats png
 # The same image at another input size: 56x44 instead of 28x28 (a 14x11 grid).
-"$build/app/attnscope-cli" analyze --model builtin:fmnist-vit --images "$tmp/images/$(ls "$tmp/images" | head -1)" \
+"$build/app/attnscope-cli" analyze --model builtin:fmnist-vit-d4 --images "$tmp/images/$(ls "$tmp/images" | head -1)" \
     --out "$tmp/size" --input-size 56,44 --analyses attention --grid-images 1 --query 7,5 --formats png
 mkdir -p docs/figures
 cp "$tmp/size/figures/attention_grid.png" docs/figures/input_size_grid.png

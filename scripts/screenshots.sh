@@ -4,16 +4,18 @@ set -eu
 build=${1:-build/release}
 mkdir -p docs/screenshots
 samples=resources/samples/fashion-mnist
+photos=resources/samples/photos # with the samples, the 14 images of the image-set picture
 run() {
     out=$1
     shift
     # A fresh settings folder each time: the pictures show the default layout, not a saved one.
     XDG_CONFIG_HOME=$(mktemp -d) xvfb-run -a -s "-screen 0 1400x950x24" "$build/app/attnscope" --screenshot "docs/screenshots/$out" "$@"
 }
-run main-cls.png builtin:fmnist-vit $samples
+# The default, 12-layer model (what `make run` opens); the others show the 4-layer one they were first taken with.
+run main-cls.png builtin:fmnist-vit $samples --layer 11
 run patch-query-head.png builtin:fmnist-vit $samples --layer 1 --head 2 --query 24 --variant 0.6,0.3
-run compare.png builtin:fmnist-vit $samples --compare builtin:fmnist-quadratic --layer 1 --head 1 --query 24 --figure 4
-run image-set-snr.png builtin:fmnist-vit resources/samples --analyse-set --variant 0.6,0.3 --set-figure 1
-run rollout.png builtin:fmnist-neutreno $samples --head -2 --figure 3
-run logit-decomposition.png builtin:fmnist-vit $samples --layer 1 --head 0 --figure 5
+run compare.png builtin:fmnist-vit-d4 $samples --compare builtin:fmnist-quadratic --layer 1 --head 1 --query 24 --figure 4
+run image-set-snr.png builtin:fmnist-vit-d4 $photos $samples --analyse-set --variant 0.6,0.3 --set-figure 1
+run rollout.png builtin:fmnist-neutreno-d4 $samples --head -2 --figure 3
+run logit-decomposition.png builtin:fmnist-vit-d4 $samples --layer 1 --head 0 --figure 5
 echo "screenshots in docs/screenshots/"

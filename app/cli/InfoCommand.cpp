@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <iostream>
 
 void InfoCommand::addTo(CLI::App& app)
@@ -16,6 +17,26 @@ void InfoCommand::addTo(CLI::App& app)
                    "H,W or N: the model at another input size (the position embedding resampled, as timm does)");
     app.add_flag("--json", json, "print JSON");
     app.add_flag("--list", list, "list the embedded models (builtin:NAME)");
+}
+
+// Quadratic attention's learned centres and sharpness, [layer][head] as {dy, dx, alpha}; empty for other attention.
+static nlohmann::json quadraticHeads(const attnscope::ModelInfo& i)
+{
+    nlohmann::json layers = nlohmann::json::array();
+    for (const auto& heads : i.quadraticHeads) {
+        nlohmann::json row = nlohmann::json::array();
+        for (const auto& h : heads)
+            row.push_back({ { "dy", h.dy }, { "dx", h.dx }, { "alpha", h.alpha } });
+        layers.push_back(row);
+    }
+    return layers;
+}
+
+static std::string twoDecimals(double v)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", v);
+    return text;
 }
 
 static nlohmann::json infoJson(const attnscope::ModelInfo& i)
@@ -46,7 +67,7 @@ static nlohmann::json infoJson(const attnscope::ModelInfo& i)
         { "pos_embed_includes_prefix", c.posEmbedHasPrefix },
         { "attention", toString(c.attention) }, { "block", toString(c.block) },
         { "neutreno_lambda", c.neutrenoLambda }, { "boost_t", c.boostT },
-        { "labels", i.labels },
+        { "labels", i.labels }, { "quadratic_heads", quadraticHeads(i) },
         { "preprocessing",
           { { "source", p.source }, { "resize", toString(p.resize) },
             { "resize_to", p.resize == attnscope::ResizeMode::ShortestEdge ? nlohmann::json(p.resizeShortest)
@@ -121,7 +142,13 @@ int InfoCommand::run() const
               << "attention    " << toString(c.attention) << (c.block == attnscope::BlockKind::AttentionOnly ? ", attention-only blocks" : "")
               << (c.neutrenoLambda != 0 ? ", NeuTRENO lambda " + std::to_string(c.neutrenoLambda) : std::string())
               << (c.boostT != 0 ? ", Boost t " + std::to_string(c.boostT) : std::string()) << '\n'
-              << "preprocess   " << j["preprocessing"].dump() << '\n'
-              << "device       " << i.device << '\n';
+              << "preprocess   " << j["preprocessing"].dump() << '\n';
+    for (size_t l = 0; l < i.quadraticHeads.size(); ++l) {
+        std::cout << (l ? "             " : "quadratic    ") << "layer " << l + 1 << " (dy, dx) alpha:";
+        for (const auto& h : i.quadraticHeads[l])
+            std::cout << ' ' << twoDecimals(h.dy) << ',' << twoDecimals(h.dx) << ' ' << twoDecimals(h.alpha) << ';';
+        std::cout << '\n';
+    }
+    std::cout << "device       " << i.device << '\n';
     return 0;
 }

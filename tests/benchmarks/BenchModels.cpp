@@ -61,7 +61,7 @@ const Image& sampleImage()
 {
     static const Image image = [] {
         const char* env = std::getenv("ATTNSCOPE_BENCH_IMAGE");
-        const std::string path = env ? env : std::string(ATTNSCOPE_SAMPLES_DIR) + "/chelsea.png";
+        const std::string path = env ? env : std::string(ATTNSCOPE_SAMPLES_DIR) + "/photos/chelsea.png";
         auto decoded = decodeImage(path);
         if (!decoded) {
             std::fprintf(stderr, "bench: %s\n", decoded.message().c_str());

@@ -28,7 +28,7 @@ inline constexpr Shape kShapes[] = { { "deit_tiny", 192, 12, 3 }, { "vit_small",
 std::string modelFolder(const Shape& shape);
 std::shared_ptr<const Model> loadShape(const Shape& shape);
 
-// resources/samples/chelsea.png, decoded once.
+// resources/samples/photos/chelsea.png, decoded once.
 const Image& sampleImage();
 
 // A distinct image for index i of a synthetic stream: the sample rolled down by 7 i rows, every other one mirrored.

@@ -177,7 +177,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=["one", "dataset"], default="one")
     ap.add_argument("--shape", default="vit_small", choices=sorted(SHAPES))
-    ap.add_argument("--image", default=os.path.join(os.path.dirname(__file__), "../../resources/samples/chelsea.png"))
+    ap.add_argument("--image",
+                    default=os.path.join(os.path.dirname(__file__), "../../resources/samples/photos/chelsea.png"))
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--images", type=int, default=100)
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: torch's default)")

@@ -105,7 +105,7 @@ TEST_F(Cli, AnalyzeStderrIsCleanWithoutRuntimeDir)
 {
     const fs::path tmp = m_dir / "tmp";
     fs::create_directories(tmp);
-    auto r = cli("analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist --analyses similarity,attention,centres"
+    auto r = cli("analyze --model builtin:fmnist-vit-d4 --images resources/samples/fashion-mnist --analyses similarity,attention,centres"
                  " --out " + (m_dir / "out").string(),
                  "env -u XDG_RUNTIME_DIR TMPDIR=" + tmp.string() + " ");
     ASSERT_EQ(r.status, 0) << r.err;
@@ -170,7 +170,7 @@ TEST_F(Cli, InterruptLeavesNoPartialFile)
 {
     std::ofstream list(m_dir / "many.txt");
     for (int i = 0; i < 400; ++i)
-        list << ATTNSCOPE_SOURCE_DIR "/resources/samples/chelsea.png\n";
+        list << ATTNSCOPE_SOURCE_DIR "/resources/samples/photos/chelsea.png\n";
     list.close();
     const auto out = m_dir / "out";
     // Ctrl-C one second after the output folder appears (the model is loaded and images are being analysed),
@@ -242,7 +242,7 @@ TEST_F(Cli, DatasetMeansOf200ImagesMatchTheReference)
 // whose maps the device path does not copy back, is still drawn.
 TEST_F(Cli, BatchedDevicePathWritesTheHostPathsNumbers)
 {
-    const std::string common = "analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist --noise gaussian:sigma=8"
+    const std::string common = "analyze --model builtin:fmnist-vit-d4 --images resources/samples/fashion-mnist --noise gaussian:sigma=8"
                                " --noise blur:sigma=1 --draws 2 --formats png";
     auto host = cli(common + " --batch 1 --analyses-on host --out " + (m_dir / "host").string());
     ASSERT_EQ(host.status, 0) << host.err;
@@ -278,7 +278,7 @@ TEST_F(Cli, BatchedDevicePathWritesTheHostPathsNumbers)
 // Bad values of the batch options are usage errors: one line each and status 2, before anything is written.
 TEST_F(Cli, BatchOptionsRefuseBadValues)
 {
-    const std::string common = "analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist --out " + (m_dir / "out").string();
+    const std::string common = "analyze --model builtin:fmnist-vit-d4 --images resources/samples/fashion-mnist --out " + (m_dir / "out").string();
     const std::pair<std::string, std::string> cases[] = {
         { " --batch -2", "--batch -2: expected 0" },
         { " --precision fp16", "unknown precision \"fp16\" (fp32, tf32, bf16)" },
@@ -297,13 +297,13 @@ TEST_F(Cli, BatchOptionsRefuseBadValues)
 // --formats none: the data only, the figures' CSVs included, no picture in any build.
 TEST_F(Cli, FormatsNoneWritesTheDataOnly)
 {
-    auto r = cli("analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist --analyses similarity,centres --formats none"
+    auto r = cli("analyze --model builtin:fmnist-vit-d4 --images resources/samples/fashion-mnist --analyses similarity,centres --formats none"
                  " --out " + (m_dir / "out").string());
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_TRUE(fs::exists(m_dir / "out" / "figures" / "head_centres.csv"));
     EXPECT_FALSE(fs::exists(m_dir / "out" / "figures" / "head_centres.png"));
     EXPECT_EQ(nlohmann::json::parse(slurp(m_dir / "out" / "manifest.json"))["figures"]["drawn"], nlohmann::json::array());
-    auto bad = cli("analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist --formats gif --out " + (m_dir / "bad").string());
+    auto bad = cli("analyze --model builtin:fmnist-vit-d4 --images resources/samples/fashion-mnist --formats gif --out " + (m_dir / "bad").string());
     EXPECT_EQ(bad.status, 2);
     EXPECT_NE(bad.err.find("unknown format \"gif\" (png, svg, pdf, or none)"), std::string::npos) << bad.err;
 }
@@ -314,7 +314,7 @@ TEST_F(Cli, EveryPerturbationOfTheHelpRuns)
 {
     auto help = cli("analyze --help");
     ASSERT_EQ(help.status, 0);
-    const std::string models[] = { "builtin:fmnist-vit --images resources/samples/fashion-mnist/test-0000-ankle-boot.png"
+    const std::string models[] = { "builtin:fmnist-vit-d4 --images resources/samples/fashion-mnist/test-0000-ankle-boot.png"
                                    " resources/samples/fashion-mnist/test-0001-pullover.png",
                                    sharedDir() + "/models/cifar10-vit-tintn/model_final.pt --description docs/examples/cifar10-vit-tintn.json"
                                    " --images " + sharedDir() + "/data/cifar10-test-1000/cat/0000.jpg " + sharedDir()
@@ -344,7 +344,7 @@ TEST_F(Cli, EveryPerturbationOfTheHelpRuns)
 // so that a variant can be checked by hand; they are its own (NeuTRENO changes the blocks' outputs).
 TEST_F(Cli, DumpTensorsCoversTheExtraRuns)
 {
-    auto r = cli("analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist/test-0000-ankle-boot.png --neutreno 0.6"
+    auto r = cli("analyze --model builtin:fmnist-vit-d4 --images resources/samples/fashion-mnist/test-0000-ankle-boot.png --neutreno 0.6"
                  " --analyses similarity --formats none --dump-tensors --out " + m_dir.string());
     ASSERT_EQ(r.status, 0) << r.err;
     const auto manifest = nlohmann::json::parse(slurp(m_dir / "manifest.json"));
@@ -375,7 +375,7 @@ TEST_F(Cli, RefusedAnalysisLeavesNoFolder)
 // the figure's CSV holds the chosen query's maps (they differ from the CLS query's), and the manifest the choices.
 TEST_F(Cli, AttentionGridsForImagesQueriesAndRollouts)
 {
-    const std::string common = "analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist --analyses similarity --formats png";
+    const std::string common = "analyze --model builtin:fmnist-vit-d4 --images resources/samples/fashion-mnist --analyses similarity --formats png";
     auto plain = cli(common + " --out " + (m_dir / "plain").string());
     ASSERT_EQ(plain.status, 0) << plain.err;
     auto r = cli(common + " --grid-images 3 --query 3,4 --rollout max --discard 0.5 --out " + (m_dir / "grids").string());
@@ -414,7 +414,8 @@ TEST_F(Cli, AttentionGridsForImagesQueriesAndRollouts)
 // means over the images of the same per-image maps; 1e-6 covers the CSVs' 10 significant digits).
 TEST_F(Cli, HeadKernelsFigureIsTheOffsetMaps)
 {
-    const std::string images = " resources/samples/chelsea.png resources/samples/coffee.png resources/samples/rocket.jpg";
+    const std::string photos = " resources/samples/photos/";
+    const std::string images = photos + "chelsea.png" + photos + "coffee.png" + photos + "rocket.jpg";
     auto r = cli("analyze --model tests/golden/fixtures/tv_grid16 --images" + images + " --analyses centres --formats png,svg,pdf --out "
                  + m_dir.string());
     ASSERT_EQ(r.status, 0) << r.err;

@@ -50,10 +50,10 @@ TEST_F(Cli, AnalyzeOnBrokenInputsFailsWithOneLine)
     };
     for (const auto& [file, cause] : images) {
         SCOPED_TRACE(file);
-        expectOneLineNaming(cli("analyze --model builtin:fmnist-vit --images " + kCorpus + file + out), file, cause);
+        expectOneLineNaming(cli("analyze --model builtin:fmnist-vit-d4 --images " + kCorpus + file + out), file, cause);
     }
     // Unusual but valid images are analysed.
-    auto ok = cli("analyze --model builtin:fmnist-vit --images " + kCorpus + "image_cmyk.jpg " + kCorpus + "image_16bit_rgb.png "
+    auto ok = cli("analyze --model builtin:fmnist-vit-d4 --images " + kCorpus + "image_cmyk.jpg " + kCorpus + "image_16bit_rgb.png "
                   + kCorpus + "image_rgba.png" + out);
     EXPECT_EQ(ok.status, 0) << ok.err;
 }
@@ -70,7 +70,7 @@ TEST_F(Cli, SkippedImagesAreListedAndTheRunFinishes)
     for (const char* file : broken)
         fs::copy_file(kCorpus + file, images / file);
     std::ofstream(images / "notes.jpg") << "{\"a JSON file\": \"named .jpg\"}";
-    auto r = cli("analyze --model builtin:fmnist-vit --images " + images.string() + " --analyses similarity --formats none --batch 3 --out "
+    auto r = cli("analyze --model builtin:fmnist-vit-d4 --images " + images.string() + " --analyses similarity --formats none --batch 3 --out "
                  + (m_dir / "out").string());
     EXPECT_EQ(r.status, 3) << r.err;
     EXPECT_EQ(countLines(r.err, "^attnscope-cli: skipped "), 5) << r.err;

@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 
 TEST(BatchPrefetch, ThreadedReadingKeepsOrderAndSetsAsideUnreadableImages)
 {
-    auto model = Model::load("builtin:fmnist-vit");
+    auto model = Model::load("builtin:fmnist-vit-d4");
     ASSERT_TRUE(model) << model.message();
     auto paths = expandImagePaths({ ATTNSCOPE_SOURCE_DIR "/resources/samples/fashion-mnist" });
     ASSERT_TRUE(paths) << paths.message();

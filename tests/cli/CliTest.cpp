@@ -119,7 +119,7 @@ TEST_F(Cli, AnalyzeFolderOfSamplePhotosWritesEveryImage)
 // starts: the CLI sets it and execs itself again; a policy the user set stays.
 TEST_F(Cli, ThreadsAboveOneRunWithPassiveWaiting)
 {
-    const std::string args = "analyze --model builtin:fmnist-vit --images resources/samples/fashion-mnist/test-0000-ankle-boot.png"
+    const std::string args = "analyze --model builtin:fmnist-vit-d4 --images resources/samples/fashion-mnist/test-0000-ankle-boot.png"
                              " --analyses similarity --formats png --threads 2 --out ";
     auto r = cli(args + (m_dir / "a").string(), "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT ");
     ASSERT_EQ(r.status, 0) << r.err;
@@ -148,8 +148,8 @@ TEST_F(Cli, AnalyzeBadImageFailsWithOneLine)
 
 TEST_F(Cli, AnalyzeImageListFile)
 {
-    std::ofstream(m_dir / "list.txt") << "# two photos\n" ATTNSCOPE_SOURCE_DIR "/resources/samples/chelsea.png\n"
-                                      << ATTNSCOPE_SOURCE_DIR "/resources/samples/coffee.png\n";
+    std::ofstream(m_dir / "list.txt") << "# two photos\n" ATTNSCOPE_SOURCE_DIR "/resources/samples/photos/chelsea.png\n"
+                                      << ATTNSCOPE_SOURCE_DIR "/resources/samples/photos/coffee.png\n";
     auto r = cli("analyze --model tests/golden/fixtures/tv_hf --images " + (m_dir / "list.txt").string() + " --out " + (m_dir / "o").string());
     ASSERT_EQ(r.status, 0) << r.err;
     const auto manifest = nlohmann::json::parse(slurp(m_dir / "o" / "manifest.json"));
@@ -176,7 +176,7 @@ TEST_F(Cli, ThirdPartyCheckpointThroughTheCli)
 TEST_F(Cli, EveryUsageErrorExitsWithTwo)
 {
     const std::string images = " --images resources/samples/fashion-mnist --out " + (m_dir / "out").string();
-    const std::string analyze = "analyze --model builtin:fmnist-vit" + images;
+    const std::string analyze = "analyze --model builtin:fmnist-vit-d4" + images;
     const std::pair<std::string, std::string> cases[] = {
         { analyze + " --device gpu", "--device gpu: expected auto, cpu, cuda or cuda:<i>" },
         { analyze + " --device cuda:x", "--device cuda:x" },
@@ -188,7 +188,7 @@ TEST_F(Cli, EveryUsageErrorExitsWithTwo)
         { analyze + " --precision fp16", "unknown precision" },
         { analyze + " --rollout median", "unknown head fusion" },
         { analyze + " --draws x", "" },
-        { "info builtin:fmnist-vit --device gpu", "--device gpu" },
+        { "info builtin:fmnist-vit-d4 --device gpu", "--device gpu" },
         { "info", "give a MODEL" },
         { "merge " + m_dir.string() + " --out " + (m_dir / "m").string() + " --formats gif", "unknown format" },
     };
@@ -205,10 +205,10 @@ TEST_F(Cli, EveryUsageErrorExitsWithTwo)
 // and is listed in their JSON: a wrong guess runs and is wrong, so it must not be silent.
 TEST_F(Cli, GuessedHeadsAreAWarning)
 {
-    // fmnist-vit's weights without its config.json and without the safetensors metadata that records its 4 heads.
+    // fmnist-vit-d4's weights without its config.json and without the safetensors metadata that records its 4 heads.
     const fs::path bare = m_dir / "bare";
     fs::create_directories(bare);
-    const std::string bytes = slurp(ATTNSCOPE_SOURCE_DIR "/resources/models/fmnist-vit/model.safetensors");
+    const std::string bytes = slurp(ATTNSCOPE_SOURCE_DIR "/resources/models/fmnist-vit-d4/model.safetensors");
     uint64_t length = 0;
     for (int i = 7; i >= 0; --i)
         length = (length << 8) | uint8_t(bytes[size_t(i)]);
@@ -224,7 +224,7 @@ TEST_F(Cli, GuessedHeadsAreAWarning)
     ASSERT_EQ(info.status, 0) << info.err;
     EXPECT_EQ(countLines(info.err, "^attnscope-cli: warning: .*num_heads guessed as width/64 = 1"), 1) << info.err;
     EXPECT_EQ(nlohmann::json::parse(info.out)["guesses"].size(), 1u);
-    auto recorded = cli("info builtin:fmnist-vit --json");
+    auto recorded = cli("info builtin:fmnist-vit-d4 --json");
     ASSERT_EQ(recorded.status, 0) << recorded.err;
     EXPECT_EQ(recorded.err, "");
     EXPECT_TRUE(nlohmann::json::parse(recorded.out)["guesses"].empty());
@@ -301,7 +301,7 @@ TEST_F(Cli, InfoListsIgnoredConfigKeys)
     // A project's own config.json is not read at all: every key of it is listed (its head count plays no part).
     const fs::path own = m_dir / "own";
     fs::create_directories(own);
-    fs::copy_file(ATTNSCOPE_SOURCE_DIR "/resources/models/fmnist-vit/model.safetensors", own / "model.safetensors");
+    fs::copy_file(ATTNSCOPE_SOURCE_DIR "/resources/models/fmnist-vit-d4/model.safetensors", own / "model.safetensors");
     std::ofstream(own / "config.json") << R"({"num_attention_heads": 8, "dropout": 0.1})";
     auto project = cli("info " + own.string() + " --json");
     ASSERT_EQ(project.status, 0) << project.err;
@@ -309,10 +309,10 @@ TEST_F(Cli, InfoListsIgnoredConfigKeys)
               nlohmann::json::parse(R"({"config.json": ["dropout", "num_attention_heads"]})"));
 
     // attnscope's own config.json is not foreign: nothing listed.
-    auto builtin = cli("info builtin:fmnist-vit --json");
+    auto builtin = cli("info builtin:fmnist-vit-d4 --json");
     ASSERT_EQ(builtin.status, 0) << builtin.err;
     EXPECT_TRUE(nlohmann::json::parse(builtin.out)["ignored_config_keys"].empty());
-    EXPECT_EQ(countLines(cli("info builtin:fmnist-vit").out, "^ignored config keys"), 0);
+    EXPECT_EQ(countLines(cli("info builtin:fmnist-vit-d4").out, "^ignored config keys"), 0);
 
     auto analyze = cli("analyze --model " + hf + " --images " + hf + "/image.png --analyses similarity --formats none --out "
                        + (m_dir / "out").string());
@@ -324,7 +324,7 @@ TEST_F(Cli, InfoListsIgnoredConfigKeys)
 // description and those tensors as the checkpoint names them, once for all blocks.
 TEST_F(Cli, DescriptionRuleMissingNamesTheTensors)
 {
-    // fmnist-vit saved as a ViT built on nn.TransformerEncoder would be (docs/model-description.md).
+    // fmnist-vit-d4 saved as a ViT built on nn.TransformerEncoder would be (docs/model-description.md).
     const auto torchNames = [](const std::string& name) {
         static const std::pair<std::regex, std::string> rules[] = {
             { std::regex("^blocks\\.(\\d+)\\.attn\\.qkv\\.(weight|bias)$"), "encoder.layers.$1.self_attn.in_proj_$2" },
@@ -343,7 +343,7 @@ TEST_F(Cli, DescriptionRuleMissingNamesTheTensors)
     };
     const fs::path dir = m_dir / "torch";
     fs::create_directories(dir);
-    writeRenamed(ATTNSCOPE_SOURCE_DIR "/resources/models/fmnist-vit/model.safetensors", dir / "model.safetensors", torchNames);
+    writeRenamed(ATTNSCOPE_SOURCE_DIR "/resources/models/fmnist-vit-d4/model.safetensors", dir / "model.safetensors", torchNames);
     const std::vector<std::pair<std::string, std::string>> allRules = {
         { "^encoder\\.layers\\.(\\d+)\\.self_attn\\.in_proj_(weight|bias)$", "blocks.$1.attn.qkv.$2" },
         { "^encoder\\.layers\\.(\\d+)\\.self_attn\\.out_proj\\.", "blocks.$1.attn.proj." },

@@ -119,7 +119,7 @@ TEST_F(Cli, SigkillAtRandomMomentsLeavesNoPartialFileAndARerunCompletes)
             out << samples[size_t(i) % samples.size()].string() << "\n";
     }
     const fs::path out = m_dir / "out";
-    const std::vector<std::string> args { "analyze", "--model", "builtin:fmnist-vit", "--images", list.string(), "--out", out.string(),
+    const std::vector<std::string> args { "analyze", "--model", "builtin:fmnist-vit-d4", "--images", list.string(), "--out", out.string(),
                                           "--analyses", "similarity,attention,centres,snr", "--draws", "1", "--dump-tensors",
                                           "--formats", "png,svg", "--threads", "1" };
 

@@ -18,7 +18,7 @@ const std::string kSamples = ATTNSCOPE_SOURCE_DIR "/resources/samples/fashion-mn
 TEST_F(Cli, RelevanceWritesBothMapsForThePredictedOrTheChosenClass)
 {
     const fs::path out = m_dir / "out";
-    auto r = cli("analyze --model builtin:fmnist-vit --images " + kSamples + " --analyses similarity,relevance --grid-images 2 --out "
+    auto r = cli("analyze --model builtin:fmnist-vit-d4 --images " + kSamples + " --analyses similarity,relevance --grid-images 2 --out "
                  + out.string());
     ASSERT_EQ(r.status, 0) << r.err;
     const auto manifest = nlohmann::json::parse(slurp(out / "manifest.json"));
@@ -27,7 +27,7 @@ TEST_F(Cli, RelevanceWritesBothMapsForThePredictedOrTheChosenClass)
     for (const auto& entry : manifest["relevance"]) {
         const std::string name = entry["figure"];
         const auto rows = readCsv(out / "figures" / (name + ".csv"));
-        ASSERT_EQ(rows.size(), 7u * 7u) << name; // fmnist-vit: 28 x 28 in patches of 4
+        ASSERT_EQ(rows.size(), 7u * 7u) << name; // fmnist-vit-d4: 28 x 28 in patches of 4
         // The predicted class: the top-1 row of predictions.csv for that image.
         std::string top;
         for (const auto& p : predictions)
@@ -49,7 +49,7 @@ TEST_F(Cli, RelevanceWritesBothMapsForThePredictedOrTheChosenClass)
         EXPECT_EQ(fs::exists(out / "figures" / (name + ".png")), kCliDrawsFigures) << name;
     }
 
-    auto chosen = cli("analyze --model builtin:fmnist-vit --images " + kSamples + " --analyses relevance --grid-images 1 --class 3"
+    auto chosen = cli("analyze --model builtin:fmnist-vit-d4 --images " + kSamples + " --analyses relevance --grid-images 1 --class 3"
                       " --gradcam-layer 1 --formats none --out " + (m_dir / "three").string());
     ASSERT_EQ(chosen.status, 0) << chosen.err;
     const auto rows = readCsv(m_dir / "three" / "figures" / "relevance.csv");
@@ -59,7 +59,7 @@ TEST_F(Cli, RelevanceWritesBothMapsForThePredictedOrTheChosenClass)
 
 TEST_F(Cli, RelevanceOptionsOutsideTheModelAreUsageErrors)
 {
-    const std::string base = "analyze --model builtin:fmnist-vit --images " + kSamples + " --analyses relevance --formats none --out "
+    const std::string base = "analyze --model builtin:fmnist-vit-d4 --images " + kSamples + " --analyses relevance --formats none --out "
         + (m_dir / "out").string();
     auto r = cli(base + " --class 10");
     EXPECT_EQ(r.status, 2) << r.err;
@@ -67,7 +67,7 @@ TEST_F(Cli, RelevanceOptionsOutsideTheModelAreUsageErrors)
     r = cli(base + " --gradcam-layer 5");
     EXPECT_EQ(r.status, 2) << r.err;
     EXPECT_EQ(countLines(r.err, "--gradcam-layer 5: the model's block outputs are 0..4"), 1) << r.err;
-    r = cli("analyze --model builtin:fmnist-vit --images " + kSamples + " --analyses relevence --out " + (m_dir / "x").string());
+    r = cli("analyze --model builtin:fmnist-vit-d4 --images " + kSamples + " --analyses relevence --out " + (m_dir / "x").string());
     EXPECT_EQ(r.status, 2) << r.err;
     EXPECT_EQ(countLines(r.err, "unknown analysis \"relevence\""), 1) << r.err;
 }

@@ -74,7 +74,7 @@ protected:
     }
     std::vector<std::string> args(const fs::path& out, std::vector<std::string> more = {}) const
     {
-        std::vector<std::string> a { "analyze", "--model", "builtin:fmnist-vit", "--images", m_list.string(), "--out", out.string(),
+        std::vector<std::string> a { "analyze", "--model", "builtin:fmnist-vit-d4", "--images", m_list.string(), "--out", out.string(),
                                      "--neutreno", "0.5", "--grid-images", "2", "--analyses", "similarity,attention,centres,snr,decomposition",
                                      "--batch", "1", "--threads", "1", "--checkpoint-seconds", "0", "--formats", "none" };
         a.insert(a.end(), more.begin(), more.end());
@@ -148,8 +148,8 @@ TEST_F(Resume, AnInterruptedRunRefusesAnotherRunAndFreshStartsAgain)
     refused(args(out, { "--seed", "7" }), "--seed 0 then, 7 now");
     refused(args(out, { "--draws", "2" }), "--draws 1 then, 2 now");
     std::vector<std::string> otherModel = args(out);
-    otherModel[2] = "builtin:fmnist-neutreno";
-    refused(otherModel, "--model \"builtin:fmnist-vit \\(sha256 [0-9a-f]{12}\\)\" then, \"builtin:fmnist-neutreno");
+    otherModel[2] = "builtin:fmnist-neutreno-d4";
+    refused(otherModel, "--model \"builtin:fmnist-vit-d4 \\(sha256 [0-9a-f]{12}\\)\" then, \"builtin:fmnist-neutreno-d4");
     std::vector<std::string> otherImages = args(out);
     otherImages[4] = ATTNSCOPE_SOURCE_DIR "/resources/samples/fashion-mnist";
     refused(otherImages, "image 4: .*broken.png then, .*fashion-mnist/test-[0-9]+-[a-z]+.png now");

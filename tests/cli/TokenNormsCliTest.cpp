@@ -22,7 +22,7 @@ TEST_F(Cli, NormsWriteTheDatasetTableAndEveryImagesTokens)
 {
     const fs::path out = m_dir / "out";
     // Every sample gets its per-image files, so the dataset means can be recomputed from them.
-    auto r = cli("analyze --model builtin:fmnist-vit --images " + kSamples + " --analyses norms --grid-images 10 --outlier-ratio 1.5 --out "
+    auto r = cli("analyze --model builtin:fmnist-vit-d4 --images " + kSamples + " --analyses norms --grid-images 10 --outlier-ratio 1.5 --out "
                  + out.string());
     ASSERT_EQ(r.status, 0) << r.err;
     const auto manifest = nlohmann::json::parse(slurp(out / "manifest.json"));
@@ -32,7 +32,7 @@ TEST_F(Cli, NormsWriteTheDatasetTableAndEveryImagesTokens)
     for (const auto& entry : manifest["token_norms"]) {
         const std::string name = entry["figure"];
         const auto rows = readCsv(out / "figures" / (name + ".csv"));
-        ASSERT_EQ(rows.size(), 5u * 50u) << name; // fmnist-vit: X_0..X_4, CLS and 7 x 7 patches
+        ASSERT_EQ(rows.size(), 5u * 50u) << name; // fmnist-vit-d4: X_0..X_4, CLS and 7 x 7 patches
         EXPECT_EQ(rows.front().at("kind"), "cls");
         EXPECT_EQ(rows.front().at("row"), "-1");
         EXPECT_EQ(rows[1].at("kind"), "patch");
@@ -72,14 +72,14 @@ TEST_F(Cli, NormsWriteTheDatasetTableAndEveryImagesTokens)
     double total = 0;
     for (const auto& [l, s] : outlierSum)
         total += s;
-    EXPECT_GT(total, 0.0) << "a ratio of 1.5 flags nothing on fmnist-vit: the outlier checks above test nothing";
+    EXPECT_GT(total, 0.0) << "a ratio of 1.5 flags nothing on fmnist-vit-d4: the outlier checks above test nothing";
     EXPECT_EQ(readCsv(out / "figures" / "high_norm_tokens.csv").size(), 5u);
     EXPECT_EQ(fs::exists(out / "figures" / "high_norm_tokens.png"), kCliDrawsFigures);
 }
 
 TEST_F(Cli, BadOutlierRatiosAreUsageErrors)
 {
-    const std::string base = "analyze --model builtin:fmnist-vit --images " + kSamples + " --analyses norms --formats none --out "
+    const std::string base = "analyze --model builtin:fmnist-vit-d4 --images " + kSamples + " --analyses norms --formats none --out "
         + (m_dir / "out").string();
     auto r = cli(base + " --outlier-ratio 1");
     EXPECT_EQ(r.status, 2) << r.err;

@@ -84,7 +84,7 @@ void compareOnCpu(const std::string& path, const LoadOptions& load, const std::v
 TEST(BatchedAnalyses, EqualTheHostLoopsOnEveryBuiltinModel)
 {
     // A plain ViT with a class token, the two attention kinds with their own maps, and one with no prefix token.
-    for (const char* name : { "fmnist-vit", "fmnist-bilateral", "fmnist-quadratic", "conv3x3-as-attention", "fmnist-neutreno" }) {
+    for (const char* name : { "fmnist-vit-d4", "fmnist-bilateral-d4", "fmnist-quadratic", "conv3x3-as-attention", "fmnist-neutreno-d4" }) {
         SCOPED_TRACE(name);
         auto model = Model::load(std::string("builtin:") + name);
         ASSERT_TRUE(model) << model.message();
@@ -128,7 +128,7 @@ TEST(BatchedAnalyses, EqualTheHostLoopsOnAModelWithRegisters)
 // The clean traces of the device path carry the logits of the host path; the taps only when asked for.
 TEST(BatchedAnalyses, CleanTracesHoldLogitsAndTheTapsAskedFor)
 {
-    auto model = Model::load("builtin:fmnist-vit");
+    auto model = Model::load("builtin:fmnist-vit-d4");
     ASSERT_TRUE(model) << model.message();
     const auto images = fashionSamples(**model, 4);
     AnalysisOptions host = everyAnalysis(), device = everyAnalysis();
@@ -160,7 +160,7 @@ TEST(BatchedAnalyses, CleanTracesHoldLogitsAndTheTapsAskedFor)
 // BF16 is a real change of arithmetic (autocast), close to FP32 but not equal; TF32 is refused off CUDA.
 TEST(BatchedAnalyses, PrecisionBf16DeviatesLittleAndTf32NeedsCuda)
 {
-    auto model = Model::load("builtin:fmnist-vit", { "cpu", "" });
+    auto model = Model::load("builtin:fmnist-vit-d4", { "cpu", "" });
     ASSERT_TRUE(model) << model.message();
     const auto images = fashionSamples(**model, 3);
     AnalysisOptions fp32 = everyAnalysis(), bf16 = everyAnalysis();
@@ -199,8 +199,8 @@ TEST(BatchedAnalyses, CudaEqualsTheCpuHostPath)
 {
     if (!torch::cuda::is_available())
         GTEST_SKIP() << "no CUDA device (this runs where a GPU is present)";
-    auto cpu = Model::load("builtin:fmnist-vit", { "cpu", "" });
-    auto gpu = Model::load("builtin:fmnist-vit", { "cuda", "" });
+    auto cpu = Model::load("builtin:fmnist-vit-d4", { "cpu", "" });
+    auto gpu = Model::load("builtin:fmnist-vit-d4", { "cuda", "" });
     ASSERT_TRUE(cpu) << cpu.message();
     ASSERT_TRUE(gpu) << gpu.message();
     const auto images = fashionSamples(**cpu, 5);

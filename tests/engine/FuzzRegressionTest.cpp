@@ -87,13 +87,13 @@ TEST(FuzzRegression, LongNpyHeaderDoesNotOverflowTheStack)
     EXPECT_EQ(read->shape(), (std::vector<int64_t> { 2, 1 }));
 }
 
-// The zoo's fmnist-vit with one config file edited: Model::load must fail cleanly, naming the problem.
+// The zoo's fmnist-vit-d4 with one config file edited: Model::load must fail cleanly, naming the problem.
 class ConfigRegression : public ::testing::Test {
 protected:
     fs::path model(const std::string& name)
     {
         const fs::path dir = scratchDir("fuzz-config-" + name);
-        const fs::path zoo = fs::path(ATTNSCOPE_TEST_SOURCE_DIR) / "../resources/models/fmnist-vit";
+        const fs::path zoo = fs::path(ATTNSCOPE_TEST_SOURCE_DIR) / "../resources/models/fmnist-vit-d4";
         fs::copy_file(zoo / "model.safetensors", dir / "model.safetensors");
         std::ifstream in(zoo / "config.json");
         config = json::parse(in);
@@ -170,7 +170,7 @@ TEST(FuzzRegression, EmptyPatchKernelIsAnError)
 {
     // A patch_embed.proj.weight with a zero dimension made the patch size 0: image size % 0 (SIGFPE).
     const fs::path dir = scratchDir("fuzz-patch-zero");
-    const fs::path zoo = fs::path(ATTNSCOPE_TEST_SOURCE_DIR) / "../resources/models/fmnist-vit";
+    const fs::path zoo = fs::path(ATTNSCOPE_TEST_SOURCE_DIR) / "../resources/models/fmnist-vit-d4";
     auto tensors = readSafetensors((zoo / "model.safetensors").string()).tensors;
     tensors["patch_embed.proj.weight"] = at::zeros({ 64, 1, 0, 0 });
     writeSafetensors((dir / "model.safetensors").string(), tensors);

@@ -94,7 +94,7 @@ TEST_F(ImageDecode, GreyImageFeedsAnRgbModelAndRgbAGreyModel)
     EXPECT_EQ(p->input.shape(), (std::vector<int64_t> { 3, 32, 32 }));
     auto greyModel = Model::load(goldenDir() + "/timm_gray");
     ASSERT_TRUE(greyModel.ok());
-    auto colour = decodeImage(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/coffee.png");
+    auto colour = decodeImage(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/photos/coffee.png");
     ASSERT_TRUE(colour.ok());
     auto q = (*greyModel)->prepare(*colour);
     ASSERT_TRUE(q.ok());
@@ -121,8 +121,8 @@ TEST_F(ImageDecode, BadFilesSayWhy)
 TEST_F(ImageDecode, FormatOfAFileIsReadFromItsFirstBytes)
 {
     const std::string bad = ATTNSCOPE_TEST_SOURCE_DIR "/data/bad/";
-    EXPECT_EQ(imageFormatOf(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/chelsea.png"), "PNG");
-    EXPECT_EQ(imageFormatOf(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/rocket.jpg"), "JPEG");
+    EXPECT_EQ(imageFormatOf(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/photos/chelsea.png"), "PNG");
+    EXPECT_EQ(imageFormatOf(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/photos/rocket.jpg"), "JPEG");
     EXPECT_EQ(imageFormatOf(bad + "image_ok.webp"), "WebP");
     EXPECT_EQ(imageFormatOf(bad + "image_png_named.jpg"), "PNG");
     EXPECT_EQ(imageFormatOf(bad + "image_animated.gif"), "GIF"); // recognised, though decodeImage refuses it

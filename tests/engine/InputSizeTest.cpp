@@ -146,7 +146,7 @@ TEST_P(InputSizeGolden, PreprocessingResizesAndCropsToTheInputSizeAsTimm)
 {
     const auto model = load();
     ASSERT_TRUE(model);
-    auto image = decodeImage(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/chelsea.png");
+    auto image = decodeImage(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/photos/chelsea.png");
     ASSERT_TRUE(image.ok()) << image.message();
     auto prepared = model->prepare(*image);
     ASSERT_TRUE(prepared.ok()) << prepared.message();
@@ -203,7 +203,7 @@ TEST(InputSize, ModelsWithoutAnAddedPositionTableRunAtOtherSizes)
 {
     auto image = decodeImage(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist/test-0000-ankle-boot.png");
     ASSERT_TRUE(image.ok());
-    for (const char* name : { "fmnist-quadratic", "fmnist-bilateral", "conv3x3-as-attention", "fmnist-vit" }) {
+    for (const char* name : { "fmnist-quadratic", "fmnist-bilateral-d4", "conv3x3-as-attention", "fmnist-vit-d4" }) {
         LoadOptions options { "cpu" };
         options.inputHeight = 40;
         options.inputWidth = 32;
@@ -240,7 +240,7 @@ TEST(InputSize, DecompositionUsesTheResampledPositions)
     LoadOptions options { "cpu" };
     options.inputHeight = 40;
     options.inputWidth = 32;
-    auto model = Model::load("builtin:fmnist-vit", options);
+    auto model = Model::load("builtin:fmnist-vit-d4", options);
     ASSERT_TRUE(model.ok()) << model.message();
     auto image = decodeImage(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist/test-0002-trouser.png");
     ASSERT_TRUE(image.ok());

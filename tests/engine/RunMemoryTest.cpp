@@ -17,7 +17,7 @@ namespace {
 
 TEST(RunMemory, EstimateCountsTapsAsAnalysesMdShapesThem)
 {
-    auto model = Model::load("builtin:fmnist-vit");
+    auto model = Model::load("builtin:fmnist-vit-d4");
     ASSERT_TRUE(model.ok()) << model.message();
     const ModelConfig& c = (*model)->config();
     const int64_t n = c.numTokens(); // 1 + 7 x 7
@@ -74,7 +74,7 @@ TEST(RunMemory, RunThatCannotFitIsRefusedWithTheEstimate)
 {
     if (availableMemoryBytes() < 0)
         GTEST_SKIP() << "no /proc/meminfo: runs are not checked";
-    auto model = Model::load("builtin:fmnist-vit");
+    auto model = Model::load("builtin:fmnist-vit-d4");
     ASSERT_TRUE(model.ok()) << model.message();
     const int64_t side = 2800;
     Tensor input = Tensor::fromVector({ 1, side, side }, std::vector<float>(size_t(side * side), 0.5f));
@@ -104,7 +104,7 @@ TEST(RunMemory, RunThatCannotFitIsRefusedWithTheEstimate)
 // maps it promises and not be exceeded by more than LibTorch's allocator slack.
 TEST(RunMemory, EstimateBoundsTheMeasuredPeak)
 {
-    auto model = Model::load("builtin:fmnist-vit");
+    auto model = Model::load("builtin:fmnist-vit-d4");
     ASSERT_TRUE(model.ok()) << model.message();
     RunOptions options;
     options.record.attention = true;

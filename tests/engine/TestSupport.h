@@ -57,7 +57,7 @@ inline std::vector<Model::Prepared> fashionSamples(const Model& model, int n)
 // ASSERT_NO_FATAL_FAILURE(useSamples(n)) in the body, then `model` and `images`.
 class SampleImagesTest : public ::testing::Test {
 protected:
-    void useSamples(int n, const std::string& name = "builtin:fmnist-vit")
+    void useSamples(int n, const std::string& name = "builtin:fmnist-vit-d4")
     {
         auto loaded = Model::load(name);
         ASSERT_TRUE(loaded) << loaded.message();

@@ -1,5 +1,6 @@
 // The embedded model zoo (resources/models): every model loads as builtin:NAME; the Fashion-MNIST models
-// classify the 10,000 test images as their cards say (to 0.5%), the baseline at least 85%.
+// classify the 10,000 test images as their cards say (to 0.5%), the baselines at least 85%. The default,
+// fmnist-vit, and its variants are 12 layers deep; the first zoo's 4-layer models are the -d4 ones.
 #include "TestSupport.h"
 
 #include <attnscope/Datasets.h>
@@ -15,7 +16,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+const std::vector<std::string> kDeep { "fmnist-vit", "fmnist-neutreno", "fmnist-boost", "fmnist-bilateral" };
 const std::vector<std::string> kZoo { "fmnist-vit", "fmnist-neutreno", "fmnist-boost", "fmnist-bilateral",
+                                      "fmnist-vit-d4", "fmnist-neutreno-d4", "fmnist-boost-d4", "fmnist-bilateral-d4",
                                       "fmnist-quadratic", "conv3x3-as-attention" };
 
 double cardAccuracy(const std::string& name)
@@ -60,13 +63,26 @@ TEST(Zoo, EveryModelLoadsAsBuiltin)
         ASSERT_TRUE(model.ok()) << model.message();
         EXPECT_LT(fs::file_size(builtinModelDir() + "/" + name + "/model.safetensors"), 2u << 20) << name;
     }
-    auto vit = Model::load("builtin:fmnist-vit");
-    ASSERT_TRUE(vit.ok());
-    EXPECT_EQ((*vit)->info().labels.size(), 10u);
-    EXPECT_EQ((*vit)->config().channels, 1);
-    auto neutreno = Model::load("builtin:fmnist-neutreno");
-    ASSERT_TRUE(neutreno.ok());
-    EXPECT_DOUBLE_EQ((*neutreno)->config().neutrenoLambda, 0.6); // trained with it, runs with it by default
+    for (const auto& name : kZoo) {
+        if (name.rfind("fmnist-", 0) != 0)
+            continue;
+        auto model = Model::load("builtin:" + name);
+        ASSERT_TRUE(model.ok()) << model.message();
+        EXPECT_EQ((*model)->info().labels.size(), 10u) << name;
+        EXPECT_EQ((*model)->config().channels, 1) << name;
+        const bool deep = std::find(kDeep.begin(), kDeep.end(), name) != kDeep.end();
+        EXPECT_EQ((*model)->config().depth, deep ? 12 : 4) << name;
+    }
+    for (const char* name : { "builtin:fmnist-neutreno", "builtin:fmnist-neutreno-d4" }) {
+        auto neutreno = Model::load(name);
+        ASSERT_TRUE(neutreno.ok());
+        EXPECT_DOUBLE_EQ((*neutreno)->config().neutrenoLambda, 0.6) << name; // trained with it, runs with it by default
+    }
+    for (const char* name : { "builtin:fmnist-boost", "builtin:fmnist-boost-d4" }) {
+        auto boost = Model::load(name);
+        ASSERT_TRUE(boost.ok());
+        EXPECT_DOUBLE_EQ((*boost)->config().boostT, 0.3) << name;
+    }
     auto quadratic = Model::load("builtin:fmnist-quadratic");
     ASSERT_TRUE(quadratic.ok());
     EXPECT_EQ((*quadratic)->config().attention, AttentionKind::Quadratic);
@@ -90,12 +106,18 @@ TEST_P(ZooAccuracy, ReproducesItsModelCardOnTheFashionMnistTestSet)
     ASSERT_GT(card, 0) << "no test accuracy in the model card";
     const double measured = accuracy(**model, *test);
     EXPECT_NEAR(measured, card, 0.005);
-    if (GetParam() == "fmnist-vit")
+    if (GetParam() == "fmnist-vit" || GetParam() == "fmnist-vit-d4")
         EXPECT_GE(measured, 0.85);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ZooAccuracy,
-                         ::testing::Values("fmnist-vit", "fmnist-neutreno", "fmnist-boost", "fmnist-bilateral", "fmnist-quadratic"));
+                         ::testing::Values("fmnist-vit", "fmnist-neutreno", "fmnist-boost", "fmnist-bilateral", "fmnist-vit-d4",
+                                           "fmnist-neutreno-d4", "fmnist-boost-d4", "fmnist-bilateral-d4", "fmnist-quadratic"),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                             std::string name = p.param;
+                             std::replace(name.begin(), name.end(), '-', '_');
+                             return name;
+                         });
 
 TEST(Zoo, ConvolutionModelHeadsSitOnTheNineShifts)
 {

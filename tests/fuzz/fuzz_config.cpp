@@ -36,8 +36,8 @@ const std::vector<attnscope::TensorMap>& tensorSets()
         const std::string root = ATTNSCOPE_SOURCE_DIR;
         std::vector<attnscope::TensorMap> out;
         for (const char* file : {
-                 "resources/models/fmnist-vit/model.safetensors",
-                 "resources/models/fmnist-bilateral/model.safetensors",
+                 "resources/models/fmnist-vit-d4/model.safetensors",
+                 "resources/models/fmnist-bilateral-d4/model.safetensors",
                  "resources/models/fmnist-quadratic/model.safetensors",
                  "resources/models/conv3x3-as-attention/model.safetensors",
                  "tests/golden/fixtures/hf_vit_eps5/model.safetensors",

@@ -85,7 +85,7 @@ def safetensors_seeds():
 # --- config -----------------------------------------------------------------------------------------------------
 
 # The tensor sets of fuzz_config.cpp, in its order: the selector byte picks one.
-SETS = ["fmnist-vit", "fmnist-bilateral", "fmnist-quadratic", "conv3x3-as-attention", "hf_vit_eps5",
+SETS = ["fmnist-vit-d4", "fmnist-bilateral-d4", "fmnist-quadratic", "conv3x3-as-attention", "hf_vit_eps5",
         "hf_clip_vision", "hf_dinov2", "timm_deit_distilled", "timm_dinov2_reg", "timm_gray", "tv_torchvision",
         "timm_clip_quickgelu"]
 

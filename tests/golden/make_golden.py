@@ -808,9 +808,9 @@ GRID16_SINK_HEAD = 3                                          # layer-1 head tha
 
 
 def chelsea_32():
-    """resources/samples/chelsea.png (451x300 RGB), centre-left square crop (60, 0, 360, 300) on the
+    """resources/samples/photos/chelsea.png (451x300 RGB), centre-left square crop (60, 0, 360, 300) on the
     cat's face, PIL BOX-downscaled to 32x32. uint8 [32, 32, 3]."""
-    path = os.path.join(HERE, "..", "..", "resources", "samples", "chelsea.png")
+    path = os.path.join(HERE, "..", "..", "resources", "samples", "photos", "chelsea.png")
     im = Image.open(path).convert("RGB")
     assert im.size == (451, 300), im.size
     im = im.crop((60, 0, 360, 300)).resize((32, 32), Image.BOX)
@@ -927,9 +927,9 @@ def make_tv_grid16(root):
              "blocks 2-3 are plain random. Expected outputs from torchvision itself. Grid 16x16, token order "
              "[CLS, 256 patches row-major], N = 257. logits = head(encoder.ln(x)[CLS]). Written with timm names "
              "(attn.qkv = in_proj). Architecture name 'vit_tiny_patch2_32_custom' is NOT a registered timm model: "
-             "the shapes come from model_args. image.png = resources/samples/chelsea.png cropped to (60, 0, 360, "
-             "300) and PIL BOX-resized to 32x32; image.png -> input.npy: (pixel/255 - mean)/std with ImageNet "
-             f"mean {list(IMAGENET_MEAN)} / std {list(IMAGENET_STD)}, no resize.")
+             "the shapes come from model_args. image.png = resources/samples/photos/chelsea.png cropped to "
+             "(60, 0, 360, 300) and PIL BOX-resized to 32x32; image.png -> input.npy: (pixel/255 - mean)/std "
+             f"with ImageNet mean {list(IMAGENET_MEAN)} / std {list(IMAGENET_STD)}, no resize.")
     write_outputs(d, x_np, logits, attn_list, block_list,
                   base_meta(name, src, "timm", L, H, D, 1, (IMG, IMG), 3, K, notes))
     if timm is not None:

@@ -10,11 +10,11 @@ F.interpolate(mode='bicubic', align_corners=False, antialias=True). The script c
 create_model(img_size=(H, W)) with the weights through checkpoint_filter_fn (what pretrained loading at another size
 does), gives bit-identical outputs, and that the resampled table equals a direct F.interpolate.
 
-The input at each size is resources/samples/chelsea.png through timm's eval transform for input_size (3, H, W)
-(transforms_imagenet_eval: ResizeKeepRatio to floor(s / crop_pct) per side for a non-square size, CenterCrop,
-ToTensor, Normalize), with one change: ResizeKeepRatio gets the config's interpolation (bicubic), which timm 1.0.9
-leaves at its bilinear default on that path. The same input is what attnscope's preprocessing should give
-(Preprocess.h, preprocessAtInputSize), up to the 8-bit rounding of PIL against LibTorch's resampling.
+The input at each size is resources/samples/photos/chelsea.png through timm's eval transform for
+input_size (3, H, W) (transforms_imagenet_eval: ResizeKeepRatio to floor(s / crop_pct) per side for a non-square
+size, CenterCrop, ToTensor, Normalize), with one change: ResizeKeepRatio gets the config's interpolation (bicubic),
+which timm 1.0.9 leaves at its bilinear default on that path. The same input is what attnscope's preprocessing should
+give (Preprocess.h, preprocessAtInputSize), up to the 8-bit rounding of PIL against LibTorch's resampling.
 
 Usage (needs timm: see setup_venv.sh; about 3 s):
     /work/venv/bin/python tests/golden/make_input_size.py [--out DIR]
@@ -44,7 +44,7 @@ from timm.data.transforms import ResizeKeepRatio, str_to_interp_mode  # noqa: E4
 from timm.layers import resample_abs_pos_embed  # noqa: E402
 from timm.models.vision_transformer import checkpoint_filter_fn  # noqa: E402
 
-IMAGE = os.path.join(HERE, "..", "..", "resources", "samples", "chelsea.png")
+IMAGE = os.path.join(HERE, "..", "..", "resources", "samples", "photos", "chelsea.png")
 
 # (name, architecture, model_args, prefix tokens, crop_pct, seed, notes). Every grid is 4x4 as trained.
 MODELS = [
@@ -177,7 +177,7 @@ def make_fixture(root, name, arch, model_args, prefix, crop_pct, seed, notes):
     meta["native_input_size"] = [img, img]
     meta["input_sizes"] = sizes
     meta["pos_embed_rows"] = int(model.pos_embed.shape[1])
-    meta["image"] = "resources/samples/chelsea.png"
+    meta["image"] = "resources/samples/photos/chelsea.png"
     meta["preprocess"] = ("timm create_transform(input_size=(3, H, W), crop_pct, interpolation='bicubic', crop_mode="
                           "'center'), its ResizeKeepRatio given interpolation bicubic (timm 1.0.9 leaves it bilinear)")
     mg.write_json(os.path.join(d, "meta.json"), meta)

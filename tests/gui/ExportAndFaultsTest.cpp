@@ -51,9 +51,9 @@ private slots:
         QSignalSpy modelReady(&w, &MainWindow::modelReady);
         QSignalSpy compareReady(&w, &MainWindow::compareReady);
         QSignalSpy imageReady(&w, &MainWindow::imageReady);
-        w.openModel(QStringLiteral("builtin:fmnist-vit"));
+        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
         QVERIFY(modelReady.wait(20000));
-        w.openCompareModel(QStringLiteral("builtin:fmnist-neutreno"));
+        w.openCompareModel(QStringLiteral("builtin:fmnist-neutreno-d4"));
         QVERIFY(compareReady.wait(20000));
         const QString images = kSamples + "/fashion-mnist";
         w.addImages({ images });
@@ -79,7 +79,7 @@ private slots:
         QProcess process;
         process.setProcessChannelMode(QProcess::ForwardedErrorChannel);
         process.start(QStringLiteral(ATTNSCOPE_CLI),
-                      { "analyze", "--model", "builtin:fmnist-vit", "--compare", "builtin:fmnist-neutreno", "--neutreno", "0.6", "--boost", "0",
+                      { "analyze", "--model", "builtin:fmnist-vit-d4", "--compare", "builtin:fmnist-neutreno-d4", "--neutreno", "0.6", "--boost", "0",
                         "--images", images, "--out", cli.path(), "--analyses", "similarity,attention,centres,snr,decomposition",
                         "--formats", "png" });
         QVERIFY(process.waitForFinished(300000));
@@ -136,7 +136,7 @@ private slots:
         MainWindow w;
         QSignalSpy modelReady(&w, &MainWindow::modelReady);
         QSignalSpy errors(&w, &MainWindow::errorShown);
-        w.openModel(QStringLiteral("builtin:fmnist-vit"));
+        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
         QVERIFY(modelReady.wait(20000));
         drop(&w, { write("garbage.safetensors", QByteArray(4096, '\xff')) });
         QTRY_VERIFY2_WITH_TIMEOUT(w.lastError().contains("garbage.safetensors"), qPrintable(w.lastError()), 20000);
@@ -160,7 +160,7 @@ private slots:
         {
             auto* w = new MainWindow;
             QSignalSpy modelReady(w, &MainWindow::modelReady);
-            w->openModel(QStringLiteral("builtin:fmnist-vit"));
+            w->openModel(QStringLiteral("builtin:fmnist-vit-d4"));
             QVERIFY(modelReady.wait(20000));
             w->addImages(many);
             w->analyseImageSet();
@@ -175,16 +175,16 @@ private slots:
         MainWindow w;
         QSignalSpy modelReady(&w, &MainWindow::modelReady);
         QSignalSpy finished(&w, &MainWindow::setFinished);
-        w.openModel(QStringLiteral("builtin:fmnist-vit"));
+        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
         QVERIFY(modelReady.wait(20000));
         w.addImages(many);
         w.analyseImageSet();
         QTest::qWait(300);
         QVERIFY(w.busy());
-        w.openModel(QStringLiteral("builtin:fmnist-bilateral")); // switching models cancels the run
+        w.openModel(QStringLiteral("builtin:fmnist-bilateral-d4")); // switching models cancels the run
         QVERIFY(finished.wait(20000));
         QCOMPARE(finished.last().at(0).toBool(), false);
-        QTRY_VERIFY_WITH_TIMEOUT(w.model() && w.model()->info().path == "builtin:fmnist-bilateral", 20000);
+        QTRY_VERIFY_WITH_TIMEOUT(w.model() && w.model()->info().path == "builtin:fmnist-bilateral-d4", 20000);
         QTRY_VERIFY_WITH_TIMEOUT(w.current() && w.current()->trace.depth > 0, 20000);
         QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 20000);
     }
@@ -205,7 +205,7 @@ private slots:
         QSignalSpy modelReady(&w, &MainWindow::modelReady);
         QSignalSpy finished(&w, &MainWindow::setFinished);
         QSignalSpy errors(&w, &MainWindow::errorShown);
-        w.openModel(QStringLiteral("builtin:fmnist-vit"));
+        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
         QVERIFY(modelReady.wait(20000));
         w.addImages(paths);
         w.analyseImageSet();

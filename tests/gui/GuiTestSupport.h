@@ -17,7 +17,9 @@
 namespace guitest {
 
 inline const QString kFixture = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/golden/fixtures/tv_grid16");
-inline const QString kImage = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/chelsea.png");
+inline const QString kImage = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/photos/chelsea.png");
+// The samples folder: photos/ (the four photos) and fashion-mnist/ (ten Fashion-MNIST images). A folder of images is
+// read recursively, so this folder given whole is all 14.
 inline const QString kSamples = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples");
 
 inline int differingPixels(const QImage& a, const QImage& b)

@@ -55,7 +55,7 @@ private slots:
 
     void imagesAloneOpenTheDefaultModel()
     {
-        const QString jpeg = kSamples + "/rocket.jpg";
+        const QString jpeg = kSamples + "/photos/rocket.jpg";
         const QString fashion = kSamples + "/fashion-mnist";
         for (const QStringList& args : { QStringList { kImage }, QStringList { jpeg, kImage }, QStringList { kSamples },
                  QStringList { fashion, jpeg } }) {
@@ -70,7 +70,7 @@ private slots:
         QTemporaryDir dir;
         // A photo saved without a suffix, and one with an upper-case suffix, are images.
         const QString photo = write(dir.filePath("photo"), readAll(kImage));
-        const QString upper = write(dir.filePath("ROCKET.JPG"), readAll(kSamples + "/rocket.jpg"));
+        const QString upper = write(dir.filePath("ROCKET.JPG"), readAll(kSamples + "/photos/rocket.jpg"));
         QCOMPARE(splitLaunchArguments({ photo }).images, QStringList({ photo }));
         QCOMPARE(splitLaunchArguments({ upper }).model, kDefault);
         // Anything else stays the model, so that the loader names it with what is wrong.

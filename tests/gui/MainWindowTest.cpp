@@ -296,9 +296,9 @@ private slots:
     {
         MainWindow w;
         QSignalSpy modelReady(&w, &MainWindow::modelReady);
-        w.openModel(QStringLiteral("builtin:fmnist-vit"));
+        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
         QVERIFY(modelReady.wait(20000));
-        w.addImages({ kSamples + "/fashion-mnist/test-0000-ankle-boot.png", kSamples + "/coffee.png" });
+        w.addImages({ kSamples + "/fashion-mnist/test-0000-ankle-boot.png", kSamples + "/photos/coffee.png" });
         QCOMPARE(w.images()->rowCount(), 2);
         const QString boot = w.images()->path(0), coffee = w.images()->path(1); // as the strip keeps them
         const ModelSlot* slot = w.slot(0);
@@ -362,7 +362,7 @@ private slots:
         w.openModel(kFixture);
         QVERIFY(modelReady.wait(20000));
         QSignalSpy imageReady(&w, &MainWindow::imageReady);
-        w.addImages({ kImage, QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/coffee.png") });
+        w.addImages({ kImage, QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/photos/coffee.png") });
         w.selectImage(1); // supersedes the first image's job
         QVERIFY(imageReady.wait(20000));
         QTest::qWait(300);

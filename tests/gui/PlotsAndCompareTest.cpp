@@ -46,7 +46,7 @@ private slots:
         w.resize(1300, 900);
         w.show();
         QSignalSpy modelReady(&w, &MainWindow::modelReady);
-        w.openModel(QStringLiteral("builtin:fmnist-vit"));
+        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
         QVERIFY(modelReady.wait(20000));
         w.addImages({ kSamples + "/fashion-mnist" });
         QVERIFY(waitForAnalyses(w, 1));
@@ -81,12 +81,12 @@ private slots:
         plot->replot();
         QCPGraph* curve = nullptr;
         for (int i = 0; i < plot->graphCount() && !curve; ++i)
-            if (plot->graph(i)->name() == "fmnist-vit · all tokens" && plot->graph(i)->dataCount() > 2)
+            if (plot->graph(i)->name() == "fmnist-vit-d4 · all tokens" && plot->graph(i)->dataCount() > 2)
                 curve = plot->graph(i);
         QVERIFY(curve);
         const auto point = curve->data()->at(2);
         const QString text = valuesAt(plot, curve->coordsToPixels(point->key, point->value));
-        QVERIFY2(text.contains("fmnist-vit") && text.contains(QString::number(point->value, 'g', 4)), qPrintable(text));
+        QVERIFY2(text.contains("fmnist-vit-d4") && text.contains(QString::number(point->value, 'g', 4)), qPrintable(text));
         QVERIFY(valuesAt(plot, { 2, 2 }).isEmpty());
 
         // The logit decomposition follows the head.
@@ -100,7 +100,7 @@ private slots:
     {
         MainWindow w;
         QSignalSpy modelReady(&w, &MainWindow::modelReady);
-        w.openModel(QStringLiteral("builtin:fmnist-vit"));
+        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
         QVERIFY(modelReady.wait(20000));
         w.addImages({ kSamples + "/fashion-mnist/test-0000-ankle-boot.png" });
         QVERIFY(waitForAnalyses(w, 1));
@@ -108,7 +108,7 @@ private slots:
 
         w.runVariant(0.6, 0.3);
         QVERIFY(waitForAnalyses(w, 2));
-        QCOMPARE(labels(w.imagePanel()->data()), QStringList({ "fmnist-vit", "fmnist-vit (NeuTRENO 0.6, Boost 0.3)" }));
+        QCOMPARE(labels(w.imagePanel()->data()), QStringList({ "fmnist-vit-d4", "fmnist-vit-d4 (NeuTRENO 0.6, Boost 0.3)" }));
         QVERIFY(w.variant() && w.variant()->trace.neutrenoLambda == 0.6);
         // The variant changes the curve and leaves the model's own where it was.
         const auto& series = w.imagePanel()->data().series;
@@ -143,11 +143,11 @@ private slots:
         QSignalSpy compareReady(&w, &MainWindow::compareReady);
         w.openModel(kFixture); // 16 x 16 patches
         QVERIFY(modelReady.wait(20000));
-        w.openCompareModel(QStringLiteral("builtin:fmnist-vit")); // 7 x 7 patches, 1 channel
+        w.openCompareModel(QStringLiteral("builtin:fmnist-vit-d4")); // 7 x 7 patches, 1 channel
         QVERIFY(compareReady.wait(20000));
         w.addImages({ kImage });
         QVERIFY(waitForAnalyses(w, 2));
-        QCOMPARE(labels(w.imagePanel()->data()), QStringList({ "tv_grid16", "fmnist-vit" }));
+        QCOMPARE(labels(w.imagePanel()->data()), QStringList({ "tv_grid16", "fmnist-vit-d4" }));
         QTRY_VERIFY_WITH_TIMEOUT(!w.compareView()->rendered().isNull(), 20000);
         QVERIFY(w.compareView()->isVisible());
 
@@ -180,7 +180,7 @@ private slots:
         const QList<QByteArray> rows = csv.readAll().trimmed().split('\n');
         QCOMPARE(rows.size(), 1 + 16 * 16 + 7 * 7);
         QVERIFY(rows[1].startsWith("tv_grid16,1,1,18,0,0,"));
-        QVERIFY(rows.last().startsWith("fmnist-vit,1,1,1,6,6,"));
+        QVERIFY(rows.last().startsWith("fmnist-vit-d4,1,1,1,6,6,"));
         // The layers x heads grid of the current query, as a figure and as data.
         QVERIFY(w.exportTiles(dir.filePath("grid.png")));
         QVERIFY(distinctColours(QImage(dir.filePath("grid.png"))) > 50);

@@ -17,7 +17,7 @@ using namespace attnscope;
 
 namespace {
 
-const QString kModel = QStringLiteral("builtin:fmnist-vit");
+const QString kModel = QStringLiteral("builtin:fmnist-vit-d4");
 const QString kImage = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist/test-0000-ankle-boot.png");
 
 // Counts the terminal signals of each job.

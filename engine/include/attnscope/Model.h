@@ -51,6 +51,13 @@ struct ModelInfo {
     PreprocessConfig preprocess;
     std::vector<std::string> labels; // class names, empty when unknown
     int64_t parameterCount = 0;
+    // Quadratic attention (Cordonnier et al., Eq. 9): every head's learned centre Delta_h = (dy, dx), in patches, and
+    // sharpness alpha_h, by layer (0-based) and head; empty for other attention kinds. The head-centre analysis of
+    // such a model should find each head's attention around its Delta_h.
+    struct QuadraticHead {
+        double dy = 0, dx = 0, alpha = 0;
+    };
+    std::vector<std::vector<QuadraticHead>> quadraticHeads;
 };
 
 // Which intermediate tensors a run keeps (ANALYSES.md notation). Only what is asked is recorded.

@@ -44,7 +44,7 @@ at::Tensor AttentionBase::mix(const at::Tensor& logits, const at::Tensor& v, Att
         if (ctx.isFirstLayer)
             *ctx.firstValues = v; // V_1: the term below is zero in layer 1
         else if (ctx.neutrenoLambda != 0.0)
-            o = o + ctx.neutrenoLambda * (*ctx.firstValues - v); // NeuTRENO, Nguyen et al. Eq. 9
+            o = o + ctx.neutrenoLambda * (*ctx.firstValues - v); // NeuTRENO, Nguyen et al. Eq. 26 (Definition 1)
     }
     const int64_t B = o.size(0), N = o.size(2);
     return o.transpose(1, 2).reshape({ B, N, -1 });

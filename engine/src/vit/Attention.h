@@ -31,8 +31,8 @@ torch::nn::Linear makeLinear(int64_t in, int64_t out, bool bias = true);
 // What an attention layer needs beyond its input, and where it leaves what the run records.
 struct AttentionContext {
     at::Tensor* attnOut = nullptr; // receives A_l [B, H, N, N] when not null
-    // NeuTRENO (Nguyen et al., Eq. 9): lambda, and the first block's value vectors V_1 [B, H, N, d], which
-    // layer 1 fills in and later layers read.
+    // NeuTRENO (Nguyen et al., Eq. 26, Definition 1): lambda, and the first block's value vectors V_1 [B, H, N, d],
+    // which layer 1 fills in and later layers read.
     double neutrenoLambda = 0.0;
     at::Tensor* firstValues = nullptr;
     bool isFirstLayer = false;

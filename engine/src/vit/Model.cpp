@@ -176,6 +176,15 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
             p.value().set_requires_grad(false);
             info.parameterCount += src.numel();
         }
+        if (info.config.attention == AttentionKind::Quadratic)
+            for (int l = 0; l < info.config.depth; ++l) {
+                const std::string prefix = "blocks." + std::to_string(l) + ".attn.";
+                const at::Tensor centre = tensors.at(prefix + "centre").to(at::kDouble).contiguous();
+                const at::Tensor alpha = tensors.at(prefix + "alpha").to(at::kDouble).contiguous();
+                auto& heads = info.quadraticHeads.emplace_back();
+                for (int h = 0; h < info.config.numHeads; ++h)
+                    heads.push_back({ centre[h][0].item<double>(), centre[h][1].item<double>(), alpha[h].item<double>() });
+            }
         impl->net->eval();
         impl->device = device;
         info.trainedHeight = info.config.imageHeight;
