@@ -132,21 +132,28 @@ TEST_P(ConvAsAttention, ReproducesConv2dAndItsHeadsSitOnTheShifts)
 INSTANTIATE_TEST_SUITE_P(Kernels, ConvAsAttention,
                          ::testing::Values(std::make_tuple(3, 1, 4), std::make_tuple(3, 3, 2), std::make_tuple(5, 2, 3)));
 
+// A small, quick training run: 2 layers of width 32 on the first Fashion-MNIST images, into a scratch folder.
+TrainOptions tinyTraining(const std::string& folder, int images, int epochs)
+{
+    TrainOptions o;
+    o.out = scratchDir(folder).string();
+    o.limitTrain = images;
+    o.limitTest = 64;
+    o.epochs = epochs;
+    o.width = 32;
+    o.depth = 2;
+    o.heads = 2;
+    o.mlpHidden = 64;
+    return o;
+}
+
 TEST(Trainer, SameSeedGivesIdenticalWeights)
 {
     if (!fs::exists(std::string(kFashionMnistDir) + "/train-images-idx3-ubyte.gz"))
         GTEST_SKIP() << "dataset-fashion-mnist is not installed";
     std::vector<std::string> weights;
     for (int run = 0; run < 2; ++run) {
-        TrainOptions o;
-        o.out = scratchDir("train" + std::to_string(run)).string();
-        o.limitTrain = 512;
-        o.limitTest = 64;
-        o.epochs = 1;
-        o.width = 32;
-        o.depth = 2;
-        o.heads = 2;
-        o.mlpHidden = 64;
+        TrainOptions o = tinyTraining("train" + std::to_string(run), 512, 1);
         o.variant = "neutreno";
         auto r = trainModel(o);
         ASSERT_TRUE(r.ok()) << r.message();
@@ -169,15 +176,7 @@ TEST(Trainer, Bf16ProductsTrainAFloat32Model)
     std::vector<std::string> weights, headers;
     std::vector<std::vector<double>> losses(2);
     for (int run = 0; run < 2; ++run) {
-        TrainOptions o;
-        o.out = scratchDir("bf16-" + std::to_string(run)).string();
-        o.limitTrain = 1024;
-        o.limitTest = 64;
-        o.epochs = 2;
-        o.width = 32;
-        o.depth = 2;
-        o.heads = 2;
-        o.mlpHidden = 64;
+        TrainOptions o = tinyTraining("bf16-" + std::to_string(run), 1024, 2);
         o.bf16 = run == 1;
         o.onEpoch = [&](const TrainOptions::Epoch& e) { losses[size_t(run)].push_back(e.loss); };
         auto r = trainModel(o);
