@@ -95,7 +95,6 @@ def main(root):
     att = lambda run: by_label(os.path.join(root, run, "figures", "attention_similarity.csv"))
     an, ab = att("neutreno"), att("bilateral")
     out.append("### Attention similarity: successive layers (cos(A_l, A_l+1), at l) and heads (mean pairwise cosine)\n")
-    curves = [("successive, fmnist-vit", an["fmnist-vit"]), ("successive, fmnist-neutreno", an["fmnist-neutreno"])]
     body = []
     for l in sorted(an["fmnist-vit"]):
         body.append([l, fmt(an["fmnist-vit"][l]["successive_cos"]), fmt(an["fmnist-neutreno"][l]["successive_cos"]),
