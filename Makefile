@@ -8,7 +8,7 @@ BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OUT ?= attnscope-out
 
-.PHONY: all deps deps-headless test-fresh configure build test run clean install screenshots bench bench-gpu fuzz test-asan test-tsan headless test-headless libtorch2 libtorch2-headless get-libtorch
+.PHONY: all deps deps-headless test-fresh configure build test run clean install screenshots bench bench-gpu fuzz test-asan test-tsan headless test-headless libtorch2 libtorch2-headless get-libtorch get-opencv
 
 all: build
 
@@ -65,8 +65,8 @@ bench: deps $(if $(filter libtorch2,$(BENCH_PRESET)),get-libtorch)
 # flat-memory run, then the table and the targets (docs/performance.md, "GPU (make bench-gpu)"). On a GPU machine with
 # a pip torch: make bench-gpu LIBTORCH_DIR=$$(python3 -c 'import torch, os; print(os.path.dirname(torch.__file__))').
 # BENCH_ARGS=--quick for a short smoke run; BENCH_ARGS='--device cpu --quick' tests the runner without a GPU.
-bench-gpu: deps-headless get-libtorch
-	cmake --preset libtorch2-headless $(LIBTORCH_ARGS)
+bench-gpu: deps-headless get-libtorch get-opencv
+	cmake --preset libtorch2-headless $(LIBTORCH_ARGS) $(OPENCV_ARGS)
 	cmake --build --preset libtorch2-headless -j $(JOBS) --target attnscope-cli
 	python3 tests/benchmarks/gpu_bench.py build/libtorch2-headless --json build/libtorch2-headless/bench-gpu.json $(BENCH_ARGS)
 
@@ -78,14 +78,21 @@ LIBTORCH_ARGS := $(if $(LIBTORCH_DIR),-DATTNSCOPE_LIBTORCH_DIR=$(abspath $(LIBTO
 get-libtorch:
 	$(if $(LIBTORCH_DIR),@echo "LibTorch: $(LIBTORCH_DIR)",./scripts/install-deps.sh --headless python3-pip && ./scripts/get-libtorch.sh)
 
+# STATIC_OPENCV=1 (libtorch2-headless, bench-gpu): link a small static OpenCV 4.6.0 that scripts/get-opencv.sh builds
+# once into third_party/, so that the programs run on a machine without Debian's OpenCV and the ~140 libraries it
+# loads (a GPU node, a cluster): they then need only LibTorch, libzip and zlib (docs/performance.md, "GPU").
+OPENCV_ARGS := $(if $(filter 1,$(STATIC_OPENCV)),-DOpenCV_DIR=$(CURDIR)/third_party/opencv-4.6.0-static/lib/cmake/opencv4)
+get-opencv:
+	$(if $(filter 1,$(STATIC_OPENCV)),./scripts/get-opencv.sh,@true)
+
 libtorch2: deps get-libtorch
 	cmake --preset libtorch2 $(LIBTORCH_ARGS)
 	cmake --build --preset libtorch2 -j $(JOBS)
 	ctest --preset libtorch2 -j $(JOBS)
 
 # The same without Qt (a GPU node or a cluster: nothing of Qt needed or linked).
-libtorch2-headless: deps-headless get-libtorch
-	cmake --preset libtorch2-headless $(LIBTORCH_ARGS)
+libtorch2-headless: deps-headless get-libtorch get-opencv
+	cmake --preset libtorch2-headless $(LIBTORCH_ARGS) $(OPENCV_ARGS)
 	cmake --build --preset libtorch2-headless -j $(JOBS)
 	ctest --preset libtorch2-headless -j $(JOBS)
 

@@ -25,10 +25,17 @@ bf16=
 [ "${BF16:-0}" = 1 ] && bf16=--bf16
 mkdir -p "$out"
 common="--depth 12 --width $width --heads $heads --mlp $mlp --epochs $epochs --seed 0 --threads 1 --device $device --fashion-mnist-dir $fmnist $bf16"
+# Interrupted (a kill, the end of a session), the same command goes on: a finished model (its card written, no state
+# left beside it) is skipped, an unfinished one goes on after its last whole epoch (attnscope-train keeps
+# <out>.train-state) to the weights of a run never stopped.
 run() { # NAME VARIANT [OPTIONS...]
     name=$1
     shift
-    "$train" --name "$name" --out "$out/$name" $common "$@" > "$out/$name.log" 2>&1
+    if [ -f "$out/$name/MODEL_CARD.md" ] && [ ! -f "$out/$name.train-state" ]; then
+        echo "$name: done already ($out/$name)"
+        return 0
+    fi
+    "$train" --name "$name" --out "$out/$name" $common "$@" >> "$out/$name.log" 2>&1
 }
 if [ "$device" = cpu ]; then
     run fmnist-vit --variant vit &

@@ -64,6 +64,7 @@ int main(int argc, char** argv)
     app.add_flag("!--no-augment", o.augment, "no random shifts and flips");
     app.add_flag("--bf16", o.bf16, "matrix products in bfloat16 (autocast; fast on CPUs with AMX and on GPUs)");
     app.add_option("--threads", threads, "CPU threads (0: LibTorch's default)")->capture_default_str();
+    app.add_flag("--fresh", o.fresh, "start again, discarding what an interrupted run of this --out left (<out>.train-state)");
     app.add_option("--device", o.device, "where to train: cpu, cuda, cuda:<i> or auto (a GPU when there is one)")->capture_default_str();
 
     auto* conv = app.add_subcommand("conv", "build the convolution-as-attention model (Cordonnier et al., Lemma 1)");
@@ -133,7 +134,13 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "epoch %d/%d  loss %.4f  train accuracy %.4f  %.0f s\n", e.epoch, e.epochs, e.loss,
                      e.trainAccuracy, e.seconds);
     };
+    o.onResume = [](int done, const std::string& state) {
+        std::fprintf(stderr, "attnscope-train: going on after epoch %d (%s)\n", done, state.c_str());
+    };
     auto r = attnscope::trainModel(o);
+    if (r.cancelled())
+        return fail("interrupted; the epochs done are kept in " + attnscope::trainingStatePath(o.out) +
+                    ": the same command goes on from there");
     if (!r)
         return fail(r.message());
     std::fprintf(stderr, "attnscope-train: %s: test accuracy %.4f on %d images, %lld parameters, %.0f s\n", r->outDir.c_str(),

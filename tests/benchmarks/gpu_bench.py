@@ -461,6 +461,16 @@ def find_python():
     sys.exit("gpu_bench: no Python with torch found for the peer (give --python)")
 
 
+def save(res, args):
+    """Every measurement so far, written after each run, so that a run stopped part-way (a device lease ending) still
+    leaves what it measured."""
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json + ".tmp", "w") as f:
+            json.dump(res, f, indent=1, default=str)
+        os.replace(args.json + ".tmp", args.json)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("build", help="the build folder holding app/attnscope-cli (build/libtorch2-headless)")
@@ -565,6 +575,7 @@ def main():
                 m["difference"][str(b)] = max_difference(p["token_similarity"], a["token_similarity"])
                 m["centres_difference"][str(b)] = max_relative_difference(p.get("head_centres"), a["head_centres"])
             a.pop("head_centres", None)
+            save(res, args)
 
     if args.long and "vit_small" in model_dirs:
         runs = res["models"]["vit_small"]["attnscope"]
@@ -582,10 +593,7 @@ def main():
     res["targets"] = targets(res, args)
     table = report(res, args)
     res["table"] = table
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=1, default=str)
+    save(res, args)
     print(table)
     if failures:
         log("gpu_bench: failed: " + "; ".join(failures) + f" (logs in {work})")

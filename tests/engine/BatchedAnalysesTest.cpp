@@ -125,7 +125,10 @@ TEST(BatchedAnalyses, EqualTheHostLoopsOnAModelWithRegisters)
     compareOnCpu(path, {}, { *prepared, *prepared, *prepared, *prepared });
 }
 
-// The clean traces of the device path carry the logits of the host path; the taps only when asked for.
+// The clean traces of the device path carry the logits of the host path; the taps only when asked for. The two paths
+// run their forwards over batches of other sizes (the device path stacks every image's inputs), so they are equal to
+// float32 rounding, not bitwise: LibTorch 2.11's MKL blocks its products by the row count and the thread count (at two
+// threads the logits differ in the last bit or two; 1.13's OpenBLAS and oneDNN gave equal ones).
 TEST(BatchedAnalyses, CleanTracesHoldLogitsAndTheTapsAskedFor)
 {
     auto model = Model::load("builtin:fmnist-vit-d4");
@@ -142,7 +145,9 @@ TEST(BatchedAnalyses, CleanTracesHoldLogitsAndTheTapsAskedFor)
     for (size_t i = 0; i < images.size(); ++i) {
         ASSERT_EQ(deviceTraces[i].logits.numel(), hostTraces[i].logits.numel());
         for (int64_t k = 0; k < hostTraces[i].logits.numel(); ++k)
-            EXPECT_EQ(deviceTraces[i].logits.data()[k], hostTraces[i].logits.data()[k]) << "image " << i;
+            EXPECT_NEAR(deviceTraces[i].logits.data()[k], hostTraces[i].logits.data()[k],
+                        1e-5 * (1 + std::abs(hostTraces[i].logits.data()[k])))
+                << "image " << i;
         EXPECT_TRUE(deviceTraces[i].attention.back().empty()); // not copied back: nobody asked
     }
     device.alsoRecord.attention = true;
@@ -154,7 +159,7 @@ TEST(BatchedAnalyses, CleanTracesHoldLogitsAndTheTapsAskedFor)
     const Tensor& b = hostTraces[2].attention.back();
     ASSERT_EQ(a.shape(), b.shape());
     for (int64_t k = 0; k < a.numel(); ++k)
-        ASSERT_EQ(a.data()[k], b.data()[k]);
+        ASSERT_NEAR(a.data()[k], b.data()[k], 1e-6);
 }
 
 // BF16 is a real change of arithmetic (autocast), close to FP32 but not equal; TF32 is refused off CUDA.

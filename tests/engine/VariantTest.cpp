@@ -205,4 +205,71 @@ TEST(Trainer, Bf16ProductsTrainAFloat32Model)
         EXPECT_NEAR(losses[1][e], losses[0][e], 0.02 * losses[0][e]) << "epoch " << e + 1;
 }
 
+// An interrupted run goes on after its last whole epoch and ends with the weights of a run never stopped; a run with
+// other settings refuses the state, naming the setting, and keeps it; fresh starts again from the first epoch.
+TEST(Trainer, InterruptedTrainingGoesOnToTheSameWeights)
+{
+    if (!fs::exists(std::string(kFashionMnistDir) + "/train-images-idx3-ubyte.gz"))
+        GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+    const auto bytes = [](const std::string& path) {
+        std::ifstream in(path, std::ios::binary);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    TrainOptions straight = tinyTraining("resume-straight", 512, 3);
+    fs::remove(trainingStatePath(straight.out));
+    ASSERT_TRUE(trainModel(straight).ok());
+    const std::string want = bytes(straight.out + "/model.safetensors");
+    ASSERT_GT(want.size(), 1000u);
+    EXPECT_FALSE(fs::exists(trainingStatePath(straight.out)));
+
+    TrainOptions o = tinyTraining("resume", 512, 3);
+    const std::string state = trainingStatePath(o.out);
+    fs::remove(state);
+    bool stop = false;
+    o.onEpoch = [&](const TrainOptions::Epoch& e) { stop = e.epoch == 1; };
+    o.isCancelled = [&] { return stop; };
+    ASSERT_TRUE(trainModel(o).cancelled());
+    EXPECT_TRUE(fs::exists(state));
+    EXPECT_FALSE(fs::exists(o.out + "/model.safetensors"));
+
+    TrainOptions other = o;
+    other.epochs = 4;
+    other.onEpoch = nullptr;
+    other.isCancelled = nullptr;
+    auto refused = trainModel(other);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.message().find("epochs 3, now 4"), std::string::npos) << refused.message();
+    EXPECT_NE(refused.message().find(state), std::string::npos) << refused.message();
+    EXPECT_TRUE(fs::exists(state));
+
+    std::vector<int> epochs;
+    int resumedAfter = 0;
+    o.isCancelled = nullptr;
+    o.onEpoch = [&](const TrainOptions::Epoch& e) { epochs.push_back(e.epoch); };
+    o.onResume = [&](int done, const std::string&) { resumedAfter = done; };
+    ASSERT_TRUE(trainModel(o).ok());
+    EXPECT_EQ(resumedAfter, 1);
+    EXPECT_EQ(epochs, (std::vector<int> { 2, 3 }));
+    EXPECT_TRUE(bytes(o.out + "/model.safetensors") == want) << "the resumed run ended with other weights";
+    EXPECT_FALSE(fs::exists(state));
+    const std::string card = bytes(o.out + "/MODEL_CARD.md");
+    EXPECT_NE(card.find("epoch 1/3"), std::string::npos) << card;
+    EXPECT_NE(card.find("epoch 3/3"), std::string::npos) << card;
+
+    // Interrupted again, then started afresh: every epoch runs, to the same weights.
+    stop = false;
+    o.onResume = nullptr;
+    o.onEpoch = [&](const TrainOptions::Epoch& e) { stop = e.epoch == 2; };
+    o.isCancelled = [&] { return stop; };
+    fs::remove_all(o.out);
+    ASSERT_TRUE(trainModel(o).cancelled());
+    epochs.clear();
+    o.fresh = true;
+    o.isCancelled = nullptr;
+    o.onEpoch = [&](const TrainOptions::Epoch& e) { epochs.push_back(e.epoch); };
+    ASSERT_TRUE(trainModel(o).ok());
+    EXPECT_EQ(epochs, (std::vector<int> { 1, 2, 3 }));
+    EXPECT_TRUE(bytes(o.out + "/model.safetensors") == want);
+}
+
 } // namespace

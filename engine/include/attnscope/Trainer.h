@@ -40,6 +40,9 @@ struct TrainOptions {
     bool bf16 = false;
     std::string device = "cpu"; // where the training runs: cpu, cuda, cuda:<i> or auto (the test accuracy is measured on the CPU)
     std::string command; // the command line, for the model card
+    // After every epoch the run's state is written beside the output folder ("<out>.train-state"); a run with the same
+    // settings goes on from it, to the same weights as a run never stopped. fresh: discard it and start again.
+    bool fresh = false;
 
     struct Epoch {
         int epoch = 0, epochs = 0;
@@ -47,6 +50,7 @@ struct TrainOptions {
     };
     std::function<void(const Epoch&)> onEpoch;
     std::function<bool()> isCancelled;
+    std::function<void(int epochsDone, const std::string& statePath)> onResume;
 };
 
 struct TrainResult {
@@ -58,6 +62,9 @@ struct TrainResult {
 };
 
 Result<TrainResult> trainModel(const TrainOptions& options);
+
+// Where trainModel keeps an unfinished run's state: the file "<out>.train-state" beside the output folder.
+std::string trainingStatePath(const std::string& out);
 
 // Training goes through LibTorch's autograd, whose matrix products are OpenBLAS's (the inference forward uses oneDNN).
 // OpenBLAS picks its kernels once, when it is loaded, and Debian 12's 0.3.21 does not know CPUs newer than it: on a

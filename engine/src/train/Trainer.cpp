@@ -6,6 +6,7 @@
 #include "vit/ModelImpl.h"
 #include "image/Preprocess.h"
 #include "vit/VisionTransformer.h"
+#include "train/TrainingState.h"
 #include "attnscope/Datasets.h"
 #include "attnscope/Model.h"
 
@@ -145,16 +146,24 @@ at::Tensor stack(const LabelledImages& data, const PreprocessConfig& p, int chan
 // Random shifts of up to 2 pixels (padding with the background value) and horizontal flips.
 at::Tensor augment(const at::Tensor& x, float background, std::mt19937_64& rng)
 {
-    const int64_t B = x.size(0), H = x.size(2), W = x.size(3);
+    // Every image of the batch shifted by up to 2 pixels (a crop of the padded image) and flipped on a coin, drawn in
+    // the order dy, dx, coin per image. The crops are two gathers over the whole batch (rows, then columns), so that a
+    // batch costs a few operations on a GPU rather than a few per image; they copy values, so the result is exact.
+    const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
     auto padded = at::constant_pad_nd(x, { 2, 2, 2, 2 }, background);
-    auto out = at::empty_like(x);
+    std::vector<int64_t> rows(static_cast<size_t>(B * H)), cols(static_cast<size_t>(B * W));
     std::uniform_int_distribution<int> shift(0, 4), coin(0, 1);
     for (int64_t i = 0; i < B; ++i) {
         const int dy = shift(rng), dx = shift(rng);
-        auto crop = padded[i].slice(1, dy, dy + H).slice(2, dx, dx + W);
-        out[i].copy_(coin(rng) ? crop.flip({ 2 }) : crop);
+        const bool flip = coin(rng) != 0;
+        for (int64_t h = 0; h < H; ++h)
+            rows[size_t(i * H + h)] = dy + h;
+        for (int64_t w = 0; w < W; ++w)
+            cols[size_t(i * W + w)] = dx + (flip ? W - 1 - w : w);
     }
-    return out;
+    const auto rowIndex = at::tensor(rows, at::kLong).to(x.device()).view({ B, 1, H, 1 }).expand({ B, C, H, W + 4 });
+    const auto colIndex = at::tensor(cols, at::kLong).to(x.device()).view({ B, 1, 1, W }).expand({ B, C, H, W });
+    return padded.gather(2, rowIndex).gather(3, colIndex);
 }
 
 std::string modelCard(const TrainOptions& o, const ModelConfig& c, const TrainResult& r, const std::string& dataName,
@@ -284,16 +293,39 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         const int64_t warmup = std::max<int64_t>(1, totalSteps / 20);
         int64_t step = 0;
         std::vector<std::string> epochLines;
+        // An unfinished run of the same settings goes on after its last whole epoch, and ends with the weights an
+        // uninterrupted run writes; the state is written after every epoch and removed once the model is.
+        int firstEpoch = 1;
+        double earlierSeconds = 0;
+        std::error_code ec;
+        if (o.fresh)
+            std::filesystem::remove(trainingStatePath(o.out), ec);
+        auto resumed = loadTrainingState(o, *net, optimiser, device);
+        if (!resumed)
+            return resumed.error();
+        if (*resumed) {
+            const TrainingState& done = **resumed;
+            firstEpoch = done.epoch + 1;
+            step = done.step;
+            epochLines = done.epochLines;
+            earlierSeconds = done.seconds;
+            std::istringstream rngState(done.rng);
+            rngState >> rng;
+            if (o.onResume)
+                o.onResume(done.epoch, trainingStatePath(o.out));
+        }
         std::optional<Bf16Autocast> autocast;
         autocast.emplace(o.bf16, device.type());
-        for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+        for (int epoch = firstEpoch; epoch <= o.epochs; ++epoch) {
             const auto epochStart = Clock::now();
             std::vector<int64_t> order(static_cast<size_t>(n));
             std::iota(order.begin(), order.end(), 0);
             std::shuffle(order.begin(), order.end(), rng);
             const auto perm = at::tensor(order, at::kLong).to(device);
-            double lossSum = 0;
-            int64_t correct = 0;
+            // Summed on the device and read once an epoch, so that a GPU never waits for the host between steps
+            // (the same float64 sum, in the same order, as reading each step's loss).
+            auto lossSum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
+            auto correct = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(device));
             for (int64_t b = 0; b < stepsPerEpoch; ++b) {
                 if (o.isCancelled && o.isCancelled())
                     return Error::cancel();
@@ -317,14 +349,21 @@ Result<TrainResult> trainModel(const TrainOptions& o)
                 loss.backward();
                 optimiser.step();
                 ++step;
-                lossSum += loss.item<double>() * double(idx.size(0));
-                correct += logits.argmax(1).eq(y).sum().item<int64_t>();
+                lossSum += loss.detach().to(at::kDouble) * double(idx.size(0));
+                correct += logits.argmax(1).eq(y).sum();
             }
-            TrainOptions::Epoch e { epoch, o.epochs, lossSum / double(n), double(correct) / double(n), seconds(epochStart) };
+            TrainOptions::Epoch e { epoch, o.epochs, lossSum.item<double>() / double(n), double(correct.item<int64_t>()) / double(n),
+                                    seconds(epochStart) };
             char line[160];
             std::snprintf(line, sizeof line, "epoch %d/%d  loss %.4f  train accuracy %.4f  %.0f s", e.epoch, e.epochs, e.loss,
                           e.trainAccuracy, e.seconds);
             epochLines.push_back(line);
+            std::ostringstream rngState;
+            rngState << rng;
+            auto saved = saveTrainingState(o, { epoch, step, rngState.str(), epochLines, earlierSeconds + seconds(start) }, *net,
+                                           optimiser);
+            if (!saved)
+                return saved.error();
             if (o.onEpoch)
                 o.onEpoch(e);
         }
@@ -357,10 +396,11 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         r.testCount = int(test->images.size());
         r.testAccuracy = double(correct) / std::max(1, r.testCount);
         r.parameters = (*model)->info().parameterCount;
-        r.wallSeconds = seconds(start);
+        r.wallSeconds = earlierSeconds + seconds(start);
         const std::string dataName = fmnist ? "Fashion-MNIST (" + o.fashionMnistDir + ")"
                                             : "image folder " + o.data + " (every tenth image held out for the test)";
         writeFileAtomically(o.out + "/MODEL_CARD.md", modelCard(o, c, r, dataName, int(n), epochLines));
+        std::filesystem::remove(trainingStatePath(o.out), ec);
         return r;
     } catch (const LoadError& e) {
         return Error { e.what() };
