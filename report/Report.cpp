@@ -97,6 +97,11 @@ struct ReportResults {
     nlohmann::json manifest;           // all but the images,
     std::shared_ptr<RunJournal> journal; // the images, which finishReport writes into it
     double analysisSeconds = 0;
+    // Where the run's time went (manifest "timings"): waiting for the read-ahead batch of images (decoding, hashing,
+    // preparing, perturbing and staging them on CPU threads), and the forwards with their analyses, copies back
+    // included; the rest of analysisSeconds is the host's bookkeeping between batches (statistics, journal, figures).
+    double waitingForImagesSeconds = 0;
+    double forwardSeconds = 0;
 };
 
 std::string modelNameOf(const std::string& path)
@@ -320,7 +325,11 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         return journal->checkpoint(state);
     };
     bool stopped = false; // cancelled inside a batch, which some runs may have added and others not
-    for (auto next = prefetch.next(); !next.end() && !cancelled(); next = prefetch.next()) {
+    const auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+    double waiting = 0, forwards = 0;
+    auto waitStart = clock::now();
+    for (auto next = prefetch.next(); !next.end() && !cancelled(); waitStart = clock::now(), next = prefetch.next()) {
+        waiting += since(waitStart);
         for (const auto& item : next.skipped) {
             if (request.strict)
                 return Error { item.error + " (--strict: the run stops at the first image it cannot read)" };
@@ -334,7 +343,9 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         const std::vector<PrefetchedImage>& items = next.images;
         for (size_t r = 0; r < runs.size() && !items.empty() && !stopped; ++r) {
             std::vector<attnscope::Trace> traces;
+            const auto forwardStart = clock::now();
             auto added = runs[r].analysis->addStaged(next.staged[r], cancelled, r == 0 || dumping ? &traces : nullptr);
+            forwards += since(forwardStart);
             if (added.cancelled()) {
                 stopped = true;
                 break;
@@ -459,6 +470,8 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         { "complete", outcome.complete },
     };
     results->analysisSeconds = std::chrono::duration<double>(clock::now() - start).count();
+    results->waitingForImagesSeconds = waiting;
+    results->forwardSeconds = forwards;
     return results;
 }
 
@@ -487,7 +500,10 @@ attnscope::Result<ReportOutcome> finishReport(const ReportRequest& request, cons
     manifest["figures"] = figuresRecord(request.formats);
     const double figures = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     manifest["timings"] = { { "load_seconds", request.loadSeconds },
-                            { "total_seconds", request.loadSeconds + results.analysisSeconds + figures } };
+                            { "total_seconds", request.loadSeconds + results.analysisSeconds + figures },
+                            { "waiting_for_images_seconds", results.waitingForImagesSeconds },
+                            { "forward_and_analyses_seconds", results.forwardSeconds },
+                            { "figures_seconds", figures } };
     // The image list goes in where its placeholder is, streamed from the run's log.
     const std::string marker = "\"@images@\"";
     manifest["images"] = "@images@";

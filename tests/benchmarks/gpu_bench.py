@@ -351,11 +351,13 @@ def report(res, args):
         " brackets); max |d ts| = the largest difference"
         " between the two sides' per-layer mean token similarity (X, U, R; all, patches), same images; max rel d"
         " centres = the same for the head centres' means (dy, dx, distance, bandwidth, prefix and window mass),"
-        " relative to max(1, |attnscope's|).")
+        " relative to max(1, |attnscope's|). wait / fwd = the share of attnscope's run spent waiting for the"
+        " read-ahead images (decoding, preparing, perturbing on CPU threads) and in the forwards with their analyses"
+        " (manifest timings).")
     out("")
     out("| model | batch | attnscope img/s (process) | attnscope img/s (run) | peer img/s | ratio | share of bound |"
-        " GPU util % (a / p) | GPU mem MB (a / p) | host RSS MB (a / p) | max abs d ts | max rel d centres |")
-    out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        " wait / fwd | GPU util % (a / p) | GPU mem MB (a / p) | host RSS MB (a / p) | max abs d ts | max rel d centres |")
+    out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for shape, m in res["models"].items():
         for b in args.batches:
             a = m["attnscope"].get(str(b), {})
@@ -368,8 +370,14 @@ def report(res, args):
             if p.get("max_memory_allocated_mb") is not None:
                 mem_p += f" ({p['max_memory_allocated_mb']:.0f})"
             label = str(b) if res["flags"]["batch"] else f"{b} (a: default)"
+            t = a.get("timings", {})
+            active = (t.get("total_seconds") or 0) - (t.get("load_seconds") or 0)
+            split = "-"
+            if active > 0 and t.get("waiting_for_images_seconds") is not None:
+                split = (f"{t['waiting_for_images_seconds'] / active:.0%} /"
+                         f" {t.get('forward_and_analyses_seconds', 0) / active:.0%}")
             out(f"| {shape} | {label} | {fmt(a.get('images_per_s_process'))} | {fmt(run_ips)} |"
-                f" {fmt(p.get('images_per_s'))} | {fmt(ratio, '{:.2f}x')} | {fmt(share, '{:.0%}')} |"
+                f" {fmt(p.get('images_per_s'))} | {fmt(ratio, '{:.2f}x')} | {fmt(share, '{:.0%}')} | {split} |"
                 f" {fmt(ag.get('util_mean'), '{:.0f}', '-')} / {fmt(pg.get('util_mean'), '{:.0f}', '-')} |"
                 f" {fmt(ag.get('mem_over_baseline_mb'), '{:.0f}', '-')} / {mem_p} |"
                 f" {fmt(a.get('rss_peak_mb'), '{:.0f}', '-')} / {fmt(p.get('process_rss_peak_mb'), '{:.0f}', '-')} |"

@@ -307,6 +307,10 @@ Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOp
         layout.depth = c.depth;
         layout.classToken = c.classToken;
         layout.registers = c.numRegisters;
+        // The analyses are queued first and copied back once (analyseBatch's one copy); the clean rows' logits come
+        // after, when the device has finished: copied first, they made the host wait for the forward before it
+        // queued a single analysis, and the device wait in turn while the host queued them.
+        values = analyseBatch(forward.state, layout, m_options);
         if (cleanTraces || m_options.cleanTraceReady) {
             // The clean rows' logits; their taps only where the caller asked for them (a copy of every map of every
             // image would cost more than the analyses).
@@ -323,7 +327,6 @@ Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOp
                 for (auto& t : traces)
                     cleanTraces->push_back(std::move(t));
         }
-        values = analyseBatch(forward.state, layout, m_options);
         return Done {};
     });
     if (!analysed)
