@@ -1,0 +1,111 @@
+#!/bin/bash
+# The checks that need a GPU, for a short lease of a GPU machine that has a pip torch 2.11+cu130 but no Debian
+# packages (docs/performance.md, "GPU"). Two steps:
+#
+#   scripts/device-checks.sh prepare        here, on Debian 12: builds attnscope-cli, attnscope-train and engine_tests
+#                                           against LibTorch 2.11 with a static OpenCV (make libtorch2-headless
+#                                           STATIC_OPENCV=1's build folder), strips them, and puts into .device/ what
+#                                           they need beside that torch (libzip) and a Fashion-MNIST subset; prints
+#                                           the paths to carry.
+#   scripts/device-checks.sh run [SECONDS]  there, in the checkout's root, with $OUT the folder that comes back: the
+#                                           CUDA tests, make bench-gpu's runner, the precision deviations, the CUDA
+#                                           trainer; every phase bounded so that the whole ends within SECONDS
+#                                           (540 by default), the logs in $OUT.
+#
+# The binaries' RUNPATH names this checkout's third_party/libtorch-2.11.0-cu130 under /work/main; `run` links that
+# to the machine's torch and nvidia folders (the same wheels) and /work/main to the checkout.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+B=build/libtorch2-headless
+D=.device
+
+prepare() {
+    set -e
+    ./scripts/get-libtorch.sh
+    # OPENCV_DIR: a static OpenCV's CMake folder already built elsewhere (default: get-opencv.sh's, built once).
+    local opencv=${OPENCV_DIR:-$root/third_party/opencv-4.6.0-static/lib/cmake/opencv4}
+    [ -n "${OPENCV_DIR:-}" ] || ./scripts/get-opencv.sh
+    cmake --preset libtorch2-headless -DOpenCV_DIR="$opencv" >/dev/null
+    cmake --build $B -j "${JOBS:-$(nproc)}" --target attnscope-cli attnscope-train engine_tests
+    strip -s $B/app/attnscope-cli $B/app/attnscope-train $B/tests/engine_tests
+    mkdir -p $D/lib $D/fmnist
+    cp -L "$(ldconfig -p | awk '/libzip.so.4 /{print $NF; exit}')" $D/lib/
+    cp -L "$(ldconfig -p | awk '/libbz2.so.1.0 /{print $NF; exit}')" $D/lib/
+    # 12,000 training and 1,000 test images: enough to time the trainer, a tenth of the carried size.
+    python3 - "$D/fmnist" <<'EOF'
+import gzip, struct, sys
+src, dst = "/usr/share/datasets/fashion-mnist/", sys.argv[1] + "/"
+for split, n in (("train", 12000), ("t10k", 1000)):
+    d = gzip.open(src + split + "-images-idx3-ubyte.gz").read()
+    magic, _, r, c = struct.unpack(">IIII", d[:16])
+    gzip.open(dst + split + "-images-idx3-ubyte.gz", "wb").write(struct.pack(">IIII", magic, n, r, c) + d[16:16 + n * r * c])
+    d = gzip.open(src + split + "-labels-idx1-ubyte.gz").read()
+    magic, _ = struct.unpack(">II", d[:8])
+    gzip.open(dst + split + "-labels-idx1-ubyte.gz", "wb").write(struct.pack(">II", magic, n) + d[8:8 + n])
+EOF
+    echo "carry: [\"$D\", \"$B/app/attnscope-cli\", \"$B/app/attnscope-train\", \"$B/tests/engine_tests\"]"
+    echo "command: bash scripts/device-checks.sh run 540   (timeout_s 590)"
+}
+
+run() {
+    local t0 end
+    t0=$(date +%s)
+    end=$((t0 + ${1:-540}))
+    el() { echo "=== [$(($(date +%s) - t0)) s] $*"; }
+    left() { echo $((end - $(date +%s))); }
+    exec > >(tee -a "$OUT/log.txt") 2>&1
+    local sp
+    sp=${SP:-$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')}
+    mkdir -p third_party/libtorch-2.11.0-cu130 /work
+    ln -sfn "$sp/torch" third_party/libtorch-2.11.0-cu130/torch
+    ln -sfn "$sp/nvidia" third_party/libtorch-2.11.0-cu130/nvidia
+    [ -e /work/main ] || ln -s "$root" /work/main
+    export LD_LIBRARY_PATH=$root/$D/lib
+    el "machine"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+    python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())'
+    ldd $B/app/attnscope-cli | grep "not found"
+
+    el "CUDA, batching and perturbation tests"
+    timeout 150 $B/tests/engine_tests --gtest_brief=1 \
+        --gtest_filter='BatchedAnalyses.*:Batching*:PerturbationGolden*:*Cuda*:*Device*:LinkOrder*' 2>&1 | tail -25
+
+    el "precision and CUDA against the CPU: fmnist-vit, 500 test images ($(left) s left)"
+    local p=/tmp/precision a
+    mkdir -p $p
+    $B/app/attnscope-train --fashion-mnist-dir $D/fmnist export-images --split test --count 500 --out $p/fm >/dev/null
+    a="--analyses similarity,attention,centres,snr --noise gaussian:sigma=8 --formats none --grid-images 0"
+    for prec in fp32 tf32 bf16; do
+        # shellcheck disable=SC2086
+        timeout 40 $B/app/attnscope-cli analyze --model builtin:fmnist-vit --images $p/fm --device cuda --batch 64 \
+            --precision $prec $a --out $p/$prec >/dev/null 2>$p/$prec.err || tail -2 $p/$prec.err
+    done
+    # shellcheck disable=SC2086
+    timeout 60 $B/app/attnscope-cli analyze --model builtin:fmnist-vit --images $p/fm --device cpu $a --out $p/cpu \
+        >/dev/null 2>$p/cpu.err || tail -2 $p/cpu.err
+    python3 tests/benchmarks/compare_outputs.py $p/cpu $p/fp32 --markdown "cuda fp32 vs cpu"
+    for prec in tf32 bf16; do python3 tests/benchmarks/compare_outputs.py $p/fp32 $p/$prec --markdown "$prec"; done
+
+    el "trainer on the GPU ($(left) s left)"
+    local tr="$B/app/attnscope-train --depth 12 --width 64 --heads 4 --mlp 128 --seed 0 --threads 1 --device cuda"
+    tr="$tr --fashion-mnist-dir $D/fmnist --limit-test 1000 --epochs 2"
+    timeout 60 $tr --name probe --out /tmp/probe 2>&1 | tail -3
+
+    el "bench-gpu ($(left) s left)"
+    local long=$(( ($(left) - 330) * 400 ))
+    [ $long -gt 0 ] || long=0
+    PYTHONUNBUFFERED=1 timeout $(( $(left) - 10 )) python3 tests/benchmarks/gpu_bench.py $B \
+        --models vit_small,vit_base --batches 1,16,64,128 --images 4096 --images-b1 300 --long $long \
+        --timeout 120 --json "$OUT/bench-gpu.json" --work /tmp/bench
+    el "done"
+}
+
+case "${1:-}" in
+prepare) prepare ;;
+run) run "${2:-540}" ;;
+*)
+    echo "usage: scripts/device-checks.sh prepare | run [SECONDS]" >&2
+    exit 2
+    ;;
+esac
