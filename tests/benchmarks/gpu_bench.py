@@ -269,7 +269,7 @@ def max_difference(peer_ts, ours_ts):
     return max(diffs) if diffs else None
 
 
-def run_attnscope(args, cli, flags, model_dir, image_list, batch, work, tag, gpu, rss_every=0.2):
+def run_attnscope(args, cli, flags, model_dir, image_list, batch, work, tag, gpu, rss_every=0.2, timeout=None):
     out = os.path.join(work, f"out-{tag}")
     cmd = [cli, "analyze", "--model", model_dir, "--images", image_list, "--out", out, "--device", args.device,
            "--analyses", "similarity,centres,snr", "--noise", "gaussian:sigma=8", "--seed", "0", "--formats", ""]
@@ -279,7 +279,7 @@ def run_attnscope(args, cli, flags, model_dir, image_list, batch, work, tag, gpu
         cmd += ["--precision", "fp32"]
     cmd += shlex.split(args.cli_args)
     rc, _, wall, rss_peak, series, g = run_measured(cmd, os.path.join(work, f"attnscope-{tag}.log"), gpu, rss_every,
-                                                    args.timeout)
+                                                    timeout or args.timeout)
     res = {"rc": rc, "wall_s": wall, "rss_peak_mb": rss_peak, "rss_series": series,
            "gpu_series": [(t, m) for t, _, m in g.get("series", [])]}
     if rc != 0:
@@ -592,7 +592,9 @@ def main():
         log(f"Long run: {args.long} images, vit_small, batch {batch} ...")
         image_list = write_list(os.path.join(work, "images-long.txt"), paths, args.long)
         a = run_attnscope(args, cli, flags, model_dirs["vit_small"], image_list, batch, work, "long",
-                          GpuSampler(args.gpu_index, 1000) if cuda else None, rss_every=1.0 if cuda else 0.2)
+                          GpuSampler(args.gpu_index, 1000) if cuda else None, rss_every=1.0 if cuda else 0.2,
+                          # --timeout is sized for the timed runs; the long run gets at least 10 ms an image more
+                          timeout=max(args.timeout, 120 + args.long / 100))
         if a["rc"]:
             failures.append("attnscope long run")
         a.update({"images": args.long, "distinct": args.distinct, "shape": "vit_small", "batch": batch,
