@@ -66,6 +66,7 @@ run() {
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())'
     ldd $B/app/attnscope-cli | grep "not found"
+    echo "CPUs $(nproc); $(env | grep -E '^(OMP|MKL|OPENBLAS)_' | tr '\n' ' ')"
 
     el "CUDA, batching and perturbation tests"
     timeout 150 $B/tests/engine_tests --gtest_brief=1 \

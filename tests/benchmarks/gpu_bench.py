@@ -289,7 +289,8 @@ def run_attnscope(args, cli, flags, model_dir, image_list, batch, work, tag, gpu
     images = manifest.get("shard", {}).get("images_total") or len(manifest.get("images", []))
     timings = manifest.get("timings", {})
     res.update({"images": images, "images_per_s_process": images / wall, "timings": timings,
-                "options": {k: manifest["options"].get(k) for k in ("batch", "precision", "device")}})
+                "options": {k: manifest["options"].get(k) for k in ("batch", "precision", "device", "intra_op_threads",
+                                                                 "inter_op_threads")}})
     active = None
     if timings.get("total_seconds") and timings.get("load_seconds") is not None:
         active = timings["total_seconds"] - timings["load_seconds"]
