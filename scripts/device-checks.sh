@@ -90,8 +90,8 @@ run() {
 
     el "trainer on the GPU ($(left) s left)"
     local tr="$B/app/attnscope-train --depth 12 --width 64 --heads 4 --mlp 128 --seed 0 --threads 1 --device cuda"
-    tr="$tr --fashion-mnist-dir $D/fmnist --limit-test 1000 --epochs 2"
-    timeout 60 $tr --name probe --out /tmp/probe 2>&1 | tail -3
+    tr="$tr --fashion-mnist-dir $D/fmnist --limit-test 1000"
+    timeout 60 $tr --epochs 2 --name probe --out /tmp/probe 2>&1 | tail -3
     # The four variants side by side on the one GPU, one epoch each: whether a zoo trains in parallel there.
     for v in vit neutreno boost bilateral; do
         timeout 90 $tr --epochs 1 --variant $v --name "p-$v" --out "/tmp/p-$v" >"/tmp/p-$v.log" 2>&1 &
