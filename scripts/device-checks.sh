@@ -11,6 +11,16 @@
 #                                           CUDA tests, make bench-gpu's runner, the precision deviations, the CUDA
 #                                           trainer; every phase bounded so that the whole ends within SECONDS
 #                                           (540 by default), the logs in $OUT.
+#   scripts/device-checks.sh prepare-zoo ZOO  here: builds and strips attnscope-train and engine_tests as prepare does,
+#                                           puts ZOO's training states and logs (scripts/train-deep-zoo.sh's OUT) into
+#                                           .device/zoo and the whole Fashion-MNIST, xz-compressed (26 MB), into
+#                                           .device/fmnist-xz; prints the paths to carry. With the working tree they
+#                                           are over a lease's 64 MiB: move resources/models, docs/figures,
+#                                           docs/screenshots, tests/golden and resources/samples aside for the call.
+#   scripts/device-checks.sh zoo [SECONDS]  there: the device-moving trainer test, then the zoo's four models side by
+#                                           side on the GPU (train-deep-zoo.sh, BF16=1 EPOCHS=60, going on from the
+#                                           carried states), interrupted before SECONDS (540) so that each keeps its
+#                                           last whole epoch; the states come back in $OUT, to go on with here.
 #
 # The binaries' RUNPATH names this checkout's third_party/libtorch-2.11.0-cu130 under /work/main; `run` links that
 # to the machine's torch and nvidia folders (the same wheels) and /work/main to the checkout.
@@ -48,13 +58,31 @@ EOF
     echo "command: bash scripts/device-checks.sh run 540   (timeout_s 590)"
 }
 
-run() {
-    local t0 end
-    t0=$(date +%s)
-    end=$((t0 + ${1:-540}))
-    el() { echo "=== [$(($(date +%s) - t0)) s] $*"; }
-    left() { echo $((end - $(date +%s))); }
-    exec > >(tee -a "$OUT/log.txt") 2>&1
+prepare_zoo() {
+    set -e
+    local zoo=${1:?prepare-zoo needs the zoo folder of scripts/train-deep-zoo.sh}
+    ./scripts/get-libtorch.sh
+    local opencv=${OPENCV_DIR:-$root/third_party/opencv-4.6.0-static/lib/cmake/opencv4}
+    [ -n "${OPENCV_DIR:-}" ] || ./scripts/get-opencv.sh
+    cmake --preset libtorch2-headless -DOpenCV_DIR="$opencv" >/dev/null
+    cmake --build $B -j "${JOBS:-$(nproc)}" --target attnscope-train engine_tests
+    strip -s $B/app/attnscope-train $B/tests/engine_tests
+    mkdir -p $D/lib $D/zoo $D/fmnist-xz
+    cp -L "$(ldconfig -p | awk '/libzip.so.4 /{print $NF; exit}')" $D/lib/
+    cp -L "$(ldconfig -p | awk '/libbz2.so.1.0 /{print $NF; exit}')" $D/lib/
+    rm -f $D/zoo/*
+    cp "$zoo"/*.train-state "$zoo"/*.log $D/zoo/ 2>/dev/null || true
+    local f
+    for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+        [ -s $D/fmnist-xz/$f.xz ] || zcat /usr/share/datasets/fashion-mnist/$f.gz | xz -9 -T0 > $D/fmnist-xz/$f.xz
+    done
+    du -sh $D/zoo $D/fmnist-xz $B/app/attnscope-train $B/tests/engine_tests
+    echo "carry: [\"$D/lib\", \"$D/zoo\", \"$D/fmnist-xz\", \"$B/app/attnscope-train\", \"$B/tests/engine_tests\"]"
+    echo "command: bash scripts/device-checks.sh zoo 560   (timeout_s 600)"
+}
+
+# The machine's pip torch where the binaries' RUNPATH looks for LibTorch, and this checkout where it was built.
+link_torch() {
     local sp
     sp=${SP:-$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')}
     mkdir -p third_party/libtorch-2.11.0-cu130 /work
@@ -62,6 +90,63 @@ run() {
     ln -sfn "$sp/nvidia" third_party/libtorch-2.11.0-cu130/nvidia
     [ -e /work/main ] || ln -s "$root" /work/main
     export LD_LIBRARY_PATH=$root/$D/lib
+}
+
+zoo() {
+    local t0 end
+    t0=$(date +%s)
+    end=$((t0 + ${1:-540}))
+    el() { echo "=== [$(($(date +%s) - t0)) s] $*"; }
+    exec > >(tee -a "$OUT/log.txt") 2>&1
+    link_torch
+    el "machine"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+    echo "CPUs $(nproc); $(env | grep -E '^(OMP|MKL|OPENBLAS)_' | tr '\n' ' ')"
+    # The trainer and the tests read Debian's folder; here it is made from the carried copy.
+    local data=/tmp/fashion-mnist f
+    mkdir -p $data
+    for f in $D/fmnist-xz/*.xz; do
+        python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+            "$f" "$data/$(basename "$f" .xz)"
+    done
+    mkdir -p /usr/share/datasets
+    [ -e /usr/share/datasets/fashion-mnist ] || ln -s $data /usr/share/datasets/fashion-mnist
+    ls -la $data $D/zoo
+
+    el "trainer tests: a run going on on another device"
+    timeout 120 $B/tests/engine_tests --gtest_brief=1 --gtest_filter='Trainer.*' 2>&1 | tail -12
+
+    el "the zoo, side by side, until $((end - t0 - 30)) s"
+    nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader -l 15 > /tmp/gpu-use.txt &
+    local smi=$!
+    BF16=1 EPOCHS=60 DEVICE=cuda FMNIST=$data setsid scripts/train-deep-zoo.sh $B $D/zoo > /tmp/zoo.txt 2>&1 &
+    local zoo_pid=$!
+    while [ "$(date +%s)" -lt $((end - 30)) ] && kill -0 $zoo_pid 2>/dev/null; do sleep 2; done
+    pkill -INT -f "$B/app/attnscope-train" || true
+    local waited=0
+    while kill -0 $zoo_pid 2>/dev/null && [ $waited -lt 25 ]; do sleep 1; waited=$((waited + 1)); done
+    kill $smi 2>/dev/null
+    el "GPU utilisation, memory (every 15 s)"
+    tr '\n' ' ' < /tmp/gpu-use.txt; echo
+    el "the zoo's logs"
+    cat /tmp/zoo.txt
+    for f in $D/zoo/*.log; do echo "--- $f"; tail -n 40 "$f"; done
+    cp $D/zoo/*.train-state "$OUT/" 2>/dev/null
+    local done_models
+    done_models=$(cd $D/zoo && find . -maxdepth 2 -name MODEL_CARD.md -printf '%h\n')
+    [ -z "$done_models" ] || (cd $D/zoo && tar cf "$OUT/finished.tar" $done_models)
+    ls -la "$OUT"
+    el "done"
+}
+
+run() {
+    local t0 end
+    t0=$(date +%s)
+    end=$((t0 + ${1:-540}))
+    el() { echo "=== [$(($(date +%s) - t0)) s] $*"; }
+    left() { echo $((end - $(date +%s))); }
+    exec > >(tee -a "$OUT/log.txt") 2>&1
+    link_torch
     el "machine"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
     python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())'
@@ -111,8 +196,10 @@ run() {
 case "${1:-}" in
 prepare) prepare ;;
 run) run "${2:-540}" ;;
+prepare-zoo) prepare_zoo "${2:-}" ;;
+zoo) zoo "${2:-540}" ;;
 *)
-    echo "usage: scripts/device-checks.sh prepare | run [SECONDS]" >&2
+    echo "usage: scripts/device-checks.sh prepare | run [SECONDS] | prepare-zoo ZOO | zoo [SECONDS]" >&2
     exit 2
     ;;
 esac

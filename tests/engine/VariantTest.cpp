@@ -3,6 +3,7 @@
 // builder against LibTorch's conv2d (1e-4); "off" is bit-for-bit the plain model.
 #include "TestSupport.h"
 #include "io/TensorImpl.h"
+#include "train/TrainingState.h"
 
 #include <attnscope/Model.h>
 #include <attnscope/Datasets.h>
@@ -10,6 +11,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
+#include <torch/cuda.h>
 #include <torch/version.h>
 #include <nlohmann/json.hpp>
 
@@ -242,6 +244,10 @@ TEST(Trainer, InterruptedTrainingGoesOnToTheSameWeights)
     EXPECT_NE(refused.message().find(state), std::string::npos) << refused.message();
     EXPECT_TRUE(fs::exists(state));
 
+    // It goes on with the same images read from another folder (a state names its images by content, not by path).
+    const fs::path elsewhere = scratchDir("resume-images-elsewhere") / "fashion-mnist";
+    fs::create_directory_symlink(kFashionMnistDir, elsewhere);
+    o.fashionMnistDir = elsewhere.string();
     std::vector<int> epochs;
     int resumedAfter = 0;
     o.isCancelled = nullptr;
@@ -255,6 +261,7 @@ TEST(Trainer, InterruptedTrainingGoesOnToTheSameWeights)
     const std::string card = bytes(o.out + "/MODEL_CARD.md");
     EXPECT_NE(card.find("epoch 1/3"), std::string::npos) << card;
     EXPECT_NE(card.find("epoch 3/3"), std::string::npos) << card;
+    EXPECT_NE(card.find("(training on the CPU, evaluation"), std::string::npos) << card;
 
     // Interrupted again, then started afresh: every epoch runs, to the same weights.
     stop = false;
@@ -270,6 +277,57 @@ TEST(Trainer, InterruptedTrainingGoesOnToTheSameWeights)
     ASSERT_TRUE(trainModel(o).ok());
     EXPECT_EQ(epochs, (std::vector<int> { 1, 2, 3 }));
     EXPECT_TRUE(bytes(o.out + "/model.safetensors") == want);
+}
+
+TEST(Trainer, TrainingImagesAreNamedByContent)
+{
+    LabelledImages a;
+    a.images.push_back({ 2, 2, 1, { 0, 1, 2, 3 } });
+    a.images.push_back({ 2, 2, 1, { 4, 5, 6, 7 } });
+    a.labels = { 0, 1 };
+    LabelledImages b = a;
+    EXPECT_EQ(trainingImagesFingerprint(a), trainingImagesFingerprint(b));
+    EXPECT_NE(trainingImagesFingerprint(a).find("2 images"), std::string::npos) << trainingImagesFingerprint(a);
+    b.images[1].pixels[3] = 8;
+    EXPECT_NE(trainingImagesFingerprint(a), trainingImagesFingerprint(b));
+    b = a;
+    b.labels[1] = 2;
+    EXPECT_NE(trainingImagesFingerprint(a), trainingImagesFingerprint(b));
+    b = a;
+    b.images[0] = { 1, 4, 1, { 0, 1, 2, 3 } }; // the same bytes in another shape
+    EXPECT_NE(trainingImagesFingerprint(a), trainingImagesFingerprint(b));
+}
+
+// A run started on the CPU goes on on a GPU (the same tensors and generator, moved); the card says where each epoch
+// ran. Not byte for byte the CPU's weights (other kernels), but the same model to within a test image or two.
+TEST(Trainer, ARunGoesOnOnAnotherDevice)
+{
+    if (!torch::cuda::is_available())
+        GTEST_SKIP() << "no CUDA device (this runs where a GPU is present)";
+    if (!fs::exists(std::string(kFashionMnistDir) + "/train-images-idx3-ubyte.gz"))
+        GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+    TrainOptions straight = tinyTraining("device-straight", 512, 3);
+    fs::remove(trainingStatePath(straight.out));
+    auto want = trainModel(straight);
+    ASSERT_TRUE(want.ok()) << want.message();
+
+    TrainOptions o = tinyTraining("device-moved", 512, 3);
+    fs::remove(trainingStatePath(o.out));
+    bool stop = false;
+    o.onEpoch = [&](const TrainOptions::Epoch& e) { stop = e.epoch == 1; };
+    o.isCancelled = [&] { return stop; };
+    ASSERT_TRUE(trainModel(o).cancelled());
+    o.device = "cuda";
+    o.isCancelled = nullptr;
+    int resumedAfter = 0;
+    o.onResume = [&](int done, const std::string&) { resumedAfter = done; };
+    auto moved = trainModel(o);
+    ASSERT_TRUE(moved.ok()) << moved.message();
+    EXPECT_EQ(resumedAfter, 1);
+    EXPECT_NEAR(moved->testAccuracy, want->testAccuracy, 2.5 / 64);
+    std::ifstream in(o.out + "/MODEL_CARD.md");
+    const std::string card((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(card.find("training on the CPU for epoch 1, cuda for epochs 2-3"), std::string::npos) << card;
 }
 
 } // namespace

@@ -166,8 +166,30 @@ at::Tensor augment(const at::Tensor& x, float background, std::mt19937_64& rng)
     return padded.gather(2, rowIndex).gather(3, colIndex);
 }
 
+// "the CPU", or where each run of epochs went when a run went on on another device: "cuda for epochs 1-21, the CPU
+// for epochs 22-60".
+std::string trainedOn(const std::vector<std::string>& epochDevices)
+{
+    const auto named = [](const std::string& d) { return d == "cpu" ? std::string("the CPU") : d; };
+    std::vector<std::pair<std::string, std::pair<size_t, size_t>>> runs; // device, first and last epoch
+    for (size_t i = 0; i < epochDevices.size(); ++i)
+        if (!runs.empty() && runs.back().first == epochDevices[i])
+            runs.back().second.second = i + 1;
+        else
+            runs.push_back({ epochDevices[i], { i + 1, i + 1 } });
+    if (runs.size() == 1)
+        return named(runs.front().first);
+    std::string text;
+    for (const auto& [device, epochs] : runs) {
+        text += (text.empty() ? "" : ", ") + named(device) + " for epoch";
+        text += epochs.first == epochs.second ? " " + std::to_string(epochs.first)
+                                              : "s " + std::to_string(epochs.first) + "-" + std::to_string(epochs.second);
+    }
+    return text;
+}
+
 std::string modelCard(const TrainOptions& o, const ModelConfig& c, const TrainResult& r, const std::string& dataName,
-                      int trainCount, const std::vector<std::string>& epochLines)
+                      int trainCount, const std::vector<std::string>& epochLines, const std::vector<std::string>& epochDevices)
 {
     std::ostringstream s;
     s << "# " << o.name << "\n\n"
@@ -192,7 +214,7 @@ std::string modelCard(const TrainOptions& o, const ModelConfig& c, const TrainRe
       << (o.augment ? ", random 2-pixel shifts and horizontal flips" : "")
       << (o.bf16 ? ", matrix products in bfloat16 (autocast)" : "") << " |\n"
       << "| seed | " << o.seed << " |\n"
-      << "| wall time | " << std::lround(r.wallSeconds) << " s (training on " << (o.device == "cpu" ? std::string("the CPU") : o.device)
+      << "| wall time | " << std::lround(r.wallSeconds) << " s (training on " << trainedOn(epochDevices)
       << ", evaluation on the CPU) |\n"
       << "| test accuracy | " << std::fixed;
     s.precision(4);
@@ -241,6 +263,7 @@ Result<TrainResult> trainModel(const TrainOptions& o)
             if (train->images.empty() || test->images.empty())
                 return Error { o.data + ": too few images to hold out a test tenth" };
         }
+        const std::string trainingImages = trainingImagesFingerprint(*train);
         const int channels = train->images.front().channels;
         const int classes = int(train->classNames.size());
 
@@ -292,7 +315,7 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         const int64_t totalSteps = stepsPerEpoch * o.epochs;
         const int64_t warmup = std::max<int64_t>(1, totalSteps / 20);
         int64_t step = 0;
-        std::vector<std::string> epochLines;
+        std::vector<std::string> epochLines, epochDevices;
         // An unfinished run of the same settings goes on after its last whole epoch, and ends with the weights an
         // uninterrupted run writes; the state is written after every epoch and removed once the model is.
         int firstEpoch = 1;
@@ -300,7 +323,7 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         std::error_code ec;
         if (o.fresh)
             std::filesystem::remove(trainingStatePath(o.out), ec);
-        auto resumed = loadTrainingState(o, *net, optimiser, device);
+        auto resumed = loadTrainingState(o, trainingImages, *net, optimiser, device);
         if (!resumed)
             return resumed.error();
         if (*resumed) {
@@ -308,6 +331,7 @@ Result<TrainResult> trainModel(const TrainOptions& o)
             firstEpoch = done.epoch + 1;
             step = done.step;
             epochLines = done.epochLines;
+            epochDevices = done.epochDevices;
             earlierSeconds = done.seconds;
             std::istringstream rngState(done.rng);
             rngState >> rng;
@@ -358,10 +382,12 @@ Result<TrainResult> trainModel(const TrainOptions& o)
             std::snprintf(line, sizeof line, "epoch %d/%d  loss %.4f  train accuracy %.4f  %.0f s", e.epoch, e.epochs, e.loss,
                           e.trainAccuracy, e.seconds);
             epochLines.push_back(line);
+            epochDevices.push_back(o.device);
             std::ostringstream rngState;
             rngState << rng;
-            auto saved = saveTrainingState(o, { epoch, step, rngState.str(), epochLines, earlierSeconds + seconds(start) }, *net,
-                                           optimiser);
+            auto saved = saveTrainingState(o, trainingImages,
+                                           { epoch, step, rngState.str(), epochLines, epochDevices, earlierSeconds + seconds(start) },
+                                           *net, optimiser);
             if (!saved)
                 return saved.error();
             if (o.onEpoch)
@@ -399,7 +425,7 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         r.wallSeconds = earlierSeconds + seconds(start);
         const std::string dataName = fmnist ? "Fashion-MNIST (" + o.fashionMnistDir + ")"
                                             : "image folder " + o.data + " (every tenth image held out for the test)";
-        writeFileAtomically(o.out + "/MODEL_CARD.md", modelCard(o, c, r, dataName, int(n), epochLines));
+        writeFileAtomically(o.out + "/MODEL_CARD.md", modelCard(o, c, r, dataName, int(n), epochLines, epochDevices));
         std::filesystem::remove(trainingStatePath(o.out), ec);
         return r;
     } catch (const LoadError& e) {
