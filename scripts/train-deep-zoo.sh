@@ -8,7 +8,7 @@
 # Environment: DEVICE (cpu, or cuda on a GPU machine: the four models then train side by side on the one GPU),
 # BF16 (1: matrix products in bfloat16, --bf16; 1.45x faster on an AMX CPU), EPOCHS (30), WIDTH (64), HEADS (4),
 # MLP (2 x WIDTH), FMNIST (the Fashion-MNIST folder, default Debian's; a GPU machine without apt needs a copy carried
-# with the checkout). On the CPU two models train at a time, one thread each (docs/performance.md, "Training": about
+# with the checkout), ONLY (names of the models to train, e.g. "fmnist-vit fmnist-neutreno"; default all four). On the CPU two models train at a time, one thread each (docs/performance.md, "Training": about
 # 215 s per epoch and model on a quiet core of a Sapphire Rapids, 160 s with BF16=1). The embedded zoo was made with
 # BF16=1 EPOCHS=16 (docs/models.md).
 set -eu
@@ -31,6 +31,7 @@ common="--depth 12 --width $width --heads $heads --mlp $mlp --epochs $epochs --s
 run() { # NAME VARIANT [OPTIONS...]
     name=$1
     shift
+    case " ${ONLY:-$name} " in *" $name "*) ;; *) return 0 ;; esac
     if [ -f "$out/$name/MODEL_CARD.md" ] && [ ! -f "$out/$name.train-state" ]; then
         echo "$name: done already ($out/$name)"
         return 0

@@ -64,6 +64,11 @@ int main(int argc, char** argv)
     app.add_flag("!--no-augment", o.augment, "no random shifts and flips");
     app.add_flag("--bf16", o.bf16, "matrix products in bfloat16 (autocast; fast on CPUs with AMX and on GPUs)");
     app.add_option("--threads", threads, "CPU threads (0: LibTorch's default)")->capture_default_str();
+    int epochsThisRun = 0;
+    app.add_option("--epochs-this-run", epochsThisRun,
+                   "train at most K epochs, then stop and keep <out>.train-state: the same command goes on (for jobs "
+                   "shorter than the training)")
+        ->check(CLI::PositiveNumber);
     app.add_flag("--fresh", o.fresh, "start again, discarding what an interrupted run of this --out left (<out>.train-state)");
     app.add_option("--device", o.device, "where to train: cpu, cuda, cuda:<i> or auto (a GPU when there is one)")->capture_default_str();
 
@@ -129,15 +134,23 @@ int main(int argc, char** argv)
     for (int i = 0; i < argc; ++i)
         o.command += (i ? " " : "") + std::string(argv[i]);
     std::signal(SIGINT, onInterrupt);
-    o.isCancelled = [] { return g_interrupted.load(); };
-    o.onEpoch = [](const attnscope::TrainOptions::Epoch& e) {
+    int epochsDone = 0;
+    const auto enough = [&] { return epochsThisRun > 0 && epochsDone >= epochsThisRun; };
+    o.isCancelled = [&] { return g_interrupted.load() || enough(); };
+    o.onEpoch = [&](const attnscope::TrainOptions::Epoch& e) {
         std::fprintf(stderr, "epoch %d/%d  loss %.4f  train accuracy %.4f  %.0f s\n", e.epoch, e.epochs, e.loss,
                      e.trainAccuracy, e.seconds);
+        ++epochsDone;
     };
     o.onResume = [](int done, const std::string& state) {
         std::fprintf(stderr, "attnscope-train: going on after epoch %d (%s)\n", done, state.c_str());
     };
     auto r = attnscope::trainModel(o);
+    if (r.cancelled() && !g_interrupted.load()) {
+        std::fprintf(stderr, "attnscope-train: stopped after %d epoch%s (--epochs-this-run); the state is kept in %s: the same "
+                             "command goes on from there\n", epochsDone, epochsDone == 1 ? "" : "s", attnscope::trainingStatePath(o.out).c_str());
+        return 0;
+    }
     if (r.cancelled())
         return fail("interrupted; the epochs done are kept in " + attnscope::trainingStatePath(o.out) +
                     ": the same command goes on from there");

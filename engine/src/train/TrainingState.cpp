@@ -4,6 +4,7 @@
 #include "checkpoint/LoadError.h"
 
 #include <nlohmann/json.hpp>
+#include <torch/optim/adamw.h>
 #include <torch/serialize/archive.h>
 
 #include <zlib.h>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 
 namespace attnscope {
 
@@ -33,6 +35,60 @@ nlohmann::ordered_json settings(const TrainOptions& o, const std::string& images
 }
 
 std::string shown(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// The key an optimiser's state map holds a parameter under: its TensorImpl's address, as text in LibTorch 1.x, as the
+// pointer itself in 2.x.
+template <typename StateMap>
+typename StateMap::key_type stateKey(const StateMap&, const at::Tensor& param)
+{
+    using Key = typename StateMap::key_type;
+    if constexpr (std::is_same_v<Key, std::string>) {
+        std::ostringstream text; // as c10::guts::to_string writes a pointer, the key AdamW::step looks up
+        text << static_cast<void*>(param.unsafeGetTensorImpl());
+        return text.str();
+    } else {
+        return static_cast<Key>(param.unsafeGetTensorImpl());
+    }
+}
+
+// AdamW's moments and step, read from the archive Optimizer::save writes, parameter by parameter in the groups' order.
+// Optimizer::load pairs a saved state with its parameter through the key it was saved under, the parameter's address
+// as text: LibTorch 1.x writes it in hex, 2.x in decimal and parses it back as a number, so 2.x gives every parameter
+// of a 1.x state the same moments. By position, a state goes on under either LibTorch.
+void loadAdamW(torch::serialize::InputArchive& archive, torch::optim::Optimizer& optimiser)
+{
+    torch::serialize::InputArchive states, groups;
+    archive.read("state", states);
+    archive.read("param_groups", groups);
+    at::Tensor count;
+    groups.read("param_groups/size", count);
+    if (count.item<int64_t>() != int64_t(optimiser.param_groups().size()))
+        throw std::runtime_error("the optimiser's state has " + std::to_string(count.item<int64_t>()) + " parameter groups, not " +
+                                 std::to_string(optimiser.param_groups().size()));
+    auto& live = optimiser.state();
+    for (size_t g = 0; g < optimiser.param_groups().size(); ++g) {
+        torch::serialize::InputArchive group;
+        groups.read("param_groups/" + std::to_string(g), group);
+        const std::vector<at::Tensor>& params = optimiser.param_groups()[g].params();
+        group.read("params/size", count);
+        if (count.item<int64_t>() != int64_t(params.size()))
+            throw std::runtime_error("the optimiser's state has another number of parameters");
+        for (size_t i = 0; i < params.size(); ++i) {
+            c10::IValue key;
+            group.read("params/" + std::to_string(i), key);
+            torch::serialize::InputArchive saved;
+            if (!states.try_read(key.toStringRef(), saved))
+                continue; // no step taken yet
+            auto state = std::make_unique<torch::optim::AdamWParamState>();
+            state->serialize(saved);
+            if (!state->exp_avg().defined() || state->exp_avg().sizes() != params[i].sizes()
+                || state->exp_avg_sq().sizes() != params[i].sizes())
+                throw std::runtime_error("the optimiser's state of parameter " + std::to_string(i) + " of group " +
+                                         std::to_string(g) + " has another shape");
+            live[stateKey(live, params[i])] = std::move(state);
+        }
+    }
+}
 
 } // namespace
 
@@ -123,7 +179,7 @@ Result<std::optional<TrainingState>> loadTrainingState(const TrainOptions& o, co
         archive.read("model", modelArchive);
         archive.read("optimiser", optimiserArchive);
         model.load(modelArchive);
-        optimiser.load(optimiserArchive);
+        loadAdamW(optimiserArchive, optimiser);
         TrainingState s;
         s.epoch = meta.at("epoch").get<int>();
         s.step = meta.at("step").get<int64_t>();
