@@ -15,11 +15,11 @@ struct TrainRun {
     std::string output;
 };
 
-TrainRun train(const fs::path& dir, const std::string& environment, const std::string& options = "")
+TrainRun train(const fs::path& dir, const std::string& environment, const std::string& options = "", int epochs = 1)
 {
     const fs::path log = dir / "train.log";
-    const std::string cmd = environment + " OPENBLAS_VERBOSE=2 " ATTNSCOPE_TRAIN " --depth 1 --width 16 --heads 2 --mlp 16 --epochs 1"
-        " --limit-train 64 --limit-test 16 --threads 1 " + options + " --out " + (dir / "model").string() + " >" + log.string()
+    const std::string cmd = environment + " OPENBLAS_VERBOSE=2 " ATTNSCOPE_TRAIN " --depth 1 --width 16 --heads 2 --mlp 16 --epochs "
+        + std::to_string(epochs) + " --limit-train 64 --limit-test 16 --threads 1 " + options + " --out " + (dir / "model").string() + " >" + log.string()
         + " 2>&1 </dev/null";
     const int raw = std::system(cmd.c_str());
     return { WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(log) };
@@ -82,6 +82,33 @@ TEST_F(Cli, TrainingRunsOnTheDeviceAsked)
     const TrainRun bad = train(m_dir, "", "--device gpu");
     EXPECT_EQ(bad.status, 1) << bad.output;
     EXPECT_NE(bad.output.find("device gpu: not a device (auto, cpu, cuda, cuda:<i>)"), std::string::npos) << bad.output;
+}
+
+// --epochs-this-run K: K epochs, then exit 0 with the state kept and no model written; the same command goes on,
+// K more each time, and the last run writes the model and removes the state.
+TEST_F(Cli, TrainingInPartsGoesOnWhereEachPartStopped)
+{
+    if (!fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+        GTEST_SKIP() << "Fashion-MNIST (dataset-fashion-mnist) is not installed";
+    const std::string state = (m_dir / "model.train-state").string();
+    const std::string options = "--epochs-this-run 2";
+    const TrainRun first = train(m_dir, "", options, 3);
+    ASSERT_EQ(first.status, 0) << first.output;
+    EXPECT_NE(first.output.find("epoch 2/3"), std::string::npos) << first.output;
+    EXPECT_EQ(first.output.find("epoch 3/3"), std::string::npos) << first.output;
+    EXPECT_NE(first.output.find("stopped after 2 epochs (--epochs-this-run)"), std::string::npos) << first.output;
+    EXPECT_TRUE(fs::exists(state));
+    EXPECT_FALSE(fs::exists(m_dir / "model" / "model.safetensors"));
+
+    const TrainRun second = train(m_dir, "", options, 3);
+    ASSERT_EQ(second.status, 0) << second.output;
+    EXPECT_NE(second.output.find("going on after epoch 2"), std::string::npos) << second.output;
+    EXPECT_NE(second.output.find("epoch 3/3"), std::string::npos) << second.output;
+    EXPECT_TRUE(fs::exists(m_dir / "model" / "model.safetensors"));
+    EXPECT_FALSE(fs::exists(state));
+
+    const TrainRun refused = train(m_dir, "", "--epochs-this-run 0", 3);
+    EXPECT_NE(refused.status, 0) << refused.output;
 }
 
 } // namespace
