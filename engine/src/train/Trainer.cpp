@@ -333,8 +333,7 @@ Result<TrainResult> trainModel(const TrainOptions& o)
             epochLines = done.epochLines;
             epochDevices = done.epochDevices;
             earlierSeconds = done.seconds;
-            std::istringstream rngState(done.rng);
-            rngState >> rng;
+            rng = done.rng;
             if (o.onResume)
                 o.onResume(done.epoch, trainingStatePath(o.out));
         }
@@ -383,10 +382,8 @@ Result<TrainResult> trainModel(const TrainOptions& o)
                           e.trainAccuracy, e.seconds);
             epochLines.push_back(line);
             epochDevices.push_back(o.device);
-            std::ostringstream rngState;
-            rngState << rng;
             auto saved = saveTrainingState(o, trainingImages,
-                                           { epoch, step, rngState.str(), epochLines, epochDevices, earlierSeconds + seconds(start) },
+                                           { epoch, step, rng, epochLines, epochDevices, earlierSeconds + seconds(start) },
                                            *net, optimiser);
             if (!saved)
                 return saved.error();

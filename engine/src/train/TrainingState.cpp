@@ -124,8 +124,10 @@ Status saveTrainingState(const TrainOptions& o, const std::string& images, const
         optimiser.save(optimiserArchive);
         archive.write("model", modelArchive);
         archive.write("optimiser", optimiserArchive);
+        std::ostringstream rng;
+        rng << state.rng;
         const nlohmann::ordered_json meta = { { "settings", settings(o, images) }, { "epoch", state.epoch }, { "step", state.step },
-                                              { "rng", state.rng }, { "epoch_lines", state.epochLines },
+                                              { "rng", rng.str() }, { "epoch_lines", state.epochLines },
                                               { "epoch_devices", state.epochDevices }, { "seconds", state.seconds } };
         archive.write(kMetaKey, c10::IValue(meta.dump()));
         std::ostringstream bytes;
@@ -183,7 +185,10 @@ Result<std::optional<TrainingState>> loadTrainingState(const TrainOptions& o, co
         TrainingState s;
         s.epoch = meta.at("epoch").get<int>();
         s.step = meta.at("step").get<int64_t>();
-        s.rng = meta.at("rng").get<std::string>();
+        std::istringstream rng(meta.at("rng").get<std::string>());
+        rng >> s.rng;
+        if (!rng)
+            throw std::runtime_error("its random generator's state is unreadable");
         s.epochLines = meta.at("epoch_lines").get<std::vector<std::string>>();
         if (meta.contains("epoch_devices"))
             s.epochDevices = meta.at("epoch_devices").get<std::vector<std::string>>();

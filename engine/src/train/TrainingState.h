@@ -8,6 +8,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,7 @@ namespace attnscope {
 struct TrainingState {
     int epoch = 0; // epochs done
     int64_t step = 0;
-    std::string rng; // std::mt19937_64's state, as its operator<< writes it
+    std::mt19937_64 rng; // kept as the text its operator<< writes
     std::vector<std::string> epochLines;
     std::vector<std::string> epochDevices; // where each epoch ran: a run may go on on another device
     double seconds = 0;
