@@ -5,12 +5,12 @@
 #
 #   scripts/train-deep-zoo.sh [BUILD_DIR] [OUT]      (defaults: build/release, deep-zoo)
 #
-# Environment: DEVICE (cpu, or cuda on a GPU machine: the four models then train side by side on the one GPU),
-# BF16 (1: matrix products in bfloat16, --bf16; 1.45x faster on an AMX CPU), EPOCHS (30), WIDTH (64), HEADS (4),
-# MLP (2 x WIDTH), FMNIST (the Fashion-MNIST folder, default Debian's; a GPU machine without apt needs a copy carried
-# with the checkout), ONLY (names of the models to train, e.g. "fmnist-vit fmnist-neutreno"; default all four). On the CPU two models train at a time, one thread each (docs/performance.md, "Training": about
-# 215 s per epoch and model on a quiet core of a Sapphire Rapids, 160 s with BF16=1). The embedded zoo was made with
-# BF16=1 EPOCHS=16 (docs/models.md).
+# Environment: DEVICE (cpu, or cuda on a GPU machine: the four models then train side by side on the one GPU), BF16 (1:
+# matrix products in bfloat16, --bf16; 1.45x faster on an AMX CPU), EPOCHS (30), WIDTH (64), HEADS (4), MLP (2 x
+# WIDTH), FMNIST (the Fashion-MNIST folder, default Debian's; a GPU machine without apt needs a copy carried with the
+# checkout), ONLY (names of the models to train, e.g. "fmnist-vit fmnist-neutreno"; default all four). On the CPU two
+# models train at a time, one thread each (docs/performance.md, "Training": about 215 s per epoch and model on a quiet
+# core of a Sapphire Rapids, 160 s with BF16=1). The embedded zoo was made with BF16=1 EPOCHS=16 (docs/models.md).
 set -eu
 build=${1:-build/release}
 out=${2:-deep-zoo}
