@@ -10,7 +10,8 @@
 # WIDTH), FMNIST (the Fashion-MNIST folder, default Debian's; a GPU machine without apt needs a copy carried with the
 # checkout), ONLY (names of the models to train, e.g. "fmnist-vit fmnist-neutreno"; default all four). On the CPU two
 # models train at a time, one thread each (docs/performance.md, "Training": about 215 s per epoch and model on a quiet
-# core of a Sapphire Rapids, 160 s with BF16=1). The embedded zoo was made with BF16=1 EPOCHS=16 (docs/models.md).
+# core of a Sapphire Rapids, 160 s with BF16=1), or all four at once with TOGETHER=1 (when their epochs left differ, as
+# after a GPU lease). The embedded zoo was made with BF16=1 EPOCHS=16 (docs/models.md).
 set -eu
 build=${1:-build/release}
 out=${2:-deep-zoo}
@@ -38,7 +39,7 @@ run() { # NAME VARIANT [OPTIONS...]
     fi
     "$train" --name "$name" --out "$out/$name" $common "$@" >> "$out/$name.log" 2>&1
 }
-if [ "$device" = cpu ]; then
+if [ "$device" = cpu ] && [ "${TOGETHER:-0}" != 1 ]; then
     run fmnist-vit --variant vit &
     run fmnist-neutreno --variant neutreno --neutreno-lambda 0.6 &
     wait
