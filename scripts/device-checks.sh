@@ -30,18 +30,27 @@ cd "$root"
 B=build/libtorch2-headless
 D=.device
 
-prepare() {
+# Builds and strips the given programs (paths under $B) against LibTorch 2.11 and a static OpenCV, and puts what they
+# need beside that torch (libzip, libbz2) into $D/lib.
+build_for_device() {
     set -e
     ./scripts/get-libtorch.sh
     # OPENCV_DIR: a static OpenCV's CMake folder already built elsewhere (default: get-opencv.sh's, built once).
     local opencv=${OPENCV_DIR:-$root/third_party/opencv-4.6.0-static/lib/cmake/opencv4}
     [ -n "${OPENCV_DIR:-}" ] || ./scripts/get-opencv.sh
     cmake --preset libtorch2-headless -DOpenCV_DIR="$opencv" >/dev/null
-    cmake --build $B -j "${JOBS:-$(nproc)}" --target attnscope-cli attnscope-train engine_tests
-    strip -s $B/app/attnscope-cli $B/app/attnscope-train $B/tests/engine_tests
-    mkdir -p $D/lib $D/fmnist
+    local p targets=()
+    for p in "$@"; do targets+=(--target "$(basename "$p")"); done
+    cmake --build $B -j "${JOBS:-$(nproc)}" "${targets[@]}"
+    (cd $B && strip -s "$@")
+    mkdir -p $D/lib
     cp -L "$(ldconfig -p | awk '/libzip.so.4 /{print $NF; exit}')" $D/lib/
     cp -L "$(ldconfig -p | awk '/libbz2.so.1.0 /{print $NF; exit}')" $D/lib/
+}
+
+prepare() {
+    build_for_device app/attnscope-cli app/attnscope-train tests/engine_tests
+    mkdir -p $D/fmnist
     # 12,000 training and 1,000 test images: enough to time the trainer, a tenth of the carried size.
     python3 - "$D/fmnist" <<'EOF'
 import gzip, struct, sys
@@ -54,22 +63,15 @@ for split, n in (("train", 12000), ("t10k", 1000)):
     magic, _ = struct.unpack(">II", d[:8])
     gzip.open(dst + split + "-labels-idx1-ubyte.gz", "wb").write(struct.pack(">II", magic, n) + d[8:8 + n])
 EOF
-    echo "carry: [\"$D\", \"$B/app/attnscope-cli\", \"$B/app/attnscope-train\", \"$B/tests/engine_tests\"]"
+    echo "carry: [\"$D/lib\", \"$D/fmnist\", \"$B/app/attnscope-cli\", \"$B/app/attnscope-train\", \"$B/tests/engine_tests\"]"
     echo "command: bash scripts/device-checks.sh run 540   (timeout_s 590)"
 }
 
 prepare_zoo() {
     set -e
     local zoo=${1:?prepare-zoo needs the zoo folder of scripts/train-deep-zoo.sh}
-    ./scripts/get-libtorch.sh
-    local opencv=${OPENCV_DIR:-$root/third_party/opencv-4.6.0-static/lib/cmake/opencv4}
-    [ -n "${OPENCV_DIR:-}" ] || ./scripts/get-opencv.sh
-    cmake --preset libtorch2-headless -DOpenCV_DIR="$opencv" >/dev/null
-    cmake --build $B -j "${JOBS:-$(nproc)}" --target attnscope-train engine_tests
-    strip -s $B/app/attnscope-train $B/tests/engine_tests
-    mkdir -p $D/lib $D/zoo $D/fmnist-xz
-    cp -L "$(ldconfig -p | awk '/libzip.so.4 /{print $NF; exit}')" $D/lib/
-    cp -L "$(ldconfig -p | awk '/libbz2.so.1.0 /{print $NF; exit}')" $D/lib/
+    build_for_device app/attnscope-train tests/engine_tests
+    mkdir -p $D/zoo $D/fmnist-xz
     rm -f $D/zoo/*
     cp "$zoo"/*.train-state "$zoo"/*.log $D/zoo/ 2>/dev/null || true
     local f
@@ -92,15 +94,21 @@ link_torch() {
     export LD_LIBRARY_PATH=$root/$D/lib
 }
 
-zoo() {
-    local t0 end
+# On the GPU machine: a clock that ends SECONDS from now (el: a heading with the seconds so far; left: the seconds
+# left), the output also to $OUT/log.txt, LibTorch linked, the machine named.
+begin() {
     t0=$(date +%s)
-    end=$((t0 + ${1:-540}))
-    el() { echo "=== [$(($(date +%s) - t0)) s] $*"; }
+    end=$((t0 + $1))
     exec > >(tee -a "$OUT/log.txt") 2>&1
     link_torch
     el "machine"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+}
+el() { echo "=== [$(($(date +%s) - t0)) s] $*"; }
+left() { echo $((end - $(date +%s))); }
+
+zoo() {
+    begin "${1:-540}"
     echo "CPUs $(nproc); $(env | grep -E '^(OMP|MKL|OPENBLAS)_' | tr '\n' ' ')"
     # The trainer and the tests read Debian's folder; here it is made from the carried copy.
     local data=/tmp/fashion-mnist f
@@ -143,15 +151,7 @@ zoo() {
 }
 
 run() {
-    local t0 end
-    t0=$(date +%s)
-    end=$((t0 + ${1:-540}))
-    el() { echo "=== [$(($(date +%s) - t0)) s] $*"; }
-    left() { echo $((end - $(date +%s))); }
-    exec > >(tee -a "$OUT/log.txt") 2>&1
-    link_torch
-    el "machine"
-    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+    begin "${1:-540}"
     python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())'
     ldd $B/app/attnscope-cli | grep "not found"
     echo "CPUs $(nproc); $(env | grep -E '^(OMP|MKL|OPENBLAS)_' | tr '\n' ' ')"

@@ -135,8 +135,7 @@ int main(int argc, char** argv)
         o.command += (i ? " " : "") + std::string(argv[i]);
     std::signal(SIGINT, onInterrupt);
     int epochsDone = 0;
-    const auto enough = [&] { return epochsThisRun > 0 && epochsDone >= epochsThisRun; };
-    o.isCancelled = [&] { return g_interrupted.load() || enough(); };
+    o.isCancelled = [&] { return g_interrupted.load() || (epochsThisRun > 0 && epochsDone >= epochsThisRun); };
     o.onEpoch = [&](const attnscope::TrainOptions::Epoch& e) {
         std::fprintf(stderr, "epoch %d/%d  loss %.4f  train accuracy %.4f  %.0f s\n", e.epoch, e.epochs, e.loss,
                      e.trainAccuracy, e.seconds);
