@@ -307,8 +307,8 @@ TEST(Trainer, StatesOfEitherLibTorchGoOn)
 {
     if (!fs::exists(std::string(kFashionMnistDir) + "/train-images-idx3-ubyte.gz"))
         GTEST_SKIP() << "dataset-fashion-mnist is not installed";
-    const auto golden = [](const std::string& folder) {
-        TrainOptions o = tinyTraining(folder, 256, 2);
+    const auto golden = [](const std::string& folder, int images = 256) {
+        TrainOptions o = tinyTraining(folder, images, 2);
         o.width = 16;
         o.depth = 1;
         o.heads = 2;
@@ -340,6 +340,21 @@ TEST(Trainer, StatesOfEitherLibTorchGoOn)
         // by ~1e-3 (the learning rate) a step.
         EXPECT_LT(worst, 2e-5);
     }
+
+    // A state written before states named their images by content (session 11's trainer, commit 980dafa: it named the
+    // folder and the device) still goes on, and its card says where its epochs ran.
+    TrainOptions old = golden("state-before-fingerprints", 4096);
+    fs::remove_all(old.out);
+    fs::copy_file(fs::path(testDataDir()) / "train-state" / "before-fingerprints.train-state", trainingStatePath(old.out),
+                  fs::copy_options::overwrite_existing);
+    int resumedAfter = 0;
+    old.onResume = [&](int done, const std::string&) { resumedAfter = done; };
+    auto r = trainModel(old);
+    ASSERT_TRUE(r.ok()) << r.message();
+    EXPECT_EQ(resumedAfter, 1);
+    std::ifstream in(old.out + "/MODEL_CARD.md");
+    const std::string card((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(card.find("(training on the CPU, evaluation"), std::string::npos) << card;
 }
 
 // A run started on the CPU goes on on a GPU (the same tensors and generator, moved); the card says where each epoch
