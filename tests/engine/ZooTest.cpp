@@ -106,7 +106,10 @@ TEST_P(ZooAccuracy, ReproducesItsModelCardOnTheFashionMnistTestSet)
     ASSERT_GT(card, 0) << "no test accuracy in the model card";
     const double measured = accuracy(**model, *test);
     EXPECT_NEAR(measured, card, 0.005);
-    if (GetParam() == "fmnist-vit" || GetParam() == "fmnist-vit-d4")
+    // Issue 18's bar for the default, 12-layer baseline; the first zoo's 4-layer one was held to 0.85.
+    if (GetParam() == "fmnist-vit")
+        EXPECT_GE(measured, 0.90);
+    if (GetParam() == "fmnist-vit-d4")
         EXPECT_GE(measured, 0.85);
 }
 
