@@ -194,9 +194,17 @@ void finishLegend(QCPLegend* legend, int maxColumns)
 {
     const int count = legend->itemCount();
     const bool column = legend->property(singleColumnProperty).toBool();
-    const int columns = column ? 1 : std::clamp(maxColumns, 1, std::max(1, count));
-    legend->setWrap(columns);
-    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+    int columns = column ? 1 : std::clamp(maxColumns, 1, std::max(1, count));
+    // No more columns than fit the plot's width (a figure is sized before it is built): a row wider than the plot is
+    // clipped at both ends.
+    const int available = legend->parentPlot() ? legend->parentPlot()->width() : 0;
+    for (;;) {
+        legend->setWrap(columns);
+        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+        if (columns == 1 || available <= 0 || legend->minimumOuterSizeHint().width() <= available)
+            break;
+        --columns;
+    }
     // Natural size, so the surrounding box centres it instead of spreading its items over the full width.
     legend->setSizeConstraintRect(QCPLayoutElement::scrOuterRect);
     legend->setMaximumSize(legend->minimumOuterSizeHint());

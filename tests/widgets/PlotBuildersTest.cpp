@@ -239,6 +239,27 @@ private slots:
         QCOMPARE(QImage(dir.filePath("empty.png")).size(), QSize(800, 600));
     }
 
+    // A legend row wider than the figure was clipped at both ends (docs/figures/papers/snr_boost.png showed
+    // "fmnist-vit, fgsm:ep"): the legend takes as many columns as fit the plot's width.
+    void legendFitsTheFigureWidth()
+    {
+        std::vector<AnalysisSummary> models = twoModels();
+        models[0].label = "a baseline with a rather long name, gaussian:sigma=8";
+        models[1].label = "the same model with NeuTRENO and Boost, gaussian:sigma=8";
+        QCustomPlot plot;
+        plot.resize(lineFigureSize());
+        buildSnrPlot(&plot, models, PlotStyle());
+        int checked = 0;
+        for (QCPLayoutElement* e : plot.plotLayout()->elements(true)) {
+            if (auto* legend = qobject_cast<QCPLegend*>(e)) {
+                QVERIFY2(legend->minimumOuterSizeHint().width() <= plot.width(),
+                    qPrintable(QString("legend %1 px wide in a %2 px figure").arg(legend->minimumOuterSizeHint().width()).arg(plot.width())));
+                ++checked;
+            }
+        }
+        QVERIFY(checked >= 1);
+    }
+
     void legendPlacements()
     {
         for (LegendPlacement placement : { LegendPlacement::Below, LegendPlacement::Right,
