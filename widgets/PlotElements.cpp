@@ -195,9 +195,11 @@ void finishLegend(QCPLegend* legend, int maxColumns)
     const int count = legend->itemCount();
     const bool column = legend->property(singleColumnProperty).toBool();
     int columns = column ? 1 : std::clamp(maxColumns, 1, std::max(1, count));
-    // No more columns than fit the plot's width (a figure is sized before it is built): a row wider than the plot is
-    // clipped at both ends.
-    const int available = legend->parentPlot() ? legend->parentPlot()->width() : 0;
+    // An exported figure (a plot never shown, sized before it is built) takes no more columns than fit its width: a
+    // row wider than the figure is clipped at both ends. A plot on screen keeps its columns: its width at build time
+    // is not yet the one it is drawn at (the window lays it out afterwards).
+    QCustomPlot* plot = legend->parentPlot();
+    const int available = plot && !plot->isVisible() ? plot->width() : 0;
     for (;;) {
         legend->setWrap(columns);
         legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
