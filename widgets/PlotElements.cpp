@@ -1,5 +1,6 @@
 #include "PlotElements.h"
 
+#include <QResizeEvent>
 #include <algorithm>
 #include <cmath>
 #include <qcustomplot.h>
@@ -44,6 +45,48 @@ namespace {
     }
 
     const char* const singleColumnProperty = "attnscopeSingleColumn";
+    const char* const maxColumnsProperty = "attnscopeLegendColumns"; // set by finishLegend
+    const char* const legendFitterProperty = "attnscopeLegendFitter";
+
+    // Lays `legend` out in as many columns as fit `width` (up to the ones finishLegend gave it): a row wider than the
+    // figure is clipped at both ends. At its natural size, so the surrounding box centres it instead of spreading
+    // its items over the full width.
+    void fitLegend(QCPLegend* legend, int width)
+    {
+        int columns = legend->property(maxColumnsProperty).toInt();
+        for (;;) {
+            legend->setWrap(columns);
+            legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+            if (columns <= 1 || width <= 0 || legend->minimumOuterSizeHint().width() <= width)
+                break;
+            --columns;
+        }
+        legend->setSizeConstraintRect(QCPLayoutElement::scrOuterRect);
+        legend->setMaximumSize(legend->minimumOuterSizeHint());
+    }
+
+    // Fits the plot's legends again when its width changes, before the plot lays itself out at the new size.
+    class LegendFitter : public QObject {
+    public:
+        explicit LegendFitter(QCustomPlot* plot)
+            : QObject(plot)
+        {
+            plot->installEventFilter(this);
+        }
+
+    protected:
+        bool eventFilter(QObject* watched, QEvent* event) override
+        {
+            if (event->type() == QEvent::Resize) {
+                const auto* resize = static_cast<QResizeEvent*>(event);
+                if (resize->size().width() != resize->oldSize().width())
+                    for (QCPLegend* legend : watched->findChildren<QCPLegend*>())
+                        if (legend->property(maxColumnsProperty).isValid())
+                            fitLegend(legend, resize->size().width());
+            }
+            return false;
+        }
+    };
 
 } // namespace
 
@@ -194,22 +237,15 @@ void finishLegend(QCPLegend* legend, int maxColumns)
 {
     const int count = legend->itemCount();
     const bool column = legend->property(singleColumnProperty).toBool();
-    int columns = column ? 1 : std::clamp(maxColumns, 1, std::max(1, count));
-    // An exported figure (a plot never shown, sized before it is built) takes no more columns than fit its width: a
-    // row wider than the figure is clipped at both ends. A plot on screen keeps its columns: its width at build time
-    // is not yet the one it is drawn at (the window lays it out afterwards).
+    legend->setProperty(maxColumnsProperty, column ? 1 : std::clamp(maxColumns, 1, std::max(1, count)));
     QCustomPlot* plot = legend->parentPlot();
-    const int available = plot && !plot->isVisible() ? plot->width() : 0;
-    for (;;) {
-        legend->setWrap(columns);
-        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
-        if (columns == 1 || available <= 0 || legend->minimumOuterSizeHint().width() <= available)
-            break;
-        --columns;
+    fitLegend(legend, plot ? plot->width() : 0);
+    // The width at build time is the export's, or for a plot in the window a guess: the window lays it out after,
+    // and the user resizes it. The plot fits its legends again whenever its width changes.
+    if (plot && !plot->property(legendFitterProperty).toBool()) {
+        plot->setProperty(legendFitterProperty, true);
+        new LegendFitter(plot);
     }
-    // Natural size, so the surrounding box centres it instead of spreading its items over the full width.
-    legend->setSizeConstraintRect(QCPLayoutElement::scrOuterRect);
-    legend->setMaximumSize(legend->minimumOuterSizeHint());
 }
 
 QCPGraph* addLine(QCPAxisRect* rect, const QVector<double>& x, const QVector<double>& y, const QColor& color,

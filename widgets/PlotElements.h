@@ -35,8 +35,8 @@ QCPLegend* addLegend(QCustomPlot* plot, QCPAxisRect* rect, int contentRow, const
 // in the same column (Right), or `primary` itself (Inside*), so that colour entries and style keys each keep
 // their natural spacing.
 QCPLegend* addKeyLegend(QCustomPlot* plot, QCPLegend* primary, const PlotStyle& style);
-// Call once the items are in: lays them out in up to `maxColumns` columns (one for side and inset legends) and
-// fixes the legend at its natural size.
+// Call once the items are in: lays them out in up to `maxColumns` columns (one for side and inset legends), as many
+// as fit the plot's width, and fixes the legend at its natural size. The plot fits it again when its width changes.
 void finishLegend(QCPLegend* legend, int maxColumns);
 // A legend in a row of its own at `row` of `layout` (inserted there), centred (panel figures).
 QCPLegend* addLegendBelow(QCustomPlot* plot, QCPLayoutGrid* layout, int row, const PlotStyle& style);

@@ -240,24 +240,49 @@ private slots:
     }
 
     // A legend row wider than the figure was clipped at both ends (docs/figures/papers/snr_boost.png showed
-    // "fmnist-vit, fgsm:ep"): the legend takes as many columns as fit the plot's width.
+    // "fmnist-vit, fgsm:ep"): the legend takes as many columns as fit the plot's width, when it is built for an
+    // export and whenever a plot on screen changes width (the window lays it out after it is built; users resize).
     void legendFitsTheFigureWidth()
     {
         std::vector<AnalysisSummary> models = twoModels();
         models[0].label = "a baseline with a rather long name, gaussian:sigma=8";
         models[1].label = "the same model with NeuTRENO and Boost, gaussian:sigma=8";
         QCustomPlot plot;
+        const auto legends = [&plot] {
+            QList<QCPLegend*> found;
+            for (QCPLayoutElement* e : plot.plotLayout()->elements(true))
+                if (auto* legend = qobject_cast<QCPLegend*>(e))
+                    found.append(legend);
+            return found;
+        };
+        const auto fits = [&](const char* when) {
+            QVERIFY(!legends().isEmpty());
+            for (QCPLegend* legend : legends())
+                QVERIFY2(legend->minimumOuterSizeHint().width() <= plot.width(),
+                    qPrintable(QString("%1: legend %2 px wide in a %3 px figure")
+                                   .arg(when).arg(legend->minimumOuterSizeHint().width()).arg(plot.width())));
+        };
         plot.resize(lineFigureSize());
         buildSnrPlot(&plot, models, PlotStyle());
-        int checked = 0;
-        for (QCPLayoutElement* e : plot.plotLayout()->elements(true)) {
-            if (auto* legend = qobject_cast<QCPLegend*>(e)) {
-                QVERIFY2(legend->minimumOuterSizeHint().width() <= plot.width(),
-                    qPrintable(QString("legend %1 px wide in a %2 px figure").arg(legend->minimumOuterSizeHint().width()).arg(plot.width())));
-                ++checked;
-            }
-        }
-        QVERIFY(checked >= 1);
+        fits("built for export");
+
+        models[0].label = "baseline, gaussian:sigma=8";
+        models[1].label = "NeuTRENO, gaussian:sigma=8";
+        buildSnrPlot(&plot, models, PlotStyle());
+        plot.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&plot));
+        plot.resize(2400, 600);
+        const int allColumns = legends().first()->wrap();
+        QVERIFY2(allColumns >= 2, qPrintable(QString("%1 columns").arg(allColumns)));
+        fits("shown wide");
+        plot.resize(320, 400);
+        fits("narrowed");
+        QCOMPARE(legends().first()->wrap(), 1);
+        plot.resize(2400, 600);
+        QCOMPARE(legends().first()->wrap(), allColumns);
+        plot.resize(320, 400);
+        buildSnrPlot(&plot, models, PlotStyle()); // rebuilt on screen: fitted at the width it has
+        fits("rebuilt narrow");
     }
 
     void legendPlacements()
