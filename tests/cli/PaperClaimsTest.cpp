@@ -32,6 +32,22 @@ std::map<int, LayerValue> tokenCosine(const fs::path& folder)
     return byLayer;
 }
 
+// The options of an analyze run over the 10 Fashion-MNIST samples into `out`, no figures.
+std::string onTheSamples(const fs::path& out)
+{
+    return " --images resources/samples/fashion-mnist --formats none --out " + out.string();
+}
+
+// tokenCosine of each of the 12-layer runs' `folders` into `curves`, each checked to hold the embeddings and 12
+// layers (call under ASSERT_NO_FATAL_FAILURE).
+void deepTokenCosine(const std::vector<fs::path>& folders, std::vector<std::map<int, LayerValue>>* curves)
+{
+    for (const auto& folder : folders) {
+        curves->push_back(tokenCosine(folder));
+        ASSERT_EQ(curves->back().size(), 13u) << folder;
+    }
+}
+
 // A column of snr.csv (tap block, by layer) or snr_diagnostics.csv (by layer) of one run's folder.
 std::map<int, LayerValue> layerColumn(const fs::path& csv, const std::string& column)
 {
@@ -125,14 +141,13 @@ TEST_F(Cli, OverSmoothingGrowsWithDepthAndNeutrenoCountersIt)
 {
     if (!deepZooPresent())
         GTEST_SKIP() << "no embedded models";
-    const auto run = cli("analyze --model builtin:fmnist-vit --compare builtin:fmnist-neutreno --neutreno 0.6 --images "
-                         "resources/samples/fashion-mnist --analyses similarity --formats none --out " + (m_dir / "out").string());
+    const auto run = cli("analyze --model builtin:fmnist-vit --compare builtin:fmnist-neutreno --neutreno 0.6 --analyses similarity"
+        + onTheSamples(m_dir / "out"));
     ASSERT_EQ(run.status, 0) << run.err;
-    const auto vit = tokenCosine(m_dir / "out"), neutreno = tokenCosine(m_dir / "out/runs/fmnist-neutreno"),
-               inference = tokenCosine(m_dir / "out/runs/fmnist-vit-NeuTRENO-0.6");
-    ASSERT_EQ(vit.size(), 13u);
-    ASSERT_EQ(neutreno.size(), 13u);
-    ASSERT_EQ(inference.size(), 13u);
+    std::vector<std::map<int, LayerValue>> curves;
+    ASSERT_NO_FATAL_FAILURE(deepTokenCosine(
+        { m_dir / "out", m_dir / "out/runs/fmnist-neutreno", m_dir / "out/runs/fmnist-vit-NeuTRENO-0.6" }, &curves));
+    const auto &vit = curves[0], &neutreno = curves[1], &inference = curves[2];
     // The baseline: the last layer's cosine at least twice the embeddings', beyond both intervals, and the late half
     // of the layers above the early half.
     EXPECT_GT(vit.at(12).mean, 2 * vit.at(0).mean);
@@ -155,12 +170,11 @@ TEST_F(Cli, NeutrenoModelCollapsesWithoutItsFidelityTerm)
 {
     if (!deepZooPresent())
         GTEST_SKIP() << "no embedded models";
-    const auto run = cli("analyze --model builtin:fmnist-neutreno --neutreno 0 --images resources/samples/fashion-mnist"
-                         " --analyses similarity --formats none --out " + (m_dir / "out").string());
+    const auto run = cli("analyze --model builtin:fmnist-neutreno --neutreno 0 --analyses similarity" + onTheSamples(m_dir / "out"));
     ASSERT_EQ(run.status, 0) << run.err;
-    const auto with = tokenCosine(m_dir / "out"), without = tokenCosine(m_dir / "out/runs/fmnist-neutreno-NeuTRENO-0");
-    ASSERT_EQ(with.size(), 13u);
-    ASSERT_EQ(without.size(), 13u);
+    std::vector<std::map<int, LayerValue>> curves;
+    ASSERT_NO_FATAL_FAILURE(deepTokenCosine({ m_dir / "out", m_dir / "out/runs/fmnist-neutreno-NeuTRENO-0" }, &curves));
+    const auto &with = curves[0], &without = curves[1];
     EXPECT_GT(without.at(12).mean, 0.9);
     EXPECT_LT(with.at(12).mean, 0.4);
     for (int l = 2; l <= 12; ++l)
@@ -179,8 +193,8 @@ TEST_F(Cli, BoostKeepsTheSignalAndTheTokensApart)
 {
     if (!deepZooPresent())
         GTEST_SKIP() << "no embedded models";
-    const auto run = cli("analyze --model builtin:fmnist-vit --compare builtin:fmnist-boost --images resources/samples/fashion-mnist"
-                         " --analyses similarity,snr --noise gaussian:sigma=8 --formats none --out " + (m_dir / "out").string());
+    const auto run = cli("analyze --model builtin:fmnist-vit --compare builtin:fmnist-boost --analyses similarity,snr"
+                         " --noise gaussian:sigma=8" + onTheSamples(m_dir / "out"));
     ASSERT_EQ(run.status, 0) << run.err;
     const fs::path vitDir = m_dir / "out", boostDir = m_dir / "out/runs/fmnist-boost";
     const auto vitK = layerColumn(vitDir / "snr_diagnostics.csv", "sensitivity"),
@@ -209,12 +223,12 @@ TEST_F(Cli, BilateralTokensDoNotGrowAlikeWithDepth)
 {
     if (!deepZooPresent())
         GTEST_SKIP() << "no embedded models";
-    const auto run = cli("analyze --model builtin:fmnist-vit --compare builtin:fmnist-bilateral --images "
-                         "resources/samples/fashion-mnist --analyses similarity --formats none --out " + (m_dir / "out").string());
+    const auto run = cli("analyze --model builtin:fmnist-vit --compare builtin:fmnist-bilateral --analyses similarity"
+        + onTheSamples(m_dir / "out"));
     ASSERT_EQ(run.status, 0) << run.err;
-    const auto vit = tokenCosine(m_dir / "out"), bilateral = tokenCosine(m_dir / "out/runs/fmnist-bilateral");
-    ASSERT_EQ(vit.size(), 13u);
-    ASSERT_EQ(bilateral.size(), 13u);
+    std::vector<std::map<int, LayerValue>> curves;
+    ASSERT_NO_FATAL_FAILURE(deepTokenCosine({ m_dir / "out", m_dir / "out/runs/fmnist-bilateral" }, &curves));
+    const auto &vit = curves[0], &bilateral = curves[1];
     for (int l = 2; l <= 12; ++l)
         EXPECT_LT(std::abs(bilateral.at(l).mean - bilateral.at(1).mean), 0.05) << "layer " << l << " against layer 1";
     EXPECT_GT(vit.at(12).mean - vit.at(1).mean, 0.15);
