@@ -8,7 +8,7 @@ BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OUT ?= attnscope-out
 
-.PHONY: all deps deps-headless test-fresh configure build test run clean install screenshots bench bench-gpu fuzz test-asan test-tsan headless test-headless libtorch2 libtorch2-headless get-libtorch get-opencv
+.PHONY: all deps deps-headless test-fresh configure build test run clean install screenshots bench bench-gpu fuzz test-asan test-tsan headless test-headless test-avx2 libtorch2 libtorch2-headless get-libtorch get-opencv
 
 all: build
 
@@ -42,7 +42,8 @@ clean:
 
 # The README's make test as a new user meets it: a bare Debian 12 root (debootstrap), a clean clone of HEAD with
 # ../shared beside it; first the build without Qt, then make test, then the two builds' data files compared.
-# CI runs exactly this (.ci/run). Needs root. FRESH_STEPS: a subset of "headless test compare".
+# CI runs exactly this (.ci/run), and the engine and CLI tests as on an AVX2 CPU (make test-avx2). Needs root.
+# FRESH_STEPS: a subset of "headless avx2 test compare".
 FRESH_STEPS ?=
 test-fresh:
 	./scripts/test-fresh.sh $(FRESH_STEPS)
@@ -132,3 +133,12 @@ headless: $(CURDIR)/build/headless/Makefile
 
 test-headless: headless
 	ctest --preset headless -j $(JOBS)
+
+# The engine and CLI tests once more as an AVX2 CPU (every AMD Zen 1-3, Intel's desktop CPUs) runs them, whatever this
+# CPU is: oneDNN held to AVX2 (its own ONEDNN_MAX_CPU_ISA) and OpenBLAS on its Haswell kernels. On an AVX-512 machine
+# that is another set of kernels (docs/performance.md, "Which kernels run where"). CI runs it on the headless build
+# (AVX2_PRESET), after make test-headless.
+AVX2_PRESET ?= $(PRESET)
+test-avx2:
+	@test -f build/$(AVX2_PRESET)/CTestTestfile.cmake || { echo "make test-avx2: build/$(AVX2_PRESET) is not built (make test, or AVX2_PRESET=headless after make test-headless)" >&2; exit 1; }
+	ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell ctest --preset $(AVX2_PRESET) -j $(JOBS) --no-tests=error -L '^(engine|cli)$$'

@@ -5,6 +5,7 @@
 #include "OutputFolder.h"
 #include "RunJournal.h"
 
+#include <attnscope/CpuKernels.h>
 #include <attnscope/Files.h>
 #include <attnscope/Image.h>
 #include <attnscope/Npy.h>
@@ -435,6 +436,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
     results->decomposition = std::move(decomposition);
     const auto& info = primary.info();
     const attnscope::ThreadSetup threads = attnscope::threadSetup();
+    const attnscope::CpuKernels cpu = attnscope::cpuKernels();
     results->manifest = {
         { "tool", "attnscope" }, { "version", attnscope::version() },
         { "model", { { "path", info.path }, { "weights", info.weightsPath }, { "sha256", weightsSha ? *weightsSha : "" },
@@ -463,6 +465,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                        { "analyses_on", runs.front().analysis->analysesOnDevice() ? "device" : "host" }, { "dump_tensors", dumping }, { "threads", request.threads },
                        { "intra_op_threads", threads.intraOp }, { "inter_op_threads", threads.interOp },
                        { "omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "" },
+                       { "cpu_kernels", { { "isa", cpu.isa }, { "blas", cpu.blas }, { "linear", cpu.linear }, { "attention", cpu.attention } } },
                        { "description", request.description }, { "compare", request.compareSpec }, { "formats", request.formatsText },
                        { "neutreno_lambda", request.neutreno ? nlohmann::json(*request.neutreno) : nlohmann::json() },
                        { "boost_t", request.boost ? nlohmann::json(*request.boost) : nlohmann::json() } } },

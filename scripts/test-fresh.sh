@@ -6,6 +6,7 @@
 #
 #   scripts/test-fresh.sh [STEPS]     STEPS (default: all) is any of:
 #     headless   make test-headless first, before anything of Qt is installed (proves the build without Qt)
+#     avx2       make test-avx2 on that build: its engine and CLI tests as an AVX2 CPU runs them (after headless)
 #     test       make test (the README's command)
 #     compare    the headless CLI's data files against the Qt build's, byte for byte (scripts/compare-builds.sh)
 #     deps       make deps alone (the packages, no build): to time the install
@@ -18,7 +19,7 @@ set -eu
 main() {
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-steps=${*:-headless test compare}
+steps=${*:-headless avx2 test compare}
 cache=${ATTNSCOPE_CI_CACHE:-/var/cache/attnscope-ci}
 base="$cache/bookworm-minbase.tar"
 say() { echo "test-fresh: $*"; }
@@ -129,9 +130,11 @@ for s in $STEPS; do
                   make test ;;
         deps)     step "make deps (the packages only)"
                   retry make deps ;;
+        avx2)     step "make test-avx2 AVX2_PRESET=headless (the engine and CLI tests as on an AVX2 CPU)"
+                  make test-avx2 AVX2_PRESET=headless ;;
         compare)  step "scripts/compare-builds.sh build/release build/headless"
                   scripts/compare-builds.sh build/release build/headless ;;
-        *)        echo "test-fresh: unknown step '$s' (headless, test, compare, deps)" >&2; exit 2 ;;
+        *)        echo "test-fresh: unknown step '$s' (headless, avx2, test, compare, deps)" >&2; exit 2 ;;
     esac
 done
 step "done"

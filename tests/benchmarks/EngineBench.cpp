@@ -7,6 +7,7 @@
 
 #include <attnscope/AnalysisRun.h>
 #include <attnscope/Analyses.h>
+#include <attnscope/CpuKernels.h>
 #include <attnscope/Model.h>
 
 #include <ATen/ATen.h>
@@ -179,4 +180,18 @@ BENCHMARK(BM_SgemmPeakOneDnn)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecon
 
 } // namespace
 
-BENCHMARK_MAIN();
+// Google Benchmark's main, with the kernels this CPU runs in the JSON's context (run_bench.py prints them).
+int main(int argc, char** argv)
+{
+    const CpuKernels cpu = cpuKernels();
+    benchmark::AddCustomContext("attnscope_isa", cpu.isa);
+    benchmark::AddCustomContext("attnscope_blas", cpu.blas);
+    benchmark::AddCustomContext("attnscope_linear", cpu.linear);
+    benchmark::AddCustomContext("attnscope_attention", cpu.attention);
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv))
+        return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

@@ -11,6 +11,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -255,9 +256,12 @@ TEST_F(Cli, BatchedDevicePathWritesTheHostPathsNumbers)
     EXPECT_EQ(manifest["options"]["device"], "cpu");
     EXPECT_EQ(nlohmann::json::parse(slurp(m_dir / "host" / "manifest.json"))["options"]["analyses_on"], "host");
     EXPECT_EQ(manifest["images"].size(), 10u);
+    // Batches of 4 and of 1 agree to float32 rounding, not bit for bit: the matrix kernels block their sums by batch
+    // shape differently on some CPUs (OpenBLAS on AVX2; docs/performance.md, "Which numbers are bit for bit"), so
+    // every number within 1e-5 relative, plus one unit of the 7th printed digit for the predictions' probabilities.
     int compared = 0;
     for (const char* csv : { "token_similarity.csv", "head_centres.csv", "attention_similarity.csv", "snr_gaussian-sigma-8.csv",
-                             "snr_diagnostics_blur-sigma-1.csv" }) {
+                             "snr_diagnostics_blur-sigma-1.csv", "predictions.csv" }) {
         const auto a = readCsv(m_dir / "host" / csv), b = readCsv(m_dir / "device" / csv);
         ASSERT_EQ(a.size(), b.size()) << csv;
         ASSERT_FALSE(a.empty()) << csv;
@@ -265,13 +269,18 @@ TEST_F(Cli, BatchedDevicePathWritesTheHostPathsNumbers)
             for (const auto& [column, value] : a[i]) {
                 if (column == "tap" || column == "tokens" || value.empty() || value == "nan")
                     continue;
-                const double x = num(value), y = num(b[i].at(column));
-                EXPECT_NEAR(y, x, 1e-5 * std::abs(x) + 1e-9) << csv << " row " << i << " " << column;
+                char* end = nullptr;
+                const double x = std::strtod(value.c_str(), &end);
+                if (*end != '\0') { // text (a file name, a class name): the same
+                    EXPECT_EQ(b[i].at(column), value) << csv << " row " << i << " " << column;
+                    continue;
+                }
+                const double printed = std::string(csv) == "predictions.csv" ? 1e-6 : 1e-9; // written with 6 digits
+                EXPECT_NEAR(num(b[i].at(column)), x, 1e-5 * std::abs(x) + printed) << csv << " row " << i << " " << column;
                 ++compared;
             }
     }
     EXPECT_GT(compared, 300);
-    EXPECT_EQ(slurp(m_dir / "host" / "predictions.csv"), slurp(m_dir / "device" / "predictions.csv"));
     EXPECT_EQ(slurp(m_dir / "host" / "figures" / "attention_grid.csv"), slurp(m_dir / "device" / "figures" / "attention_grid.csv"));
 }
 

@@ -128,6 +128,9 @@ TEST_F(Cli, ThreadsAboveOneRunWithPassiveWaiting)
     EXPECT_EQ(manifest["options"]["intra_op_threads"], 2);
     EXPECT_EQ(manifest["options"]["inter_op_threads"], 2);
     EXPECT_EQ(manifest["options"]["omp_wait_policy"], "PASSIVE");
+    // which kernels ran on this CPU (docs/performance.md, "Which kernels run where"), whichever they are
+    for (const char* part : { "linear", "attention" })
+        EXPECT_FALSE(manifest["options"]["cpu_kernels"][part].get<std::string>().empty()) << part;
     r = cli(args + (m_dir / "b").string(), "env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=ACTIVE ");
     ASSERT_EQ(r.status, 0) << r.err;
     manifest = nlohmann::json::parse(slurp(m_dir / "b" / "manifest.json"));

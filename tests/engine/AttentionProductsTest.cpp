@@ -9,11 +9,6 @@
 #include <c10/core/InferenceMode.h>
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <chrono>
-#include <csignal>
-#include <pthread.h>
-#include <thread>
 
 #ifdef ATTNSCOPE_HAVE_DNNL
 #include "vit/OneDnnSupport.h"
@@ -64,10 +59,11 @@ TEST(AttentionProducts, MatchAtMatmulOnTheForwardsViews)
             const at::Tensor attn = at::softmax(logits, -1);
             const at::Tensor o = products.mix(attn, v);
             expectClose(o, at::matmul(attn, v));
-            // on the packed path's layout oneDNN runs them (brgemm) and writes the heads interleaved in memory, as the
-            // output projection reads them; on the views, at::matmul does (the gemm-based kernel is refused)
-            if (c.N > 1 && c.H > 1 && (!parts || __builtin_cpu_supports("avx512f"))) // brgemm needs AVX-512 (oneDNN 2.6)
-                EXPECT_EQ(o.transpose(1, 2).is_contiguous(), parts) << "the path taken";
+            // oneDNN's brgemm, or one product per head where it has none (the views, a CPU without AVX-512), writes
+            // the heads interleaved in memory, as the output projection reads them; at::matmul runs only where the
+            // linear layers have no oneDNN kernel either
+            if (c.N > 1 && c.H > 1)
+                EXPECT_EQ(o.transpose(1, 2).is_contiguous(), !PackedLinears::kernelHere().empty()) << "the path taken";
             // a second call reuses the primitive: the same answer
             EXPECT_TRUE(at::equal(products.mix(attn, v), o));
             // contiguous operands and an attention map broadcast over the batch (QuadraticAttention's) take either path
@@ -75,6 +71,24 @@ TEST(AttentionProducts, MatchAtMatmulOnTheForwardsViews)
             const at::Tensor shared = attn.narrow(0, 0, 1).expand_as(attn);
             expectClose(products.mix(shared, v), at::matmul(shared, v));
         }
+}
+
+// At two intra-op threads, as a single image's forward in the window runs: oneDNN's kernel, or the heads spread over
+// the OpenMP team where it has none (a CPU without AVX-512: make test-avx2), each team thread in the caller's
+// InferenceMode.
+TEST(AttentionProducts, TwoIntraOpThreadsMatchAtMatmul)
+{
+    c10::InferenceMode inference;
+    AttentionProducts products;
+    at::Generator gen = at::detail::createCPUGenerator(17);
+    const Qkv t = viewsOfParts(2, 197, 6, 64, gen);
+    const int before = at::get_num_threads();
+    at::set_num_threads(2);
+    const at::Tensor logits = products.scores(t.q, t.k, 0.125);
+    const at::Tensor o = products.mix(at::softmax(logits, -1), t.v);
+    at::set_num_threads(before);
+    expectClose(logits, at::matmul(t.q * 0.125, t.k.transpose(-2, -1)));
+    expectClose(o, at::matmul(at::softmax(logits, -1), t.v));
 }
 
 TEST(AttentionProducts, EverythingElseGoesThroughAtMatmul)
@@ -129,53 +143,28 @@ TEST(AttentionProducts, GemmBasedKernelsAreRefused)
     SCOPED_TRACE(viewsImpl + " / " + partsImpl);
     EXPECT_EQ(onednn::isUsableKernel(views), viewsImpl.rfind("brg", 0) == 0);
     EXPECT_EQ(onednn::isUsableKernel(parts), partsImpl.rfind("brg", 0) == 0);
-    if (__builtin_cpu_supports("avx512f")) { // what this machine's oneDNN 2.6.3 picks
+    if (onednn::effectiveIsa().rfind("avx512_core", 0) == 0) { // what oneDNN 2.6.3 picks where it uses AVX-512
         EXPECT_NE(viewsImpl.find("gemm:jit"), std::string::npos);
         EXPECT_EQ(partsImpl.rfind("brg", 0), 0u);
     }
 }
 #endif
 
-namespace {
-std::atomic<int> g_signals { 0 };
-extern "C" void countSignal(int) { g_signals.fetch_add(1, std::memory_order_relaxed); }
-} // namespace
-
-// Signals arriving while the products run (Ctrl-C to the CLI, a profiler's SIGPROF) leave the heap intact. oneDNN
-// 2.6's gemm-based kernels point the stack pointer into a heap buffer, so that a signal frame lands there: with them
-// this test aborts in glibc (heap corruption) within its first second. Both layouts the forward uses.
+// Signals arriving while the products run (Ctrl-C to the CLI, a profiler's SIGPROF) leave the heap intact
+// (runUnderSignals), on both layouts the forward uses.
 TEST(AttentionProducts, SignalsWhileTheyRunLeaveTheHeapIntact)
 {
     c10::InferenceMode inference;
     AttentionProducts products;
     at::Generator gen = at::detail::createCPUGenerator(11);
     const Qkv parts = viewsOfParts(1, 197, 6, 64, gen), views = viewsOfProjection(1, 197, 6, 64, gen);
-    struct sigaction action {}, previous {};
-    action.sa_handler = countSignal;
-    sigemptyset(&action.sa_mask);
-    ASSERT_EQ(sigaction(SIGUSR1, &action, &previous), 0);
-    g_signals = 0;
-    const pthread_t target = pthread_self();
-    std::atomic<bool> done { false };
-    std::thread sender([&] {
-        while (!done) {
-            pthread_kill(target, SIGUSR1);
-            std::this_thread::sleep_for(std::chrono::microseconds(50));
-        }
-    });
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     at::Tensor o[2];
-    for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
-        const Qkv& t = i % 2 ? views : parts;
-        o[i % 2] = products.mix(at::softmax(products.scores(t.q, t.k, 0.125), -1), t.v);
-        std::vector<at::Tensor> churn; // allocations and frees between the products, where glibc checks its chunks
-        for (int j = 0; j < 8; ++j)
-            churn.push_back(at::empty({ 1000 + 97 * j }));
-    }
-    done = true;
-    sender.join();
-    sigaction(SIGUSR1, &previous, nullptr);
-    EXPECT_GT(g_signals.load(), 1000);
+    int calls = 0;
+    const int signals = test::runUnderSignals(2.0, [&] {
+        const Qkv& t = calls % 2 ? views : parts;
+        o[calls++ % 2] = products.mix(at::softmax(products.scores(t.q, t.k, 0.125), -1), t.v);
+    });
+    EXPECT_GT(signals, 1000);
     for (int i = 0; i < 2; ++i) {
         const Qkv& t = i % 2 ? views : parts;
         expectClose(o[i], at::matmul(at::softmax(at::matmul(t.q * 0.125, t.k.transpose(-2, -1)), -1), t.v));

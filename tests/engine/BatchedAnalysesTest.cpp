@@ -165,6 +165,8 @@ TEST(BatchedAnalyses, CleanTracesHoldLogitsAndTheTapsAskedFor)
 // BF16 is a real change of arithmetic (autocast), close to FP32 but not equal; TF32 is refused off CUDA.
 TEST(BatchedAnalyses, PrecisionBf16DeviatesLittleAndTf32NeedsCuda)
 {
+    if (const std::string why = bf16BlockedByTheAvx2Emulation(); !why.empty())
+        GTEST_SKIP() << why;
     auto model = Model::load("builtin:fmnist-vit-d4", { "cpu", "" });
     ASSERT_TRUE(model) << model.message();
     const auto images = fashionSamples(**model, 3);

@@ -69,7 +69,8 @@ TEST(PackedLinear, SplitIntoPartsMatchesAtLinearChunks)
         for (int p = 0; p < 3; ++p) {
             SCOPED_TRACE(testing::Message() << "part " << p << (bias ? " with bias" : ""));
             expectClose(parts[size_t(p)], whole.narrow(-1, p * 96, 96));
-            EXPECT_EQ(parts[size_t(p)].is_contiguous(), PackedLinears::available());
+            // contiguous where the packed path has a kernel on this CPU, whichever oneDNN offers (brgemm, jit_1x1)
+            EXPECT_EQ(parts[size_t(p)].is_contiguous(), !PackedLinears::kernelHere().empty()) << PackedLinears::kernelHere();
         }
         expectClose(packed.forward(layer, x), whole); // after the parts: still the whole layer
         // parts that do not divide the output: at::linear's chunks
@@ -129,4 +130,24 @@ TEST(PackedLinear, ActivationEpilogueMatchesTheSeparateActivation)
         SCOPED_TRACE(int(a));
         expectClose(packed.forward(layer, x, a), applyActivation(layer->forward(x), a));
     }
+}
+
+// Signals arriving while the linear layers run (Ctrl-C to the CLI, a profiler's SIGPROF) leave the heap intact
+// (runUnderSignals), whichever kernel oneDNN gives the packed path on this CPU (brgemm, or the jit_1x1 convolution
+// without AVX-512): the ViT-S qkv projection and the MLP's first layer with its activation.
+TEST(PackedLinear, SignalsWhileItRunsLeaveTheHeapIntact)
+{
+    c10::InferenceMode inference;
+    PackedLinears packed;
+    at::Generator gen = at::detail::createCPUGenerator(13);
+    auto qkv = randomLinear(384, 1152, true, 1), fc1 = randomLinear(384, 1536, true, 2);
+    const at::Tensor x = at::normal(0.0, 1.0, { 1, 197, 384 }, gen);
+    at::Tensor y, h;
+    const int signals = test::runUnderSignals(2.0, [&] {
+        y = packed.forward(qkv, x);
+        h = packed.forward(fc1, x, Activation::Gelu);
+    });
+    EXPECT_GT(signals, 1000);
+    expectClose(y, qkv->forward(x));
+    expectClose(h, applyActivation(fc1->forward(x), Activation::Gelu));
 }

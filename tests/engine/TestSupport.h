@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -129,6 +131,24 @@ inline std::vector<std::map<std::string, std::string>> readCsv(const std::filesy
         rows.push_back(row);
     }
     return rows;
+}
+
+// Why bfloat16 products cannot run on the CPU here, or "": under make test-avx2's emulation of an AVX2 CPU on an AVX-512
+// one. LibTorch 1.13 sends bfloat16 matrix products to oneDNN when the CPU itself has AVX-512 (its own CPUID check),
+// and oneDNN, held to AVX2 by ONEDNN_MAX_CPU_ISA, then has no kernel for them ("could not create a primitive
+// descriptor iterator"); a real AVX2 CPU takes LibTorch's own bfloat16 path instead, as its runs show.
+inline std::string bf16BlockedByTheAvx2Emulation()
+{
+    const char* limit = std::getenv("ONEDNN_MAX_CPU_ISA");
+    if (!limit)
+        return "";
+    std::string isa(limit);
+    std::transform(isa.begin(), isa.end(), isa.begin(), [](unsigned char c) { return char(std::toupper(c)); });
+    __builtin_cpu_init();
+    if (isa.find("AVX512") != std::string::npos || isa == "ALL" || !__builtin_cpu_supports("avx512bw"))
+        return "";
+    return "ONEDNN_MAX_CPU_ISA=" + std::string(limit) + " on an AVX-512 CPU: LibTorch 1.13 gives oneDNN the bfloat16 products"
+           " (it checks the CPU, not the limit) and oneDNN has no kernel below AVX-512; a real AVX2 CPU runs them";
 }
 
 // A CSV cell as a number; "nan" and empty cells are NaN.

@@ -429,6 +429,8 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         return Error { e.what() };
     } catch (const c10::Error& e) {
         return Error { std::string("training failed: ") + e.what_without_backtrace() };
+    } catch (const std::exception& e) { // a library below LibTorch's own (oneDNN's dnnl::error: no kernel for an op)
+        return Error { std::string("training failed: ") + e.what() };
     }
 }
 

@@ -1,6 +1,7 @@
 #include "vit/AttentionProducts.h"
 
 #include "vit/PackedLinear.h"
+#include "vit/TeamThreads.h"
 #include "vit/Threads.h"
 
 #include <ATen/ATen.h>
@@ -134,6 +135,52 @@ struct AttentionProducts::State {
     }
 };
 
+const std::string& AttentionProducts::pathHere()
+{
+    static const std::string path = [] {
+        if (!enabled())
+            return std::string("at::matmul");
+        // q k^T on the packed path's layout: q, k [1, 6, 197, 64] views of contiguous [1, 197, 384]
+        const auto q = at::empty({ 1, 197, 384 }).view({ 1, 197, 6, 64 }).transpose(1, 2);
+        const auto kt = at::empty({ 1, 197, 384 }).view({ 1, 197, 6, 64 }).permute({ 0, 2, 3, 1 });
+        const auto logits = at::empty({ 1, 6, 197, 197 });
+        const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+        try {
+            const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(State::desc(q), State::desc(kt), State::desc(logits)), engine);
+            if (onednn::isUsableKernel(pd))
+                return "oneDNN " + std::string(pd.impl_info_str());
+        } catch (const dnnl::error&) {
+        }
+        return std::string(PackedLinears::kernelHere().empty() ? "at::matmul" : "per head (at::addmm)");
+    }();
+    return path;
+}
+
+namespace {
+
+// dst[b, h] = scale * a[b, h] b[b, h], one product per head on the operands' own strides (no copies), the heads spread
+// over the OpenMP team (runOnTeam): where oneDNN has no brgemm (CPUs without AVX-512) the linear layers still run on
+// oneDNN's kernels (PackedLinear.h) and OpenBLAS is held at one thread (Model.cpp), so at::matmul would run every head
+// on one thread. Each head's product is the same call whatever the thread count. Only there: with the linear layers on
+// OpenBLAS too, it has the threads, and at::matmul is used.
+bool headwise(const at::Tensor& a, const at::Tensor& b, at::Tensor& dst, double scale)
+{
+    if (PackedLinears::kernelHere().empty())
+        return false;
+    const int64_t heads = a.size(1);
+    const auto head = [&](int64_t i) {
+        const auto pick = [&](const at::Tensor& t) { return t.select(0, i / heads).select(0, i % heads); };
+        at::Tensor out = pick(dst);
+        at::addmm_out(out, out, pick(a), pick(b), 0.0, scale);
+    };
+    if (!runOnTeam(a.size(0) * heads, head))
+        for (int64_t i = 0; i < a.size(0) * heads; ++i)
+            head(i);
+    return true;
+}
+
+} // namespace
+
 AttentionProducts::AttentionProducts()
     : m_state(std::make_unique<State>())
 {
@@ -147,7 +194,7 @@ at::Tensor AttentionProducts::scores(const at::Tensor& q, const at::Tensor& k, d
     if (!eligible(q, kt))
         return plainScores(q, k, scale);
     at::Tensor out = at::empty({ q.size(0), q.size(1), q.size(2), k.size(2) }, q.options());
-    return m_state->run(q, kt, out, float(scale)) ? out : plainScores(q, k, scale);
+    return m_state->run(q, kt, out, float(scale)) || headwise(q, kt, out, scale) ? out : plainScores(q, k, scale);
 }
 
 at::Tensor AttentionProducts::mix(const at::Tensor& attn, const at::Tensor& v)
@@ -156,13 +203,18 @@ at::Tensor AttentionProducts::mix(const at::Tensor& attn, const at::Tensor& v)
         return plainMix(attn, v);
     // [B, N, H, d] in memory, seen as [B, H, N, d]
     at::Tensor out = at::empty({ attn.size(0), attn.size(2), attn.size(1), v.size(3) }, attn.options()).transpose(1, 2);
-    return m_state->run(attn, v, out, 1.f) ? out : plainMix(attn, v);
+    return m_state->run(attn, v, out, 1.f) || headwise(attn, v, out, 1.0) ? out : plainMix(attn, v);
 }
 
 #else // no oneDNN in this build: at::matmul throughout
 
 struct AttentionProducts::State { };
 bool AttentionProducts::enabled() { return false; }
+const std::string& AttentionProducts::pathHere()
+{
+    static const std::string path = "at::matmul";
+    return path;
+}
 AttentionProducts::AttentionProducts() = default;
 AttentionProducts::~AttentionProducts() = default;
 at::Tensor AttentionProducts::scores(const at::Tensor& q, const at::Tensor& k, double scale) { return plainScores(q, k, scale); }

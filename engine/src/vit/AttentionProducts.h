@@ -3,6 +3,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <memory>
+#include <string>
 
 namespace attnscope {
 
@@ -14,9 +15,10 @@ namespace attnscope {
 //
 // Only brgemm is used (onednn::isUsableKernel): on other layouts, such as q, k and v as strided views of one [B, N, 3D]
 // projection, oneDNN picks its gemm-based matmul, whose kernels corrupt the heap when a signal arrives while they run
-// (OneDnnSupport.h). Like PackedLinears, everything without such a kernel (another device, dtype or layout, autograd,
-// a build without oneDNN, a CPU without AVX-512) goes through at::matmul, so the results never depend on which path
-// ran beyond float rounding.
+// (OneDnnSupport.h). On a CPU without AVX-512 (no brgemm in oneDNN 2.6) the products run one head at a time through
+// at::addmm on the same views, the heads spread over the OpenMP team. Everything else (another device or dtype,
+// autograd, a build without oneDNN, a CPU where the linear layers have no oneDNN kernel either) goes through
+// at::matmul, so the results never depend on which path ran beyond float rounding.
 //
 // One per loaded model, shared by the threads that run its forwards; primitives are made per shape, layout and
 // thread count on first use and kept.
@@ -36,6 +38,9 @@ public:
     // Whether the oneDNN path is on: oneDNN in this build, PackedLinears::available(), and ATTNSCOPE_PLAIN_ATTENTION
     // not set.
     static bool enabled();
+    // Which path the forward's products take on this CPU: oneDNN's kernel ("oneDNN brg:avx512_core"), one product
+    // per head ("per head (at::addmm)"), or "at::matmul". Found once, by asking oneDNN for ViT-S's products.
+    static const std::string& pathHere();
 
 private:
     struct State;

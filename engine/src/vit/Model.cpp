@@ -1,10 +1,13 @@
 #include "attnscope/Model.h"
+#include "attnscope/CpuKernels.h"
 
 #include "checkpoint/LoadError.h"
 #include "vit/ModelImpl.h"
 #include "checkpoint/ModelLoader.h"
 #include "image/Preprocess.h"
 #include "io/TensorImpl.h"
+#include "vit/AttentionProducts.h"
+#include "vit/PackedLinear.h"
 #include "vit/Threads.h"
 #include "vit/VisionTransformer.h"
 
@@ -20,6 +23,10 @@
 #include <dlfcn.h>
 #include <mutex>
 #include <unistd.h>
+
+#ifdef ATTNSCOPE_HAVE_DNNL
+#include "vit/OneDnnSupport.h"
+#endif
 
 #ifndef ATTNSCOPE_SOURCE_RESOURCES
 #define ATTNSCOPE_SOURCE_RESOURCES ""
@@ -46,10 +53,12 @@ std::string executableDir()
 
 std::once_flag g_threadsChosen;
 
-// With the linear layers on oneDNN (PackedLinear.h) OpenBLAS is left only the attention's small batched products;
-// its pthread pool spinning beside LibTorch's OpenMP team costs more than they gain (a 2-thread ViT-S forward
-// 80 -> 97-117 ms), so it keeps one thread.
-int blasThreadsFor(int threads) { return PackedLinears::available() ? 1 : threads; }
+// With the linear layers on oneDNN (PackedLinear.h) OpenBLAS is left only the attention's small products, which
+// the OpenMP team spreads over heads when oneDNN has no kernel for them (AttentionProducts.h); its pthread pool
+// spinning beside LibTorch's OpenMP team costs more than it gains (a 2-thread ViT-S forward 80 -> 97-117 ms), so
+// it keeps one thread. Where oneDNN has no fast kernel on this CPU, OpenBLAS runs the linear layers and gets the
+// threads.
+int blasThreadsFor(int threads) { return PackedLinears::kernelHere().empty() ? threads : 1; }
 
 // A count the user gave OpenBLAS in its environment is theirs.
 void alignBlasThreads()
@@ -375,6 +384,18 @@ void setNumThreads(int threads)
     at::set_num_threads(threads);
     setBlasThreads(blasThreadsFor(threads));
     setInterOpThreads(threads);
+}
+
+CpuKernels cpuKernels()
+{
+    CpuKernels k;
+#ifdef ATTNSCOPE_HAVE_DNNL
+    k.isa = onednn::effectiveIsa();
+#endif
+    k.blas = blasCoreName();
+    k.linear = PackedLinears::kernelHere().empty() ? "at::linear" : "oneDNN " + PackedLinears::kernelHere();
+    k.attention = AttentionProducts::pathHere();
+    return k;
 }
 
 ThreadSetup threadSetup() { return { std::max(1, at::get_num_threads()), interOpThreads() }; }

@@ -52,6 +52,8 @@ auto catchForwardErrors(F&& f) -> decltype(f())
         return Error { e.what() };
     } catch (const c10::Error& e) {
         return Error { std::string("forward failed: ") + e.what_without_backtrace() };
+    } catch (const std::exception& e) { // a library below LibTorch's own (oneDNN's dnnl::error: no kernel for an op)
+        return Error { std::string("forward failed: ") + e.what() };
     }
 }
 

@@ -25,6 +25,26 @@ inline bool isUsableKernel(const dnnl::primitive_desc_base& pd)
     return impl.find("ref") == std::string::npos && !gemmBased;
 }
 
+// The vector ISA oneDNN uses on this CPU (ONEDNN_MAX_CPU_ISA lowers it): "avx512_core_amx", "avx2", ...
+inline std::string effectiveIsa()
+{
+    using isa = dnnl::cpu_isa;
+    switch (dnnl::get_effective_cpu_isa()) {
+    case isa::sse41: return "sse41";
+    case isa::avx: return "avx";
+    case isa::avx2: return "avx2";
+    case isa::avx2_vnni: return "avx2_vnni";
+    case isa::avx512_mic: return "avx512_mic";
+    case isa::avx512_mic_4ops: return "avx512_mic_4ops";
+    case isa::avx512_core: return "avx512_core";
+    case isa::avx512_core_vnni: return "avx512_core_vnni";
+    case isa::avx512_core_bf16: return "avx512_core_bf16";
+    case isa::avx512_core_amx: return "avx512_core_amx";
+    case isa::all: break;
+    }
+    return "all";
+}
+
 // Runs a primitive made with scratchpad_mode::user on the calling thread, with that thread's scratch memory (one
 // buffer per thread, grown to the largest need), and waits for it.
 inline void execute(const dnnl::primitive& primitive, const dnnl::primitive_desc_base& pd, const dnnl::engine& engine,

@@ -1,10 +1,12 @@
 #include "vit/PackedLinear.h"
 
+#include "vit/TeamThreads.h"
 #include "vit/Threads.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -53,8 +55,9 @@ std::vector<at::Tensor> plainSplit(torch::nn::Linear& layer, const at::Tensor& x
 struct PackedLinears::State {
     struct Entry {
         bool usable = false;
-        dnnl::matmul primitive;
-        dnnl::matmul::primitive_desc pd;
+        bool activationAfter = false; // the kernel took no activation epilogue: applyActivation runs after it
+        dnnl::primitive primitive;
+        dnnl::primitive_desc_base pd;
         std::shared_ptr<dnnl::memory> weights; // packed, shared by the entries of one layer with one layout
     };
     // layer, its weights' memory and shape, its bias's memory (none: null), rows, threads, activation + 1
@@ -64,7 +67,12 @@ struct PackedLinears::State {
     std::map<Key, std::shared_ptr<const Entry>> entries;
     std::map<std::tuple<const void*, const void*>, std::vector<std::shared_ptr<dnnl::memory>>> packedByLayer;
 
-    at::Tensor run(const Entry& entry, const at::Tensor& x, const at::Tensor& src, const at::Tensor& b, int64_t out);
+    // ys[p] [rows, out_p] = src [rows, in] ws[p]^T + bs[p] (then the activation) for every part p, into contiguous
+    // ys; false where oneDNN has no fast kernel for one of them, and then the caller goes through at::linear for all.
+    bool products(const torch::nn::LinearImpl& layer, const std::vector<at::Tensor>& ws, const std::vector<at::Tensor>& bs,
+                  const at::Tensor& src, std::vector<at::Tensor>& ys, std::optional<Activation> activation);
+    // y = src w^T + b for `rows` rows through the entry made for them (pointers to row-major [rows, in] and [rows, out]).
+    void execute(const Entry& entry, const float* src, float* y, const at::Tensor& b);
 
     // For the layer's weights `w` [out, in] and bias `b` (the layer's own, or rows of them: forwardSplit's parts).
     std::shared_ptr<const Entry> entryFor(const torch::nn::LinearImpl& layer, const at::Tensor& w, const at::Tensor& b, int64_t rows,
@@ -99,40 +107,86 @@ struct PackedLinears::State {
         }
     }
 
+    // The kernel for y [rows, out] = x [rows, in] w^T (+ b) (then the activation), in oneDNN's order of preference:
+    // - matmul, where oneDNN 2.6 has brgemm (CPUs with AVX-512);
+    // - else a 1x1 convolution over `rows` positions: x and y row-major are its nwc source and destination, and on
+    //   AVX2 oneDNN runs its direct jit_1x1 kernel on them, with the weights packed for it. The matmul and inner
+    //   product there are gemm-based, which OneDnnSupport.h refuses.
+    // With the activation as an epilogue first, then without it (the activation then runs after the product).
+    static std::optional<dnnl::primitive_desc_base> choose(const dnnl::engine& engine, int64_t rows, int64_t in, int64_t out,
+                                                           bool bias, std::optional<Activation> activation, bool& activationAfter)
+    {
+        using dt = dnnl::memory::data_type;
+        using tag = dnnl::memory::format_tag;
+        for (const bool fused : { true, false }) {
+            if (!fused && !activation)
+                break;
+            dnnl::primitive_attr attr;
+            attr.set_scratchpad_mode(dnnl::scratchpad_mode::user); // each calling thread brings its own
+            if (activation && fused) {
+                dnnl::post_ops ops;
+                appendActivation(ops, *activation);
+                attr.set_post_ops(ops);
+            }
+            activationAfter = activation && !fused;
+            try {
+                const dnnl::memory::desc src({ rows, in }, dt::f32, tag::ab), weights({ in, out }, dt::f32, tag::any),
+                    dst({ rows, out }, dt::f32, tag::ab), b({ 1, out }, dt::f32, tag::ab);
+                const auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, b, dst), attr, engine)
+                                     : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, engine);
+                if (onednn::isUsableKernel(pd))
+                    return pd;
+            } catch (const dnnl::error&) {
+            }
+            try {
+                const dnnl::memory::desc src({ 1, in, rows }, dt::f32, tag::nwc), weights({ out, in, 1 }, dt::f32, tag::any),
+                    dst({ 1, out, rows }, dt::f32, tag::nwc), b({ out }, dt::f32, tag::x);
+                const auto kind = dnnl::prop_kind::forward_inference;
+                const auto direct = dnnl::algorithm::convolution_direct;
+                const dnnl::memory::dims ones { 1 }, zeros { 0 };
+                const auto pd = bias
+                    ? dnnl::convolution_forward::primitive_desc(
+                          dnnl::convolution_forward::desc(kind, direct, src, weights, b, dst, ones, zeros, zeros), attr, engine)
+                    : dnnl::convolution_forward::primitive_desc(
+                          dnnl::convolution_forward::desc(kind, direct, src, weights, dst, ones, zeros, zeros), attr, engine);
+                // the layouts asked for, not ones oneDNN chose instead
+                if (onednn::isUsableKernel(pd) && pd.src_desc() == src && pd.dst_desc() == dst)
+                    return pd;
+            } catch (const dnnl::error&) {
+            }
+        }
+        return std::nullopt;
+    }
+
     void build(Entry& e, const torch::nn::LinearImpl& layer, const at::Tensor& w, bool bias, int64_t rows,
                std::optional<Activation> activation)
     {
         using dt = dnnl::memory::data_type;
         using tag = dnnl::memory::format_tag;
         const int64_t out = w.size(0), in = w.size(1); // w [out, in]
-        const dnnl::memory::desc src({ rows, in }, dt::f32, tag::ab);
-        const dnnl::memory::desc weightsAny({ in, out }, dt::f32, tag::any);
-        const dnnl::memory::desc dst({ rows, out }, dt::f32, tag::ab);
-        dnnl::primitive_attr attr;
-        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user); // each calling thread brings its own
-        if (activation) {
-            dnnl::post_ops ops;
-            appendActivation(ops, *activation);
-            attr.set_post_ops(ops);
-        }
-        e.pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weightsAny, dnnl::memory::desc({ 1, out }, dt::f32, tag::ab), dst), attr, engine)
-                    : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weightsAny, dst), attr, engine);
         // A reference kernel would be slower than OpenBLAS, and a gemm-based one is unsafe (OneDnnSupport.h).
-        if (!onednn::isUsableKernel(e.pd))
+        const auto pd = choose(engine, rows, in, out, bias, activation, e.activationAfter);
+        if (!pd)
             return;
+        e.pd = *pd;
+        const dnnl::memory::desc packedDesc = e.pd.weights_desc();
         for (const auto& packed : packedByLayer[{ &layer, w.data_ptr() }])
-            if (packed->get_desc() == e.pd.weights_desc())
+            if (packed->get_desc() == packedDesc)
                 e.weights = packed;
         if (!e.weights) {
             const at::Tensor contiguous = w.contiguous();
-            dnnl::memory plain(dnnl::memory::desc({ in, out }, dt::f32, tag::ba), engine, contiguous.data_ptr<float>());
-            e.weights = std::make_shared<dnnl::memory>(e.pd.weights_desc(), engine);
+            // w [out, in] row-major: the matmul's weights [in, out] transposed, or the convolution's [out, in, 1]
+            const dnnl::memory::desc plainDesc = packedDesc.dims().size() == 2
+                ? dnnl::memory::desc({ in, out }, dt::f32, tag::ba)
+                : dnnl::memory::desc({ out, in, 1 }, dt::f32, tag::oiw);
+            dnnl::memory plain(plainDesc, engine, contiguous.data_ptr<float>());
+            e.weights = std::make_shared<dnnl::memory>(packedDesc, engine);
             dnnl::stream stream(engine);
             dnnl::reorder(plain, *e.weights).execute(stream, plain, *e.weights);
             stream.wait();
             packedByLayer[{ &layer, w.data_ptr() }].push_back(e.weights);
         }
-        e.primitive = dnnl::matmul(e.pd);
+        e.primitive = dnnl::primitive(e.pd.get()); // a matmul or a convolution, as the descriptor says
         e.usable = true;
     }
 };
@@ -151,6 +205,19 @@ bool PackedLinears::available()
     return on;
 }
 
+const std::string& PackedLinears::kernelHere()
+{
+    static const std::string kernel = [] {
+        if (!available())
+            return std::string();
+        const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+        bool activationAfter = false;
+        const auto pd = State::choose(engine, 197, 384, 1152, true, std::nullopt, activationAfter);
+        return pd ? std::string(pd->impl_info_str()) : std::string();
+    }();
+    return kernel;
+}
+
 namespace {
 
 bool eligible(const torch::nn::Linear& layer, const at::Tensor& x)
@@ -165,22 +232,50 @@ bool eligible(const torch::nn::Linear& layer, const at::Tensor& x)
 
 } // namespace
 
-// y = src w^T + b through the entry made for w and b; src [rows, in] contiguous, y [..., out] with x's leading sizes.
-at::Tensor PackedLinears::State::run(const Entry& entry, const at::Tensor& x, const at::Tensor& src, const at::Tensor& b, int64_t out)
+void PackedLinears::State::execute(const Entry& entry, const float* src, float* y, const at::Tensor& b)
 {
-    const int64_t in = src.size(-1), rows = src.numel() / in;
-    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
-    shape.back() = out;
-    at::Tensor y = at::empty(shape, x.options());
-    using dt = dnnl::memory::data_type;
-    using tag = dnnl::memory::format_tag;
-    dnnl::memory srcMem({ { rows, in }, dt::f32, tag::ab }, engine, src.data_ptr<float>());
-    dnnl::memory dstMem({ { rows, out }, dt::f32, tag::ab }, engine, y.data_ptr<float>());
-    std::unordered_map<int, dnnl::memory> args { { DNNL_ARG_SRC, srcMem }, { DNNL_ARG_WEIGHTS, *entry.weights }, { DNNL_ARG_DST, dstMem } };
+    // The descriptors the primitive was made for: [rows, in] and [rows, out] row-major (the matmul's ab, the
+    // convolution's nwc), the bias as [1, out] or [out].
+    std::unordered_map<int, dnnl::memory> args { { DNNL_ARG_SRC, dnnl::memory(entry.pd.src_desc(), engine, const_cast<float*>(src)) },
+                                                 { DNNL_ARG_WEIGHTS, *entry.weights },
+                                                 { DNNL_ARG_DST, dnnl::memory(entry.pd.dst_desc(), engine, y) } };
     if (b.defined())
-        args.emplace(DNNL_ARG_BIAS, dnnl::memory({ { 1, out }, dt::f32, tag::ab }, engine, b.data_ptr<float>()));
+        args.emplace(DNNL_ARG_BIAS, dnnl::memory(entry.pd.weights_desc(1), engine, b.data_ptr<float>()));
     onednn::execute(entry.primitive, entry.pd, engine, std::move(args));
-    return y;
+}
+
+namespace {
+// Rows a thread takes at least when a product is cut into blocks of rows.
+constexpr int64_t kRowsPerBlock = 32;
+} // namespace
+
+// With more than one intra-op thread the rows are cut into one block per thread, each block a single-threaded product
+// on its own team thread (runOnTeam): oneDNN's own split of one 197-row product over two threads reached 1.7x, its
+// jit_1x1 kernel on 98 rows alone runs as fast per row as on 197 (docs/performance.md, "Which kernels run where").
+bool PackedLinears::State::products(const torch::nn::LinearImpl& layer, const std::vector<at::Tensor>& ws, const std::vector<at::Tensor>& bs,
+                                    const at::Tensor& src, std::vector<at::Tensor>& ys, std::optional<Activation> activation)
+{
+    const int64_t rows = src.size(0), in = src.size(1);
+    std::atomic<bool> usable { true };
+    const auto block = [&](int64_t begin, int64_t end) {
+        for (size_t p = 0; p < ws.size() && usable; ++p) {
+            const auto entry = entryFor(layer, ws[p], bs[p], end - begin, activation); // this thread's count
+            if (!entry->usable) {
+                usable = false;
+                return;
+            }
+            const int64_t out = ws[p].size(0);
+            execute(*entry, src.data_ptr<float>() + begin * in, ys[p].data_ptr<float>() + begin * out, bs[p]);
+            if (activation && entry->activationAfter) {
+                at::Tensor part = ys[p].narrow(0, begin, end - begin);
+                part.copy_(applyActivation(part, *activation));
+            }
+        }
+    };
+    const int64_t blocks = std::min<int64_t>(ompThreadsHere(), rows / kRowsPerBlock);
+    if (blocks < 2 || !runOnTeam(blocks, [&](int64_t i) { block(rows * i / blocks, rows * (i + 1) / blocks); }))
+        block(0, rows);
+    return usable;
 }
 
 at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x, std::optional<Activation> activation)
@@ -188,10 +283,14 @@ at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x,
     if (!eligible(layer, x))
         return plainForward(layer, x, activation);
     const at::Tensor& w = layer->weight;
-    const auto entry = m_state->entryFor(*layer, w, layer->bias, x.numel() / w.size(1), activation);
-    if (!entry->usable)
+    const int64_t in = w.size(1), out = w.size(0);
+    const at::Tensor src = x.contiguous().view({ -1, in });
+    std::vector<at::Tensor> ys { at::empty({ src.size(0), out }, x.options()) };
+    if (!m_state->products(*layer, { w }, { layer->bias }, src, ys, activation))
         return plainForward(layer, x, activation);
-    return m_state->run(*entry, x, x.contiguous(), layer->bias, w.size(0));
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+    shape.back() = out;
+    return ys.front().view(shape);
 }
 
 std::vector<at::Tensor> PackedLinears::forwardSplit(torch::nn::Linear& layer, const at::Tensor& x, int parts)
@@ -199,19 +298,21 @@ std::vector<at::Tensor> PackedLinears::forwardSplit(torch::nn::Linear& layer, co
     const at::Tensor& w = layer->weight;
     if (parts < 1 || !eligible(layer, x) || w.size(0) % parts)
         return plainSplit(layer, x, parts);
-    const int64_t each = w.size(0) / parts, rows = x.numel() / w.size(1);
-    std::vector<std::shared_ptr<const State::Entry>> entries;
-    std::vector<at::Tensor> biases;
+    const int64_t each = w.size(0) / parts;
+    const at::Tensor src = x.contiguous().view({ -1, w.size(1) });
+    std::vector<at::Tensor> ws, biases, ys;
     for (int p = 0; p < parts; ++p) {
+        ws.push_back(w.narrow(0, p * each, each));
         biases.push_back(layer->bias.defined() ? layer->bias.narrow(0, p * each, each) : at::Tensor());
-        entries.push_back(m_state->entryFor(*layer, w.narrow(0, p * each, each), biases.back(), rows, std::nullopt));
-        if (!entries.back()->usable)
-            return plainSplit(layer, x, parts); // all parts one way: the same rounding for q, k and v
+        ys.push_back(at::empty({ src.size(0), each }, x.options()));
     }
-    const at::Tensor src = x.contiguous();
-    std::vector<at::Tensor> ys;
-    for (int p = 0; p < parts; ++p)
-        ys.push_back(m_state->run(*entries[size_t(p)], x, src, biases[size_t(p)], each));
+    // all parts one way: the same rounding for q, k and v
+    if (!m_state->products(*layer, ws, biases, src, ys, std::nullopt))
+        return plainSplit(layer, x, parts);
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+    shape.back() = each;
+    for (auto& y : ys)
+        y = y.view(shape);
     return ys;
 }
 
@@ -221,6 +322,11 @@ struct PackedLinears::State { };
 PackedLinears::PackedLinears() = default;
 PackedLinears::~PackedLinears() = default;
 bool PackedLinears::available() { return false; }
+const std::string& PackedLinears::kernelHere()
+{
+    static const std::string none;
+    return none;
+}
 at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x, std::optional<Activation> activation)
 {
     return plainForward(layer, x, activation);

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace attnscope {
@@ -38,6 +39,10 @@ public:
 
     // Whether the packed path is on: oneDNN found at configure time, and ATTNSCOPE_PLAIN_LINEAR not set.
     static bool available();
+    // The oneDNN kernel the packed path runs on this CPU ("brg:avx512_core" with AVX-512, "jit_1x1:avx2" with AVX2),
+    // or "" when it has none here (or is off) and every linear layer goes through at::linear. Found once, by asking
+    // oneDNN for a ViT-sized layer.
+    static const std::string& kernelHere();
 
 private:
     struct State;

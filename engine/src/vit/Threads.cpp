@@ -127,6 +127,12 @@ void relaunchWithFastBlasKernels(char** argv)
     unsetenv("OPENBLAS_CORETYPE"); // the exec failed: go on as we were
 }
 
+std::string blasCoreName()
+{
+    const auto corename = lookup<char* (*)()>("openblas_get_corename");
+    return corename ? std::string(corename()) : std::string();
+}
+
 void setBlasThreads(int threads)
 {
     if (const auto set = lookup<void (*)(int)>("openblas_set_num_threads"))

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 
 namespace attnscope {
 
@@ -13,6 +14,8 @@ int ompThreadsHere();
 
 // OpenBLAS's thread count (looked up at run time: a LibTorch built against another BLAS is left alone).
 void setBlasThreads(int threads);
+// The kernels OpenBLAS picked for this CPU ("SkylakeX", "Haswell"), "" when LibTorch links another BLAS.
+std::string blasCoreName();
 
 // The threads inter-op work may use: what setNumThreads chose, else OMP_NUM_THREADS when set, else every CPU this
 // process may run on. Inter-op

@@ -1,0 +1,18 @@
+#pragma once
+
+#include <string>
+
+namespace attnscope {
+
+// What the CPU forward runs on this machine (docs/performance.md, "Which kernels run where"), for make bench and the
+// manifest:
+// - isa: the vector ISA oneDNN uses here ("avx512_core_amx", "avx2"; ONEDNN_MAX_CPU_ISA lowers it; "" without oneDNN);
+// - blas: OpenBLAS's kernels ("SkylakeX", "Haswell"; OPENBLAS_CORETYPE picks them; "" with another BLAS);
+// - linear: the linear layers' path ("oneDNN brg:avx512_core", "oneDNN jit_1x1:avx2", "at::linear");
+// - attention: the attention's products' path ("oneDNN brg:avx512_core", "per head (at::addmm)", "at::matmul").
+struct CpuKernels {
+    std::string isa, blas, linear, attention;
+};
+CpuKernels cpuKernels();
+
+} // namespace attnscope
