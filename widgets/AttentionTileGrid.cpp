@@ -74,6 +74,13 @@ std::optional<std::pair<int, int>> AttentionTileGrid::tileAt(const QPoint& pos) 
     return std::nullopt;
 }
 
+void AttentionTileGrid::clear()
+{
+    m_tiles.clear();
+    updateGeometry();
+    update();
+}
+
 void AttentionTileGrid::paintEvent(QPaintEvent*)
 {
     QPainter p(this);

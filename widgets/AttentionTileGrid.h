@@ -19,6 +19,8 @@ public:
     explicit AttentionTileGrid(QWidget* parent = nullptr);
 
     void setTrace(const Trace& trace, const Image& shown, int query);
+    void clear(); // no tiles: no image, or the image could not be run
+    bool isEmpty() const { return m_tiles.empty(); }
     void setSelection(int layer, int head);
     void setColormap(Colormap colormap);
     QSize sizeHint() const override;

@@ -19,6 +19,7 @@ AttentionView::AttentionView(QWidget* parent)
 void AttentionView::setImage(const Image& shown, int gridH, int gridW, int numPrefixTokens)
 {
     m_shown = shown;
+    m_message.clear();
     m_gridH = gridH;
     m_gridW = gridW;
     m_prefix = numPrefixTokens;
@@ -99,7 +100,14 @@ void AttentionView::clear()
     m_shown = {};
     m_map.reset();
     m_rendered = {};
+    m_message.clear();
     update();
+}
+
+void AttentionView::showMessage(const QString& message)
+{
+    clear();
+    m_message = message;
 }
 
 void AttentionView::rerender()
@@ -175,7 +183,8 @@ void AttentionView::paintEvent(QPaintEvent*)
     QPainter p(this);
     p.fillRect(rect(), palette().window());
     if (m_rendered.isNull()) {
-        p.drawText(rect(), Qt::AlignCenter, tr("Open a model and an image"));
+        const QString text = m_message.isEmpty() ? tr("Open a model and an image") : m_message;
+        p.drawText(rect().adjusted(12, 12, -12, -12), Qt::AlignCenter | Qt::TextWordWrap, text);
         return;
     }
     const QRect r = imageRect();

@@ -31,6 +31,9 @@ public:
     void setMarkedPatches(std::vector<QPoint> patches);
     const std::vector<QPoint>& markedPatches() const { return m_marked; }
     void clear();
+    // Clears the view and says why in its place (an image that could not be read: its one-line error).
+    void showMessage(const QString& message);
+    QString message() const { return m_message; }
 
     const QImage& rendered() const { return m_rendered; }
     const std::optional<AttentionMap>& map() const { return m_map; }
@@ -63,6 +66,7 @@ private:
     bool m_showGrid = false;
     QString m_caption;
     QString m_valueCaption = tr("attention");
+    QString m_message; // shown in place of the image while there is none
     QImage m_rendered;
 };
 

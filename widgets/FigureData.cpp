@@ -74,6 +74,23 @@ bool figureHasData(Figure figure, const FigureData& data)
     return false;
 }
 
+std::vector<float> decompositionTerm(const Tensor& term, int head)
+{
+    if (term.dim() != 3 || head >= term.size(0))
+        return {};
+    const int64_t heads = term.size(0), cells = term.size(1) * term.size(2);
+    if (head >= 0)
+        return std::vector<float>(term.data() + head * cells, term.data() + (head + 1) * cells);
+    std::vector<double> sum(size_t(cells), 0.0);
+    for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < cells; ++i)
+            sum[size_t(i)] += term.data()[h * cells + i];
+    std::vector<float> mean(static_cast<size_t>(cells));
+    for (int64_t i = 0; i < cells; ++i)
+        mean[size_t(i)] = float(sum[size_t(i)] / double(heads));
+    return mean;
+}
+
 std::string figureCsv(Figure figure, const FigureData& data)
 {
     std::string csv;
@@ -156,15 +173,17 @@ std::string figureCsv(Figure figure, const FigureData& data)
         break;
     case Figure::LogitDecomposition:
         csv = "term,query,key,value\n";
-        if (const LogitDecomposition* d = data.decomposition) {
+        if (const LogitDecomposition* d = data.decomposition; d && d->tt.dim() == 3) {
             const int64_t n = d->tt.size(1);
-            const int64_t head = d->tt.dim() == 3 ? std::clamp<int64_t>(data.decompositionHead, 0, d->tt.size(0) - 1) : 0;
+            // the figure's head, or the mean of the heads (head < 0)
+            const int head = std::min<int>(data.decompositionHead, int(d->tt.size(0)) - 1);
             for (auto [t, name] : { std::pair<const Tensor*, const char*> { &d->tt, "TT" }, { &d->tp, "TP" }, { &d->pt, "PT" },
-                                    { &d->pp, "PP" } })
-                for (int64_t q = 0; q < n; ++q)
+                                    { &d->pp, "PP" } }) {
+                const std::vector<float> v = decompositionTerm(*t, head);
+                for (int64_t q = 0; q < n && !v.empty(); ++q)
                     for (int64_t k = 0; k < n; ++k)
-                        csv += std::string(name) + "," + std::to_string(q) + "," + std::to_string(k) + ","
-                            + csvNumber(t->data()[(head * n + q) * n + k]) + "\n";
+                        csv += std::string(name) + "," + std::to_string(q) + "," + std::to_string(k) + "," + csvNumber(v[size_t(q * n + k)]) + "\n";
+            }
         }
         break;
     }

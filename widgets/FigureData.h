@@ -22,8 +22,12 @@ struct FigureData {
     std::vector<AnalysisSummary> series;
     const LogitDecomposition* decomposition = nullptr;
     LogitDecompositionInfo decompositionInfo;
-    int decompositionHead = 0;
+    int decompositionHead = 0; // < 0: the mean over the heads
 };
+
+// One logit-decomposition term [H, N, N] at `head` as N x N values, row-major (query, key); head < 0: the mean over
+// the heads. Empty for a head the term does not have.
+std::vector<float> decompositionTerm(const Tensor& term, int head);
 
 const std::vector<Figure>& allFigures();
 std::string figureFileName(Figure figure); // "token_similarity" (the names in the output folder's figures/)

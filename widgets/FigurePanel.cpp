@@ -72,7 +72,11 @@ void FigurePanel::setDecompositionHead(int head)
         rebuild();
 }
 
-void FigurePanel::setStatus(const QString& text) { m_status->setText(text); }
+void FigurePanel::setStatus(const QString& text)
+{
+    m_status->setText(text);
+    m_status->setToolTip(text); // a long error is cut at the dock's width
+}
 
 void FigurePanel::setFigure(Figure f)
 {

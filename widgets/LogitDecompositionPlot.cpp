@@ -1,6 +1,7 @@
 #include "LogitDecompositionPlot.h"
 
 #include "Colormap.h"
+#include "FigureData.h"
 #include "PlotElements.h"
 #include "SquareAxisRect.h"
 
@@ -43,31 +44,34 @@ namespace {
 void buildLogitDecompositionFigure(QCustomPlot* plot, const LogitDecomposition& d, int head,
     const LogitDecompositionInfo& info, const PlotStyle& style)
 {
-    const Tensor* terms[] = { &d.tt, &d.tp, &d.pt, &d.pp };
     const bool valid = d.tt.dim() == 3 && d.tt.size(1) == d.tt.size(2) && sameShape(d.tt, d.tp) && sameShape(d.tt, d.pt)
-        && sameShape(d.tt, d.pp) && head >= 0 && head < d.tt.size(0);
+        && sameShape(d.tt, d.pp) && head < d.tt.size(0) && d.tt.size(0) > 0;
     const int64_t n = valid ? d.tt.size(1) : 0;
     const int64_t cells = n * n;
-    auto headData = [&](const Tensor& t) { return t.data() + int64_t(head) * cells; };
+    std::vector<float> values[4];
+    if (valid) {
+        int k = 0;
+        for (const Tensor* t : { &d.tt, &d.tp, &d.pt, &d.pp })
+            values[k++] = decompositionTerm(*t, head);
+    }
+    const QString headName = head < 0 ? QStringLiteral("mean of heads") : QStringLiteral("head %1").arg(head);
 
     double limit = 0;
     QString spread;
     if (valid) {
-        for (const Tensor* t : terms) {
-            const float* v = headData(*t);
-            for (int64_t i = 0; i < cells; ++i)
-                limit = std::max(limit, double(std::abs(v[i])));
-        }
+        for (const auto& v : values)
+            for (const float x : v)
+                limit = std::max(limit, double(std::abs(x)));
         // The filtering paper (Sec. 3.3) reads the cross terms as positional noise on the content/position signal.
         spread = QStringLiteral("sd(TP + PT) = %1, sd(TT + PP) = %2")
-                     .arg(standardDeviation(headData(d.tp), headData(d.pt), cells), 0, 'g', 3)
-                     .arg(standardDeviation(headData(d.tt), headData(d.pp), cells), 0, 'g', 3);
+                     .arg(standardDeviation(values[1].data(), values[2].data(), cells), 0, 'g', 3)
+                     .arg(standardDeviation(values[0].data(), values[3].data(), cells), 0, 'g', 3);
     }
     if (!(limit > 0))
         limit = 1.0;
 
     const QString subtitle = joinProvenance({ QString::fromStdString(info.model), QString::fromStdString(info.image),
-        QStringLiteral("layer 1, head %1").arg(head), QStringLiteral("%1 tokens").arg(n), spread });
+        QStringLiteral("layer 1, %1").arg(headName), QStringLiteral("%1 tokens").arg(n), spread });
     const int row = resetPlot(
         plot, QStringLiteral("Layer-1 attention logits split into content and position terms"), subtitle, style);
     auto* panels = new QCPLayoutGrid;
@@ -75,7 +79,7 @@ void buildLogitDecompositionFigure(QCustomPlot* plot, const LogitDecomposition& 
     panels->setColumnSpacing(6);
     if (!valid) {
         QCPAxisRect* rect = addAxisRect(plot, panels, 0, 0, style);
-        addNote(rect, QStringLiteral("No logit decomposition for head %1").arg(head), style);
+        addNote(rect, QStringLiteral("No logit decomposition for the %1").arg(headName), style);
         return;
     }
 
@@ -112,7 +116,7 @@ void buildLogitDecompositionFigure(QCustomPlot* plot, const LogitDecomposition& 
         auto* map = new QCPColorMap(x, y);
         map->data()->setSize(int(n), int(n));
         map->data()->setRange(QCPRange(0, double(n - 1)), QCPRange(0, double(n - 1)));
-        const float* v = headData(*terms[k]);
+        const float* v = values[k].data();
         for (int64_t i = 0; i < n; ++i) // query (row, value axis)
             for (int64_t j = 0; j < n; ++j) // key (column, key axis)
                 map->data()->setCell(int(j), int(i), double(v[i * n + j]));

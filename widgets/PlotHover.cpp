@@ -62,6 +62,7 @@ QString heatmapCell(QCustomPlot* plot, const QPointF& pos)
         map->data()->coordToCell(key, value, &cx, &cy);
         if (cx < 0 || cy < 0 || cx >= map->data()->keySize() || cy >= map->data()->valueSize())
             continue;
+        map->data()->cellToCoord(cx, cy, &key, &value); // the cell's own coordinates (a token, a layer), not the pointer's
         const QString title = map->name().isEmpty() ? QString() : QStringLiteral("<b>%1</b><br>").arg(map->name().toHtmlEscaped());
         return title + QStringLiteral("%1 %2, %3 %4<br>value %5")
                            .arg(axisName(map->keyAxis(), QStringLiteral("x")).toHtmlEscaped(), number(key),

@@ -245,6 +245,7 @@ void AttentionControls::setHead(int head)
 }
 
 void AttentionControls::setQueryText(const QString& text) { m_query->setText(text); }
+QString AttentionControls::queryText() const { return m_query->text(); }
 
 void AttentionControls::setVariantValues(double lambda, double boost)
 {

@@ -37,6 +37,7 @@ public:
     // The size the model runs at and the one it was trained for: the Input size field shows the former unless they agree.
     void setInputSize(int height, int width, int trainedHeight, int trainedWidth);
     void setQueryText(const QString& text);
+    QString queryText() const; // the Query line as shown
     void setVariantValues(double lambda, double boost); // moves the spin boxes (reported like a user's edit)
     void setPerturbation(const attnscope::Perturbation& perturbation);
     void setRollout(const attnscope::RolloutOptions& rollout);

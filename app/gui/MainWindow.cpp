@@ -97,6 +97,21 @@ void MainWindow::connectSlot(int index)
 {
     ModelSlot* slot = m_slots[index];
     connect(slot, &ModelSlot::failed, this, &MainWindow::showError);
+    // An image that could not be run: its error in the view, and nothing of the image before left anywhere.
+    connect(slot, &ModelSlot::imageFailed, this, [this, index](const QString& message) {
+        m_views[index]->showMessage(message);
+        if (index == 0) {
+            m_tiles->clear();
+            m_tilesTrace = nullptr;
+            m_controls->setQueryText(QString());
+        }
+        refreshImagePlots();
+        m_imagePanel->setStatus(message);
+    });
+    connect(slot, &ModelSlot::analysisFailed, this, [this](const QString& message) {
+        refreshImagePlots();
+        m_imagePanel->setStatus(tr("not analysed: %1").arg(message));
+    });
     connect(slot, &ModelSlot::modelLoaded, this, [this, index, slot] {
         const auto& model = slot->model();
         const QString path = QString::fromStdString(model->info().path);
@@ -112,8 +127,12 @@ void MainWindow::connectSlot(int index)
             m_controls->setInputSize(c.imageHeight, c.imageWidth, model->info().trainedHeight, model->info().trainedWidth);
             m_layer = c.depth;
             m_head = -1;
+            m_imagePanel->setDecompositionHead(-1); // "mean of heads", as the head selector says
             m_query = c.numPrefixTokens() > 0 ? 0 : (c.gridHeight() / 2) * c.gridWidth() + c.gridWidth() / 2;
             m_views[0]->clear();
+            m_tiles->clear(); // the previous model's image until this one's trace comes
+            m_tilesTrace = nullptr;
+            m_controls->setQueryText(QString());
             refreshModelInfo();
             applyPerturbation();
             emit modelReady();
@@ -292,7 +311,7 @@ void MainWindow::setHead(int head)
     m_controls->setHead(head);
     for (ModelSlot* slot : m_slots)
         slot->setRelevance(m_controls->relevance());
-    m_imagePanel->setDecompositionHead(std::max(0, head));
+    m_imagePanel->setDecompositionHead(head >= 0 ? head : -1); // a view of no single head: the mean over the heads
     refreshMaps();
 }
 
@@ -361,8 +380,9 @@ void MainWindow::refreshMaps()
         m_views[i]->setMap(map);
         if (i == 0 && isRelevanceHead(head)) {
             const auto& r = m_slots[0]->relevance();
+            const QString method = head == -3 ? tr("GAE") : tr("Grad-CAM on X%1").arg(r ? r->relevance.gradCamLayer : 0);
             m_controls->setQueryText(r && r->path == current->path
-                    ? tr("class %1 · p %2 · Grad-CAM on X%3").arg(r->relevance.targetClass).arg(r->relevance.probability, 0, 'f', 3).arg(r->relevance.gradCamLayer)
+                    ? tr("class %1 · p %2 · %3").arg(r->relevance.targetClass).arg(r->relevance.probability, 0, 'f', 3).arg(method)
                     : tr("computing the relevance…"));
         } else if (i == 0 && head == -5) {
             m_controls->setQueryText(normsText);

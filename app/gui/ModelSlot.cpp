@@ -79,6 +79,9 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
         emit setUpdated(!setRunning());
     });
     connect(worker, &EngineWorker::failed, this, [this](quint64 job, const QString& message) {
+        // What the failed job was to bring goes with it: nothing of the image before may stay on screen as this one's.
+        const bool image = job == m_traceJob, variantImage = job == m_variantTraceJob;
+        const bool analysis = job == m_analysisJob, variantAnalysis = job == m_variantAnalysisJob;
         // An image job is both the trace job and the analysis job of its channel.
         quint64* jobs[] = { &m_modelJob, &m_traceJob, &m_variantTraceJob, &m_analysisJob, &m_variantAnalysisJob, &m_setJob, &m_variantSetJob,
                             &m_relevanceJob };
@@ -89,9 +92,25 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
                 ours = true;
                 if (j == &m_setJob || j == &m_variantSetJob)
                     cancelSet();
+                if (j == &m_relevanceJob)
+                    m_relevance = nullptr;
             }
+        if (image) {
+            m_trace = nullptr;
+            m_relevance = nullptr;
+        }
+        if (image || analysis)
+            m_analysis = nullptr;
+        if (variantImage)
+            m_variantTrace = nullptr;
+        if (variantImage || variantAnalysis)
+            m_variantAnalysis = nullptr;
         if (ours)
             emit failed(message);
+        if (image)
+            emit imageFailed(message);
+        else if (analysis || variantImage || variantAnalysis)
+            emit analysisFailed(message);
     });
     connect(worker, &EngineWorker::cancelled, this, [this](quint64 job) {
         if (job == m_setJob || job == m_variantSetJob) {

@@ -67,6 +67,10 @@ signals:
     void setCancelled();
     void setSkipped(const QString& message); // an image of the set that could not be read
     void failed(const QString& message);
+    // After failed(): the image could not be run (its trace, analyses and relevance are cleared), or only its analyses
+    // or its variant's (those are cleared).
+    void imageFailed(const QString& message);
+    void analysisFailed(const QString& message);
 
 private:
     int channel(int offset) const { return m_index * 4 + offset; } // 0 image, 1 variant image, 2 set, 3 variant set

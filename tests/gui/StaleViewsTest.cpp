@@ -1,0 +1,245 @@
+// Nothing stale (issue 32, item 1): every view, tile, label and plot shows the current image, model and head, or is
+// visibly cleared with the reason. Each test asserts on what is displayed: the view's rendering and text, the tiles,
+// the Query line, the image dock's curves, status and figure text, the hover text.
+#include "AttentionControls.h"
+#include "GuiTestSupport.h"
+#include "MainWindow.h"
+#include "ModelSlot.h"
+
+#include <FigurePanel.h>
+#include <PlotHover.h>
+#include <attnscope/Perturbation.h>
+#include <qcustomplot.h>
+
+#include <QDir>
+#include <QFile>
+
+#include <algorithm>
+#include <QLabel>
+#include <QRegularExpression>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace guitest;
+using namespace attnscope;
+
+namespace {
+
+// The image dock's curves are in for one series (the SNR last of them).
+bool waitForCurves(MainWindow& w, int timeoutMs = 60000)
+{
+    QElapsedTimer timer;
+    timer.start();
+    while (timer.elapsed() < timeoutMs) {
+        const auto& series = w.imagePanel()->data().series;
+        if (!series.empty() && !series.front().snr.empty())
+            return true;
+        QTest::qWait(50);
+    }
+    return false;
+}
+
+QString queryLine(MainWindow& w) { return w.findChild<AttentionControls*>()->queryText(); }
+
+// With ATTNSCOPE_TEST_SHOTS=DIR, the window as the test left it, for a person to look at.
+void shot(QWidget& w, const QString& name)
+{
+    if (const QString dir = qEnvironmentVariable("ATTNSCOPE_TEST_SHOTS"); !dir.isEmpty())
+        w.grab().save(QDir(dir).filePath(name));
+}
+
+// Every text element of the plot (title, subtitle, notes), joined.
+QString plotTexts(QCustomPlot* plot)
+{
+    QStringList texts;
+    for (auto* element : plot->findChildren<QCPTextElement*>())
+        texts << element->text();
+    for (int i = 0; i < plot->itemCount(); ++i)
+        if (auto* text = qobject_cast<QCPItemText*>(plot->item(i)))
+            texts << text->text();
+    return texts.join(QLatin1Char('\n'));
+}
+
+// Pixels of the view as drawn on screen that are coloured (the attention map's viridis); a line of text on the
+// window's background has none, whatever its anti-aliasing.
+int colouredPixels(QWidget* view)
+{
+    const QImage image = view->grab().toImage();
+    int n = 0;
+    for (int y = 0; y < image.height(); y += 2)
+        for (int x = 0; x < image.width(); x += 2) {
+            const QColor c = image.pixelColor(x, y);
+            n += std::max({ c.red(), c.green(), c.blue() }) - std::min({ c.red(), c.green(), c.blue() }) > 40;
+        }
+    return n;
+}
+
+} // namespace
+
+class StaleViewsTest : public QObject {
+    Q_OBJECT
+private slots:
+    // An unreadable image selected after a good one: its error in the view, no tiles, no Query line, no curves; the
+    // previous image's picture is nowhere.
+    void unreadableImageClearsEveryViewAndSaysWhy()
+    {
+        QTemporaryDir dir;
+        QFile bad(dir.filePath("broken.jpg"));
+        QVERIFY(bad.open(QIODevice::WriteOnly));
+        bad.write("this is not a JPEG");
+        bad.close();
+        MainWindow w;
+        w.resize(1280, 800);
+        w.show();
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        QSignalSpy imageReady(&w, &MainWindow::imageReady);
+        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
+        QVERIFY(modelReady.wait(20000));
+        w.addImages({ kSamples + "/fashion-mnist/test-0000-ankle-boot.png", bad.fileName() });
+        QVERIFY(imageReady.wait(20000));
+        QVERIFY(waitForCurves(w));
+        QVERIFY(!w.view()->rendered().isNull());
+        QVERIFY(!w.tiles()->isEmpty());
+        QVERIFY(!queryLine(w).isEmpty());
+        QVERIFY(colouredPixels(w.view()) > 1000);
+
+        QSignalSpy errors(&w, &MainWindow::errorShown);
+        w.selectImage(1);
+        QVERIFY(errors.wait(20000));
+        QVERIFY2(errors.last().at(0).toString().contains("broken.jpg"), qPrintable(errors.last().at(0).toString()));
+        QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 20000);
+        QVERIFY(w.view()->rendered().isNull());
+        QVERIFY2(w.view()->message().contains("broken.jpg"), qPrintable(w.view()->message()));
+        QVERIFY2(colouredPixels(w.view()) == 0, "the view still draws a picture"); // text on the background only
+        QVERIFY(w.tiles()->isEmpty());
+        QVERIFY2(queryLine(w).isEmpty(), qPrintable(queryLine(w)));
+        QVERIFY(!w.current());
+        QVERIFY(w.imagePanel()->data().series.empty());
+        QVERIFY(w.imagePanel()->data().decomposition == nullptr);
+        bool said = false;
+        for (auto* label : w.imagePanel()->headerWidget()->findChildren<QLabel*>())
+            said = said || label->text().contains("broken.jpg");
+        QVERIFY2(said, "the image dock does not name the file");
+        shot(w, "unreadable-image.png");
+
+        // The good image again: everything back.
+        w.selectImage(0);
+        QVERIFY(imageReady.wait(20000));
+        QVERIFY(w.view()->message().isEmpty());
+        QVERIFY(colouredPixels(w.view()) > 1000);
+        QVERIFY(!w.tiles()->isEmpty());
+        QVERIFY(waitForCurves(w));
+    }
+
+    // A model switch clears the tiles and the Query line until the new model's trace comes, then shows its own.
+    void modelSwitchResetsTilesAndQueryLine()
+    {
+        MainWindow w;
+        w.resize(1280, 800);
+        w.show();
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        QSignalSpy imageReady(&w, &MainWindow::imageReady);
+        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
+        QVERIFY(modelReady.wait(20000));
+        w.addImages({ kSamples + "/fashion-mnist/test-0000-ankle-boot.png" });
+        QVERIFY(imageReady.wait(20000));
+        QVERIFY(!w.tiles()->isEmpty());
+        const int rowsBefore = w.tiles()->sizeHint().height();
+        QVERIFY(!queryLine(w).isEmpty());
+
+        bool tilesEmptyAtLoad = false, queryEmptyAtLoad = false, viewEmptyAtLoad = false;
+        connect(&w, &MainWindow::modelReady, this, [&] {
+            tilesEmptyAtLoad = w.tiles()->isEmpty();
+            queryEmptyAtLoad = queryLine(w).isEmpty();
+            viewEmptyAtLoad = w.view()->rendered().isNull();
+        });
+        w.openModel(QStringLiteral("builtin:fmnist-vit")); // 12 layers instead of 4
+        QVERIFY(modelReady.wait(30000));
+        QVERIFY(tilesEmptyAtLoad);
+        QVERIFY(queryEmptyAtLoad);
+        QVERIFY(viewEmptyAtLoad);
+        QVERIFY(imageReady.wait(30000));
+        QVERIFY(!w.tiles()->isEmpty());
+        QVERIFY2(w.tiles()->sizeHint().height() > 2 * rowsBefore, "the tiles are not the 12-layer model's");
+        QVERIFY(!queryLine(w).isEmpty());
+    }
+
+    // An analysis that fails (FGSM on a model without a classification head): its curves go, the dock says why, and
+    // no curve stays under a subtitle naming a perturbation that did not run.
+    void failedAnalysisRemovesTheCurvesAndSaysWhy()
+    {
+        MainWindow w;
+        w.resize(1280, 800);
+        w.show();
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        QSignalSpy imageReady(&w, &MainWindow::imageReady);
+        // CLIP's vision tower: its head is a projection, not a classifier
+        w.openModel(QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/golden/fixtures/hf_clip_vision"));
+        QVERIFY(modelReady.wait(20000));
+        QVERIFY(w.model() && w.model()->config().headIsProjection);
+        w.addImages({ kImage });
+        QVERIFY(imageReady.wait(20000));
+        QVERIFY(waitForCurves(w));
+        QSignalSpy errors(&w, &MainWindow::errorShown);
+        w.setPerturbation(*Perturbation::parse("fgsm:eps=8"));
+        QVERIFY(errors.wait(20000));
+        QVERIFY2(errors.last().at(0).toString().contains("classification head"), qPrintable(errors.last().at(0).toString()));
+        QTRY_VERIFY_WITH_TIMEOUT(w.imagePanel()->data().series.empty(), 20000);
+        w.imagePanel()->setFigure(Figure::Snr);
+        w.imagePanel()->plot()->replot();
+        QVERIFY2(!plotTexts(w.imagePanel()->plot()).contains("fgsm"), qPrintable(plotTexts(w.imagePanel()->plot())));
+        bool said = false;
+        for (auto* label : w.imagePanel()->headerWidget()->findChildren<QLabel*>())
+            said = said || label->text().contains("classification head");
+        QVERIFY2(said, "the image dock does not say why its curves went");
+        QVERIFY(!w.view()->rendered().isNull()); // the image itself ran: its attention stays
+        shot(w, "failed-analysis.png");
+    }
+
+    // The labels say what is shown: GAE is not called Grad-CAM, "mean of heads" is not head 0, and hovering a
+    // heatmap names whole tokens.
+    void labelsNameWhatIsShown()
+    {
+        MainWindow w;
+        w.resize(1280, 800);
+        w.show();
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        QSignalSpy imageReady(&w, &MainWindow::imageReady);
+        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
+        QVERIFY(modelReady.wait(20000));
+        w.addImages({ kSamples + "/fashion-mnist/test-0000-ankle-boot.png" });
+        QVERIFY(imageReady.wait(20000));
+        QVERIFY(waitForCurves(w));
+
+        QSignalSpy relevanceReady(w.slot(0), &ModelSlot::relevanceReady);
+        w.setHead(-3);
+        QVERIFY(relevanceReady.wait(20000));
+        QVERIFY2(queryLine(w).contains("GAE") && !queryLine(w).contains("Grad-CAM"), qPrintable(queryLine(w)));
+        w.setHead(-4);
+        QVERIFY2(queryLine(w).contains("Grad-CAM") && !queryLine(w).contains("GAE"), qPrintable(queryLine(w)));
+
+        w.imagePanel()->setFigure(Figure::LogitDecomposition);
+        w.setHead(-1);
+        QCustomPlot* plot = w.imagePanel()->plot();
+        plot->replot();
+        QVERIFY2(plotTexts(plot).contains("mean of heads") && !plotTexts(plot).contains("head 0"), qPrintable(plotTexts(plot)));
+        w.setHead(1);
+        plot->replot();
+        QVERIFY2(plotTexts(plot).contains("head 1"), qPrintable(plotTexts(plot)));
+
+        // Hovering a cell names its query and key tokens as whole numbers, wherever in the cell the pointer is.
+        QCPColorMap* map = nullptr;
+        for (int i = 0; i < plot->plottableCount() && !map; ++i)
+            map = qobject_cast<QCPColorMap*>(plot->plottable(i));
+        QVERIFY(map);
+        const QPointF at = map->coordsToPixels(3.3, 5.2); // inside the cell of key 3, query 5
+        const QString text = valuesAt(plot, at);
+        QVERIFY2(text.contains(QRegularExpression("key token 3\\b")) && text.contains(QRegularExpression("query token 5\\b")),
+                 qPrintable(text));
+        QVERIFY2(!text.contains(QRegularExpression("token \\d+\\.\\d")), qPrintable(text));
+    }
+};
+
+static const int registered = registerTest<StaleViewsTest>();
+#include "StaleViewsTest.moc"
