@@ -1,6 +1,10 @@
 #include "ImageListModel.h"
 
+#include <QDir>
 #include <QFileInfo>
+
+#include <algorithm>
+#include <functional>
 #include <QImageReader>
 #include <QPainter>
 
@@ -82,15 +86,39 @@ void ImageListModel::addPaths(const QStringList& paths)
 {
     QStringList fresh;
     for (const auto& p : paths)
-        if (!m_known.contains(p) && !fresh.contains(p))
+        if (const QString key = QDir::cleanPath(p); !m_known.contains(key)) {
+            m_known.insert(key);
             fresh << p;
+        }
     if (fresh.isEmpty())
         return;
     beginInsertRows({}, int(m_paths.size()), int(m_paths.size() + fresh.size()) - 1);
     m_paths << fresh;
-    for (const auto& p : fresh)
-        m_known.insert(p);
     endInsertRows();
+}
+
+int ImageListModel::rowOf(const QString& path) const
+{
+    const QString key = QDir::cleanPath(path);
+    for (qsizetype i = 0; i < m_paths.size(); ++i)
+        if (QDir::cleanPath(m_paths[i]) == key)
+            return int(i);
+    return -1;
+}
+
+void ImageListModel::removeRowsAt(QList<int> rows)
+{
+    std::sort(rows.begin(), rows.end(), std::greater<int>());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    for (const int row : rows) {
+        if (row < 0 || row >= m_paths.size())
+            continue;
+        beginRemoveRows({}, row, row);
+        m_known.remove(QDir::cleanPath(m_paths[row]));
+        m_thumbnails.remove(m_paths[row]);
+        m_paths.removeAt(row);
+        endRemoveRows();
+    }
 }
 
 void ImageListModel::clear()

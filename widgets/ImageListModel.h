@@ -21,8 +21,10 @@ public:
     int rowCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
 
-    void addPaths(const QStringList& paths); // appends, skipping paths already listed
+    void addPaths(const QStringList& paths); // appends, skipping files already listed (under any spelling of their path)
+    void removeRowsAt(QList<int> rows);      // any order; rows out of range are ignored
     void clear();
+    int rowOf(const QString& path) const; // the row of that file, under any spelling of its path; -1: not listed
     QString path(int row) const;
     QStringList paths() const { return m_paths; }
     bool thumbnailsPending() const { return !m_loading.isEmpty(); }
@@ -34,7 +36,7 @@ private:
     void requestThumbnail(int row) const;
 
     QStringList m_paths;
-    QSet<QString> m_known;
+    QSet<QString> m_known; // the listed paths, cleaned (QDir::cleanPath)
     int m_size;
     mutable QHash<QString, QPixmap> m_thumbnails;
     mutable QSet<QString> m_loading;

@@ -17,7 +17,6 @@
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDir>
-#include <QDirIterator>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QFileDialog>
@@ -247,51 +246,6 @@ void MainWindow::closeCompare()
     refreshSetPlots();
 }
 
-void MainWindow::addImages(const QStringList& paths)
-{
-    QStringList files;
-    for (const auto& p : paths) {
-        if (QFileInfo(p).isDir()) {
-            QDirIterator it(p, QDir::Files, QDirIterator::Subdirectories);
-            QStringList found;
-            while (it.hasNext())
-                if (const QString f = it.next(); hasImageSuffix(f))
-                    found << f;
-            found.sort();
-            files << found;
-        } else if (QFileInfo(p).isFile()) {
-            files << QFileInfo(p).absoluteFilePath();
-        } else if (!p.isEmpty()) {
-            showError(tr("%1: no such file or folder").arg(p));
-        }
-    }
-    const bool wasEmpty = m_images->rowCount() == 0;
-    m_images->addPaths(files);
-    if (wasEmpty && m_images->rowCount() > 0)
-        selectImage(0);
-}
-
-QString MainWindow::currentPath() const
-{
-    const QModelIndex index = m_imageList->currentIndex();
-    return index.isValid() ? m_images->path(index.row()) : QString();
-}
-
-void MainWindow::selectImage(int row)
-{
-    if (row < 0 || row >= m_images->rowCount())
-        return;
-    if (m_imageList->currentIndex().row() != row) {
-        m_imageList->setCurrentIndex(m_images->index(row)); // comes back here through currentChanged
-        return;
-    }
-    const QString path = m_images->path(row);
-    for (ModelSlot* slot : m_slots)
-        slot->showImage(path);
-    if (m_slots[0]->model())
-        statusBar()->showMessage(tr("Running %1…").arg(QFileInfo(path).fileName()));
-}
-
 void MainWindow::setQuery(int token)
 {
     m_query = token;
@@ -484,13 +438,17 @@ void MainWindow::analyseImageSet()
 {
     if (!m_slots[0]->model() || m_images->rowCount() == 0)
         return;
+    const QString mixed = mixedImagesNote(); // said once, before the run
+    if (!mixed.isEmpty())
+        statusBar()->showMessage(mixed, 15000);
     for (ModelSlot* slot : m_slots)
         slot->analyseSet(m_images->paths());
     m_setButton->setText(tr("Cancel"));
     m_setProgress->setRange(0, m_images->rowCount());
     m_setProgress->setValue(0);
     m_setSkipped.clear();
-    m_setProgress->setToolTip(tr("Analyses every image in the strip, with the SNR noise chosen under Variant and noise"));
+    m_setProgress->setToolTip(tr("Analyses every image in the strip, with the SNR noise chosen under Variant and noise")
+                              + (mixed.isEmpty() ? QString() : QStringLiteral("\n") + mixed));
     refreshSetPlots();
 }
 

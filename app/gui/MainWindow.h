@@ -37,7 +37,10 @@ public:
     // multiple of the patch size is refused in the status bar.
     void setInputSize(int height, int width); // compare mode: a second model side by side
     void closeCompare();
+    // Files and folders (read recursively) into the strip, each file once; the first of them is selected.
     void addImages(const QStringList& paths);
+    void removeImages(QList<int> rows); // the strip's Delete and "Remove"; the current image moves to a neighbour
+    void clearImages(); // "Clear all": no image, every view cleared
     void selectImage(int row);
     void setQuery(int token);
     void setLayer(int layer);
@@ -108,6 +111,9 @@ private:
     void refreshRecent();
     void applyPerturbation();
     QString currentPath() const;
+    void refreshImageCount();
+    // "" or one line saying the strip mixes image sizes or grey and colour, for an image-set run to say before it starts.
+    QString mixedImagesNote() const;
     QImage composedViews() const; // both views side by side (compare mode)
 
     attnscope::EngineWorker m_worker;
@@ -123,6 +129,7 @@ private:
 
     attnscope::ImageListModel* m_images = nullptr;
     QListView* m_imageList = nullptr;
+    QLabel* m_imageCount = nullptr; // "14 images" under the strip
     QLabel* m_modelInfo = nullptr;
     QLabel* m_deviceLabel = nullptr; // permanent in the status bar: where the forward and the analyses run
     QComboBox* m_builtin = nullptr;

@@ -156,10 +156,32 @@ void MainWindow::buildDocks()
     m_imageList->setMovement(QListView::Static);
     m_imageList->setUniformItemSizes(true);
     m_imageList->setAccessibleName(tr("Images"));
+    m_imageList->setSelectionMode(QAbstractItemView::ExtendedSelection);
     connect(m_imageList->selectionModel(), &QItemSelectionModel::currentChanged, this,
             [this](const QModelIndex& index) { selectImage(index.row()); });
+    // Remove the selected images (Delete, or the strip's context menu), or all of them.
+    m_imageList->setContextMenuPolicy(Qt::ActionsContextMenu);
+    auto* remove = new QAction(tr("Remove selected images"), m_imageList);
+    remove->setShortcut(QKeySequence::Delete);
+    remove->setShortcutContext(Qt::WidgetShortcut);
+    connect(remove, &QAction::triggered, this, [this] {
+        QList<int> rows;
+        for (const QModelIndex& index : m_imageList->selectionModel()->selectedIndexes())
+            rows << index.row();
+        removeImages(rows);
+    });
+    auto* clearAll = new QAction(tr("Clear all images"), m_imageList);
+    connect(clearAll, &QAction::triggered, this, &MainWindow::clearImages);
+    m_imageList->addActions({ remove, clearAll });
+    m_imageCount = new QLabel(left);
+    m_imageCount->setObjectName("imageCount");
+    for (auto signal : { &QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved })
+        connect(m_images, signal, this, &MainWindow::refreshImageCount);
+    connect(m_images, &QAbstractItemModel::modelReset, this, &MainWindow::refreshImageCount);
+    refreshImageCount();
     leftLayout->addWidget(m_modelInfo);
     leftLayout->addWidget(m_imageList, 1);
+    leftLayout->addWidget(m_imageCount);
     dock(tr("Model and images"), "modelDock", left, Qt::LeftDockWidgetArea);
 
     auto* scrollControls = new QScrollArea;

@@ -165,6 +165,15 @@ void ModelSlot::showImage(const QString& imagePath)
     runRelevance();
 }
 
+void ModelSlot::clearImage()
+{
+    cancelImageJobs();
+    m_imagePath.clear();
+    m_trace = m_variantTrace = nullptr;
+    m_analysis = m_variantAnalysis = nullptr;
+    m_relevance = nullptr;
+}
+
 void ModelSlot::setRelevance(std::optional<RelevanceOptions> options)
 {
     const bool same = options && m_relevanceOptions && options->targetClass == m_relevanceOptions->targetClass
@@ -272,15 +281,20 @@ void ModelSlot::cancelSet()
     m_worker->cancel(EngineWorker::SetJob, channel(3));
 }
 
-void ModelSlot::cancelAll()
+void ModelSlot::cancelImageJobs()
 {
     for (int offset : { 0, 1 }) {
         m_worker->cancel(EngineWorker::ImageJob, channel(offset));
         m_worker->cancel(EngineWorker::AnalysisJob, channel(offset));
     }
     m_worker->cancel(EngineWorker::RelevanceJob, channel(0));
-    cancelSet();
     m_traceJob = m_variantTraceJob = m_analysisJob = m_variantAnalysisJob = m_relevanceJob = 0;
+}
+
+void ModelSlot::cancelAll()
+{
+    cancelImageJobs();
+    cancelSet();
 }
 
 std::vector<AnalysisSummary> ModelSlot::labelled(const AnalysisSummary* own, const AnalysisSummary* variant) const

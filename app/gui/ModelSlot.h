@@ -27,6 +27,7 @@ public:
     // Traces and analyses `imagePath` (and its variant, when one is set), superseding what was running: one job per
     // channel, whose one forward set gives the trace (traceReady, first) and the analyses (analysisReady).
     void showImage(const QString& imagePath);
+    void clearImage(); // no image: its jobs cancelled, its trace, analyses and relevance gone
     // Unset: no variant. Reruns the variant of the current image.
     void setVariant(std::optional<Variant> variant);
     void setAnalysisOptions(attnscope::AnalysisOptions options); // for the image and the set; reruns the image's
@@ -75,6 +76,7 @@ signals:
 private:
     int channel(int offset) const { return m_index * 4 + offset; } // 0 image, 1 variant image, 2 set, 3 variant set
     // Channel offset 0 (the model's own) or 1 (its variant): the image's trace and analyses, one job, one forward set.
+    void cancelImageJobs(); // the image's trace, analysis and relevance jobs, of both channels
     void runImage(int offset);
     void reanalyse(int offset); // the analysis options changed
     void runVariant();
