@@ -8,6 +8,7 @@
 #include <QImage>
 #include <QObject>
 #include <QSet>
+#include <QSignalSpy>
 #include <QString>
 
 #include <functional>
@@ -53,6 +54,22 @@ inline QStringList copiesOfSample(const QString& dir, int count)
         paths << path;
     }
     return paths;
+}
+
+// Shows `w` (a MainWindow) at 1280x800, the small screen of issue 32, opens `model`, adds `images` and waits for the
+// first image's trace; false if the model or that trace did not come.
+template <class Window>
+bool showWithImages(Window& w, const QString& model, const QStringList& images)
+{
+    w.resize(1280, 800);
+    w.show();
+    QSignalSpy modelReady(&w, &Window::modelReady);
+    QSignalSpy imageReady(&w, &Window::imageReady);
+    w.openModel(model);
+    if (!modelReady.wait(20000))
+        return false;
+    w.addImages(images);
+    return imageReady.wait(20000);
 }
 
 using Factory = std::function<std::unique_ptr<QObject>()>;

@@ -69,14 +69,7 @@ private slots:
     void removeSelectedAndClearAll()
     {
         MainWindow w;
-        w.resize(1280, 800);
-        w.show();
-        QSignalSpy modelReady(&w, &MainWindow::modelReady);
-        QSignalSpy imageReady(&w, &MainWindow::imageReady);
-        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
-        QVERIFY(modelReady.wait(20000));
-        w.addImages({ kSamples + "/fashion-mnist" });
-        QVERIFY(imageReady.wait(20000));
+        QVERIFY(showWithImages(w, QStringLiteral("builtin:fmnist-vit-d4"), { kSamples + "/fashion-mnist" }));
         const QString fourth = w.images()->path(3);
         // Rows 0-2 selected, the first of them current: Remove takes them, and the image after them runs.
         QItemSelectionModel* selection = strip(w)->selectionModel();

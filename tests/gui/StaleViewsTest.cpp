@@ -90,14 +90,8 @@ private slots:
         bad.write("this is not a JPEG");
         bad.close();
         MainWindow w;
-        w.resize(1280, 800);
-        w.show();
-        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        QVERIFY(showWithImages(w, QStringLiteral("builtin:fmnist-vit-d4"), { kSamples + "/fashion-mnist/test-0000-ankle-boot.png", bad.fileName() }));
         QSignalSpy imageReady(&w, &MainWindow::imageReady);
-        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
-        QVERIFY(modelReady.wait(20000));
-        w.addImages({ kSamples + "/fashion-mnist/test-0000-ankle-boot.png", bad.fileName() });
-        QVERIFY(imageReady.wait(20000));
         QVERIFY(waitForCurves(w));
         QVERIFY(!w.view()->rendered().isNull());
         QVERIFY(!w.tiles()->isEmpty());
@@ -136,14 +130,9 @@ private slots:
     void modelSwitchResetsTilesAndQueryLine()
     {
         MainWindow w;
-        w.resize(1280, 800);
-        w.show();
+        QVERIFY(showWithImages(w, QStringLiteral("builtin:fmnist-vit-d4"), { kSamples + "/fashion-mnist/test-0000-ankle-boot.png" }));
         QSignalSpy modelReady(&w, &MainWindow::modelReady);
         QSignalSpy imageReady(&w, &MainWindow::imageReady);
-        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
-        QVERIFY(modelReady.wait(20000));
-        w.addImages({ kSamples + "/fashion-mnist/test-0000-ankle-boot.png" });
-        QVERIFY(imageReady.wait(20000));
         QVERIFY(!w.tiles()->isEmpty());
         const int rowsBefore = w.tiles()->sizeHint().height();
         QVERIFY(!queryLine(w).isEmpty());
@@ -170,16 +159,9 @@ private slots:
     void failedAnalysisRemovesTheCurvesAndSaysWhy()
     {
         MainWindow w;
-        w.resize(1280, 800);
-        w.show();
-        QSignalSpy modelReady(&w, &MainWindow::modelReady);
-        QSignalSpy imageReady(&w, &MainWindow::imageReady);
         // CLIP's vision tower: its head is a projection, not a classifier
-        w.openModel(QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/golden/fixtures/hf_clip_vision"));
-        QVERIFY(modelReady.wait(20000));
-        QVERIFY(w.model() && w.model()->config().headIsProjection);
-        w.addImages({ kImage });
-        QVERIFY(imageReady.wait(20000));
+        QVERIFY(showWithImages(w, QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/golden/fixtures/hf_clip_vision"), { kImage }));
+        QVERIFY(w.model()->config().headIsProjection);
         QVERIFY(waitForCurves(w));
         QSignalSpy errors(&w, &MainWindow::errorShown);
         w.setPerturbation(*Perturbation::parse("fgsm:eps=8"));
@@ -202,14 +184,7 @@ private slots:
     void labelsNameWhatIsShown()
     {
         MainWindow w;
-        w.resize(1280, 800);
-        w.show();
-        QSignalSpy modelReady(&w, &MainWindow::modelReady);
-        QSignalSpy imageReady(&w, &MainWindow::imageReady);
-        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
-        QVERIFY(modelReady.wait(20000));
-        w.addImages({ kSamples + "/fashion-mnist/test-0000-ankle-boot.png" });
-        QVERIFY(imageReady.wait(20000));
+        QVERIFY(showWithImages(w, QStringLiteral("builtin:fmnist-vit-d4"), { kSamples + "/fashion-mnist/test-0000-ankle-boot.png" }));
         QVERIFY(waitForCurves(w));
 
         QSignalSpy relevanceReady(w.slot(0), &ModelSlot::relevanceReady);
