@@ -1,6 +1,7 @@
 #include "AttentionView.h"
 
 #include "AttentionOverlay.h"
+#include "DialogFolder.h"
 #include "PlotStyle.h"
 
 #include <QMouseEvent>
@@ -14,6 +15,8 @@ AttentionView::AttentionView(QWidget* parent)
     setMinimumSize(200, 200);
     setCursor(Qt::CrossCursor);
     setAccessibleName(tr("Attention view"));
+    setFocusPolicy(Qt::ClickFocus); // a click on the view makes Ctrl+C copy it
+    addCopyAction(this, [this] { return m_rendered.isNull() ? QImage() : composed(); });
 }
 
 void AttentionView::setImage(const Image& shown, int gridH, int gridW, int numPrefixTokens)

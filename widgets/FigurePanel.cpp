@@ -1,5 +1,6 @@
 #include "FigurePanel.h"
 
+#include "DialogFolder.h"
 #include "FigureExport.h"
 #include "PlotHover.h"
 
@@ -47,7 +48,9 @@ FigurePanel::FigurePanel(std::vector<Figure> figures, QWidget* parent)
     row->addWidget(m_export);
     m_plot = new QCustomPlot(this);
     m_plot->setMinimumHeight(240);
+    m_plot->setFocusPolicy(Qt::ClickFocus);
     enableHoverValues(m_plot);
+    addCopyAction(this, [this] { return m_plot->toPixmap().toImage(); }); // the plot as it is drawn
     layout->addWidget(m_header);
     layout->addWidget(m_plot, 1);
     rebuild();
@@ -129,10 +132,11 @@ void FigurePanel::askExport(bool data)
 {
     const QString name = QString::fromStdString(figureFileName(figure()));
     const QString path = data
-        ? QFileDialog::getSaveFileName(this, tr("Export data"), name + ".csv", tr("CSV (*.csv)"))
-        : QFileDialog::getSaveFileName(this, tr("Export figure"), name + ".png", tr("PNG (*.png);;SVG (*.svg);;PDF (*.pdf)"));
+        ? QFileDialog::getSaveFileName(this, tr("Export data"), dialogStart(name + ".csv"), tr("CSV (*.csv)"))
+        : QFileDialog::getSaveFileName(this, tr("Export figure"), dialogStart(name + ".png"), tr("PNG (*.png);;SVG (*.svg);;PDF (*.pdf)"));
     if (path.isEmpty())
         return;
+    rememberDialogChoice(path);
     data ? exportData(path) : exportFigure(path);
 }
 

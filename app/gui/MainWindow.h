@@ -80,6 +80,9 @@ public:
     int layer() const { return m_layer; }
     int head() const { return m_head; }
     QString lastError() const { return m_lastError; }
+    // What Help shows: every shortcut of the window with its action, and the versions and where the engine runs.
+    QString shortcutsText() const;
+    QString aboutText() const;
     bool busy() const { return m_worker.busy(); } // engine work queued or running
     quint64 forwardSets() const { return m_worker.forwardSets(); } // engine forward sets started so far
 
@@ -103,6 +106,7 @@ private:
     void buildDocks();
     void connectSlot(int index);
     void showError(const QString& message);
+    void showInformation(const QString& title, const QString& text); // a window-modal box (none offscreen)
     void refreshMaps();
     void refreshImagePlots();
     void refreshSetPlots();

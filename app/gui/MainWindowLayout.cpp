@@ -1,6 +1,10 @@
 // MainWindow's menus, toolbar and docks: what goes where. Behaviour is in MainWindow.cpp.
 #include "MainWindow.h"
 
+#include <DialogFolder.h>
+#include <attnscope/CpuKernels.h>
+#include <attnscope/Model.h>
+
 #include <QAction>
 #include <QComboBox>
 #include <QDockWidget>
@@ -9,6 +13,8 @@
 #include <QLabel>
 #include <QListView>
 #include <QMenuBar>
+#include <QGuiApplication>
+#include <QMessageBox>
 #include <QPainter>
 #include <QProgressBar>
 #include <QPushButton>
@@ -39,24 +45,29 @@ void MainWindow::buildActions()
     auto* toolbar = addToolBar(tr("Main"));
     toolbar->setObjectName("mainToolbar");
     auto* openModel = file->addAction(tr("Open &model file…"), this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), {},
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), dialogStart(),
                                                           tr("Models (*.safetensors *.pt *.pth *.json);;All files (*)"));
+        rememberDialogChoice(path);
         if (!path.isEmpty())
             this->openModel(path);
     });
     openModel->setShortcut(QKeySequence::Open);
     file->addAction(tr("Open model &folder…"), this, [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open model folder"));
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open model folder"), dialogStart());
+        rememberDialogChoice(dir);
         if (!dir.isEmpty())
             this->openModel(dir);
     });
     auto* openImages = file->addAction(tr("Open &images…"), this, [this] {
-        addImages(QFileDialog::getOpenFileNames(this, tr("Open images"), {},
-                                                tr("Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.webp *.gif)")));
+        const QStringList paths = QFileDialog::getOpenFileNames(this, tr("Open images"), dialogStart(),
+                                                                tr("Images (*.png *.jpg *.jpeg *.bmp *.tif *.tiff *.webp *.gif)"));
+        rememberDialogChoice(paths.value(0));
+        addImages(paths);
     });
     openImages->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
     file->addAction(tr("Open image folder…"), this, [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open image folder"));
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open image folder"), dialogStart());
+        rememberDialogChoice(dir);
         if (!dir.isEmpty())
             addImages({ dir });
     });
@@ -64,8 +75,9 @@ void MainWindow::buildActions()
     refreshRecent();
     file->addSeparator();
     auto* compare = file->addAction(tr("&Compare with model file…"), this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Compare with"), {},
+        const QString path = QFileDialog::getOpenFileName(this, tr("Compare with"), dialogStart(),
                                                           tr("Models (*.safetensors *.pt *.pth *.json);;All files (*)"));
+        rememberDialogChoice(path);
         if (!path.isEmpty())
             openCompareModel(path);
     });
@@ -73,20 +85,23 @@ void MainWindow::buildActions()
     file->addAction(tr("Close comparison"), this, &MainWindow::closeCompare);
     file->addSeparator();
     auto* exportAction = file->addAction(tr("&Export view…"), this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export view"), "attention.png",
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export view"), dialogStart("attention.png"),
                                                           tr("PNG (*.png);;SVG (*.svg);;PDF (*.pdf);;Data (*.csv)"));
+        rememberDialogChoice(path);
         if (!path.isEmpty())
             exportView(path);
     });
     file->addAction(tr("Export layers × &heads…"), this, [this] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export layers × heads"), "attention_grid.png",
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export layers × heads"), dialogStart("attention_grid.png"),
                                                           tr("PNG (*.png);;SVG (*.svg);;PDF (*.pdf);;Data (*.csv)"));
+        rememberDialogChoice(path);
         if (!path.isEmpty())
             exportTiles(path);
     });
     exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
     auto* exportAllAction = file->addAction(tr("Export &all…"), this, [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Export everything open into (the CLI's output folder)"));
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Export everything open into (the CLI's output folder)"), dialogStart());
+        rememberDialogChoice(dir);
         if (!dir.isEmpty())
             exportAll(dir);
     });
@@ -102,6 +117,10 @@ void MainWindow::buildActions()
     auto* previous = viewMenu->addAction(tr("Previous image"), this, [this] { selectImage(m_imageList->currentIndex().row() - 1); });
     previous->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Left));
     m_viewMenu = viewMenu;
+    auto* help = menuBar()->addMenu(tr("&Help"));
+    auto* keys = help->addAction(tr("&Keyboard shortcuts"), this, [this] { showInformation(tr("Keyboard shortcuts"), shortcutsText()); });
+    keys->setShortcut(QKeySequence::HelpContents);
+    help->addAction(tr("&About attnscope"), this, [this] { showInformation(tr("About attnscope"), aboutText()); });
 
     toolbar->addAction(openModel);
     toolbar->addAction(openImages);
@@ -261,4 +280,41 @@ void MainWindow::buildDocks()
         connect(panel, &FigurePanel::exportFailed, this, &MainWindow::showError);
         connect(panel, &FigurePanel::exported, this, [this](const QString& path) { statusBar()->showMessage(tr("Wrote %1").arg(path), 5000); });
     }
+}
+
+QString MainWindow::shortcutsText() const
+{
+    QStringList lines;
+    for (QAction* action : findChildren<QAction*>()) {
+        const QString keys = action->shortcut().toString(QKeySequence::NativeText);
+        if (keys.isEmpty())
+            continue;
+        QString what = action->text().remove(QLatin1Char('&')).remove(QStringLiteral("…"));
+        const QString line = QStringLiteral("%1\t%2").arg(keys, what);
+        if (!lines.contains(line))
+            lines << line;
+    }
+    lines << tr("Click\ta patch of the view: it becomes the query") << tr("Click\ta tile: its layer and head");
+    return lines.join(QLatin1Char('\n'));
+}
+
+QString MainWindow::aboutText() const
+{
+    const ThreadSetup threads = threadSetup();
+    const CpuKernels cpu = cpuKernels();
+    return tr("attnscope %1\nLibTorch %2%3\nRuns on: %4\nThreads: %5 intra-op, %6 inter-op\nCPU kernels: %7 (linear layers: %8; "
+              "attention products: %9)")
+        .arg(QString::fromLatin1(version()), QString::fromStdString(libtorchVersion()),
+             libtorchHasCuda() ? tr(" with CUDA") : tr(" (CPU)"), m_deviceLabel->text(), QString::number(threads.intraOp),
+             QString::number(threads.interOp), QString::fromStdString(cpu.isa.empty() ? "-" : cpu.isa),
+             QString::fromStdString(cpu.linear), QString::fromStdString(cpu.attention));
+}
+
+void MainWindow::showInformation(const QString& title, const QString& text)
+{
+    if (QGuiApplication::platformName() == QLatin1String("offscreen"))
+        return;
+    auto* box = new QMessageBox(QMessageBox::Information, title, text, QMessageBox::Ok, this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open(); // window-modal, never blocks the event loop
 }

@@ -15,4 +15,8 @@ struct CpuKernels {
 };
 CpuKernels cpuKernels();
 
+// The LibTorch this build links ("1.13.1", "2.11.0"), and whether it has CUDA: for the window's About.
+std::string libtorchVersion();
+bool libtorchHasCuda();
+
 } // namespace attnscope

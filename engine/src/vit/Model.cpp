@@ -16,6 +16,7 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/cuda.h>
 #include <torch/utils.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -397,6 +398,10 @@ CpuKernels cpuKernels()
     k.attention = AttentionProducts::pathHere();
     return k;
 }
+
+std::string libtorchVersion() { return TORCH_VERSION; }
+
+bool libtorchHasCuda() { return torch::cuda::is_available() || at::hasCUDA(); }
 
 ThreadSetup threadSetup() { return { std::max(1, at::get_num_threads()), interOpThreads() }; }
 
