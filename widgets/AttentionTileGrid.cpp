@@ -1,6 +1,7 @@
 #include "AttentionTileGrid.h"
 
 #include "AttentionOverlay.h"
+#include "PlotHover.h"
 
 #include <attnscope/Analyses.h>
 
@@ -20,11 +21,16 @@ AttentionTileGrid::AttentionTileGrid(QWidget* parent)
     : QWidget(parent)
 {
     setAccessibleName(tr("Layers by heads"));
+    setMouseTracking(true); // hovering a tile names it and the patch under the pointer
 }
 
 void AttentionTileGrid::setTrace(const Trace& trace, const Image& shown, int query)
 {
     m_tiles.clear();
+    m_maps.clear();
+    m_gridH = trace.gridHeight;
+    m_gridW = trace.gridWidth;
+    m_prefix = trace.numPrefixTokens;
     const auto patch = queryPatchOf(query, trace.numPrefixTokens, trace.gridWidth);
     // Tiles are rendered at the size they are drawn (device pixels), over the image scaled once: 156 maps at
     // 224 px and a downscale at paint time cost 16 times as much (docs/performance.md, click path).
@@ -33,11 +39,14 @@ void AttentionTileGrid::setTrace(const Trace& trace, const Image& shown, int que
                                        : toQImage(shown).scaled(side, side, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
     for (int l = 1; l <= trace.depth; ++l) {
         std::vector<QImage> row;
+        std::vector<Tensor> maps;
         for (int h = 0; h <= trace.numHeads; ++h) {
             const AttentionMap map = attentionMap(trace, l, h == trace.numHeads ? -1 : h, query);
             row.push_back(renderAttentionOverlay(small, map, trace.gridHeight, trace.gridWidth, 0.7, m_colormap, patch));
+            maps.push_back(map.patches);
         }
         m_tiles.push_back(std::move(row));
+        m_maps.push_back(std::move(maps));
     }
     updateGeometry();
     update();
@@ -74,9 +83,34 @@ std::optional<std::pair<int, int>> AttentionTileGrid::tileAt(const QPoint& pos) 
     return std::nullopt;
 }
 
+QString AttentionTileGrid::hoverText(const QPoint& pos) const
+{
+    const auto tile = tileAt(pos);
+    if (!tile)
+        return {};
+    const int l = tile->first - 1, c = tile->second < 0 ? int(m_tiles[size_t(l)].size()) - 1 : tile->second;
+    const QRect r = tileRect(l, c);
+    QString text = tile->second < 0 ? tr("layer %1 · mean of heads").arg(tile->first) : tr("layer %1 · head %2").arg(tile->first).arg(tile->second);
+    if (m_gridH <= 0 || m_gridW <= 0 || r.width() <= 0 || r.height() <= 0)
+        return text;
+    const int col = std::min(m_gridW - 1, (pos.x() - r.left()) * m_gridW / r.width());
+    const int row = std::min(m_gridH - 1, (pos.y() - r.top()) * m_gridH / r.height());
+    const Tensor& map = m_maps[size_t(l)][size_t(c)];
+    text += tr(" · token %1 · patch (%2, %3)").arg(m_prefix + row * m_gridW + col).arg(row).arg(col);
+    if (map.numel() == int64_t(m_gridH) * m_gridW)
+        text += tr(" · attention %1").arg(double(map.data()[row * m_gridW + col]), 0, 'g', 4);
+    return text;
+}
+
+void AttentionTileGrid::mouseMoveEvent(QMouseEvent* event)
+{
+    showHoverText(this, event->globalPosition().toPoint(), hoverText(event->position().toPoint()));
+}
+
 void AttentionTileGrid::clear()
 {
     m_tiles.clear();
+    m_maps.clear();
     updateGeometry();
     update();
 }

@@ -26,6 +26,8 @@ public:
     QSize sizeHint() const override;
     // The (layer, head) of the tile under a point; head -1 is the mean column.
     std::optional<std::pair<int, int>> tileAt(const QPoint& pos) const;
+    // What hovering a point shows: the tile's layer and head, and the patch under it with its token and attention.
+    QString hoverText(const QPoint& pos) const;
 
 signals:
     void tileClicked(int layer, int head);
@@ -33,11 +35,14 @@ signals:
 protected:
     void paintEvent(QPaintEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
 
 private:
     QRect tileRect(int layerIndex, int column) const;
 
     std::vector<std::vector<QImage>> m_tiles; // [layer - 1][head], the mean last
+    std::vector<std::vector<Tensor>> m_maps;  // the tiles' patch maps [gh, gw], alike
+    int m_gridH = 0, m_gridW = 0, m_prefix = 0;
     int m_layer = 1, m_head = -1;
     Colormap m_colormap = Colormap::Viridis;
     int m_tile = 56;

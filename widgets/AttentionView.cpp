@@ -2,6 +2,7 @@
 
 #include "AttentionOverlay.h"
 #include "DialogFolder.h"
+#include "PlotHover.h"
 #include "PlotStyle.h"
 
 #include <QMouseEvent>
@@ -16,6 +17,7 @@ AttentionView::AttentionView(QWidget* parent)
     setCursor(Qt::CrossCursor);
     setAccessibleName(tr("Attention view"));
     setFocusPolicy(Qt::ClickFocus); // a click on the view makes Ctrl+C copy it
+    setMouseTracking(true);         // hovering shows the patch's token and value
     addCopyAction(this, [this] { return m_rendered.isNull() ? QImage() : composed(); });
 }
 
@@ -207,6 +209,22 @@ void AttentionView::paintEvent(QPaintEvent*)
         for (int row = 1; row < m_gridH; ++row)
             p.drawLine(r.left(), r.top() + row * r.height() / m_gridH, r.right(), r.top() + row * r.height() / m_gridH);
     }
+}
+
+QString AttentionView::hoverText(const QPoint& pos) const
+{
+    const auto patch = patchAt(pos);
+    if (!patch || m_rendered.isNull())
+        return {};
+    QString text = tr("token %1 · patch (%2, %3)").arg(m_prefix + patch->y() * m_gridW + patch->x()).arg(patch->y()).arg(patch->x());
+    if (m_map && m_map->patches.numel() == int64_t(m_gridH) * m_gridW)
+        text += tr(" · %1 %2").arg(m_valueCaption).arg(double(m_map->patches.data()[patch->y() * m_gridW + patch->x()]), 0, 'g', 4);
+    return text;
+}
+
+void AttentionView::mouseMoveEvent(QMouseEvent* event)
+{
+    showHoverText(this, event->globalPosition().toPoint(), hoverText(event->position().toPoint()));
 }
 
 void AttentionView::mousePressEvent(QMouseEvent* event)

@@ -42,6 +42,8 @@ public:
     QImage composed(double scale = 2.0) const;
     // The patch (row, col) under a point in widget coordinates, if any.
     std::optional<QPoint> patchAt(const QPoint& widgetPos) const;
+    // What hovering a point shows: the patch's token, its (row, col) and the map's value there ("" off the image).
+    QString hoverText(const QPoint& widgetPos) const;
     QRect imageRect() const;
 
 signals:
@@ -50,6 +52,7 @@ signals:
 protected:
     void paintEvent(QPaintEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
     QSize sizeHint() const override { return { 480, 480 }; }
 
 private:

@@ -80,15 +80,19 @@ QString valuesAt(QCustomPlot* plot, const QPointF& pos)
     return text.isEmpty() ? heatmapCell(plot, pos) : text;
 }
 
+void showHoverText(QWidget* widget, const QPoint& at, const QString& text)
+{
+    if (text.isEmpty())
+        QToolTip::hideText();
+    else
+        QToolTip::showText(at, text, widget);
+}
+
 void enableHoverValues(QCustomPlot* plot)
 {
     plot->setMouseTracking(true);
     QObject::connect(plot, &QCustomPlot::mouseMove, plot, [plot](QMouseEvent* event) {
-        const QString text = valuesAt(plot, event->position());
-        if (text.isEmpty())
-            QToolTip::hideText();
-        else
-            QToolTip::showText(event->globalPosition().toPoint(), text, plot);
+        showHoverText(plot, event->globalPosition().toPoint(), valuesAt(plot, event->position()));
     });
 }
 

@@ -4,6 +4,7 @@
 #include <QString>
 
 class QCustomPlot;
+class QWidget;
 
 namespace attnscope {
 
@@ -12,5 +13,8 @@ namespace attnscope {
 void enableHoverValues(QCustomPlot* plot);
 // The tool-tip text for a pointer at `pos` (widget pixels); empty when nothing is near.
 QString valuesAt(QCustomPlot* plot, const QPointF& pos);
+// `text` as the tool tip of `widget` at the global position `at`, or no tool tip when it is empty: what every
+// hover of the window (plots, the view, the tiles) shows.
+void showHoverText(QWidget* widget, const QPoint& at, const QString& text);
 
 } // namespace attnscope

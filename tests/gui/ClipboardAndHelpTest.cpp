@@ -5,7 +5,10 @@
 #include "MainWindow.h"
 
 #include <DialogFolder.h>
+#include <AttentionTileGrid.h>
+#include <AttentionView.h>
 #include <FigurePanel.h>
+#include <attnscope/Analyses.h>
 #include <attnscope/CpuKernels.h>
 #include <attnscope/Model.h>
 #include <qcustomplot.h>
@@ -59,6 +62,41 @@ private slots:
         QVERIFY(!plot.isNull());
         QCOMPARE(plot.size(), w.imagePanel()->plot()->toPixmap().size());
         QVERIFY(differingPixels(view, plot) > 0);
+    }
+
+    // Hovering the view or a tile names the patch's token, its (row, col) and the attention there (issue 32, item 9).
+    void hoveringNamesTheTokenAndItsValue()
+    {
+        MainWindow w;
+        QVERIFY(showWithImages(w, QStringLiteral("builtin:fmnist-vit-d4"), { kSamples + "/fashion-mnist/test-0000-ankle-boot.png" }));
+        AttentionView* view = w.view();
+        const QRect image = view->imageRect();
+        const Trace& t = w.current()->trace;
+        // the centre of patch (2, 5)
+        const QPoint at(image.left() + (2 * 5 + 1) * image.width() / (2 * t.gridWidth), image.top() + (2 * 2 + 1) * image.height() / (2 * t.gridHeight));
+        const QString text = view->hoverText(at);
+        const AttentionMap map = attentionMap(t, w.layer(), w.head(), w.query());
+        const QString value = QString::number(double(map.patches.data()[2 * t.gridWidth + 5]), 'g', 4);
+        QVERIFY2(text.contains(QStringLiteral("token %1 ").arg(t.numPrefixTokens + 2 * t.gridWidth + 5)) && text.contains("patch (2, 5)")
+                     && text.contains("attention " + value),
+                 qPrintable(text + " / " + value));
+        QVERIFY(view->hoverText({ 1, 1 }).isEmpty()); // off the image
+
+        AttentionTileGrid* tiles = w.tiles();
+        tiles->resize(tiles->sizeHint());
+        QPoint inTile;
+        for (int y = 0; y < tiles->height() && inTile.isNull(); ++y)
+            for (int x = 0; x < tiles->width(); ++x)
+                if (const auto tile = tiles->tileAt({ x, y }); tile && tile->first == 2 && tile->second == 1) {
+                    inTile = { x + 2, y + 2 }; // just inside layer 2, head 1: its patch (0, 0)
+                    break;
+                }
+        QVERIFY(!inTile.isNull());
+        const QString tileText = tiles->hoverText(inTile);
+        const AttentionMap tileMap = attentionMap(t, 2, 1, w.query());
+        QVERIFY2(tileText.contains("layer 2 · head 1") && tileText.contains("patch (0, 0)")
+                     && tileText.contains("attention " + QString::number(double(tileMap.patches.data()[0]), 'g', 4)),
+                 qPrintable(tileText));
     }
 
     void dialogsStartWhereTheUserLastChose()
