@@ -132,6 +132,29 @@ TEST(PackedLinear, ActivationEpilogueMatchesTheSeparateActivation)
     }
 }
 
+// At two intra-op threads the rows are cut into one block per team thread (PackedLinears' row split): the whole
+// layer, the qkv parts and the MLP's activation epilogue still give at::linear's numbers.
+TEST(PackedLinear, RowsCutOverTwoThreadsMatchAtLinear)
+{
+    c10::InferenceMode inference;
+    PackedLinears packed;
+    at::Generator gen = at::detail::createCPUGenerator(21);
+    auto qkv = randomLinear(96, 3 * 96, true, 4), fc1 = randomLinear(96, 200, true, 5);
+    const at::Tensor x = at::normal(0.0, 1.0, { 2, 97, 96 }, gen); // 194 rows: blocks of 97
+    const int before = at::get_num_threads();
+    at::set_num_threads(2);
+    const at::Tensor y = packed.forward(qkv, x);
+    const auto parts = packed.forwardSplit(qkv, x, 3);
+    const at::Tensor h = packed.forward(fc1, x, Activation::Gelu);
+    at::set_num_threads(before);
+    const at::Tensor whole = qkv->forward(x);
+    expectClose(y, whole);
+    ASSERT_EQ(parts.size(), 3u);
+    for (int p = 0; p < 3; ++p)
+        expectClose(parts[size_t(p)], whole.narrow(-1, p * 96, 96));
+    expectClose(h, applyActivation(fc1->forward(x), Activation::Gelu));
+}
+
 // Signals arriving while the linear layers run (Ctrl-C to the CLI, a profiler's SIGPROF) leave the heap intact
 // (runUnderSignals), whichever kernel oneDNN gives the packed path on this CPU (brgemm, or the jit_1x1 convolution
 // without AVX-512): the ViT-S qkv projection and the MLP's first layer with its activation.

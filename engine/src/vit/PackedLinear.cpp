@@ -55,7 +55,6 @@ std::vector<at::Tensor> plainSplit(torch::nn::Linear& layer, const at::Tensor& x
 struct PackedLinears::State {
     struct Entry {
         bool usable = false;
-        bool activationAfter = false; // the kernel took no activation epilogue: applyActivation runs after it
         dnnl::primitive primitive;
         dnnl::primitive_desc_base pd;
         std::shared_ptr<dnnl::memory> weights; // packed, shared by the entries of one layer with one layout
@@ -112,48 +111,43 @@ struct PackedLinears::State {
     // - else a 1x1 convolution over `rows` positions: x and y row-major are its nwc source and destination, and on
     //   AVX2 oneDNN runs its direct jit_1x1 kernel on them, with the weights packed for it. The matmul and inner
     //   product there are gemm-based, which OneDnnSupport.h refuses.
-    // With the activation as an epilogue first, then without it (the activation then runs after the product).
+    // The activation is the kernel's epilogue; where neither takes it, at::linear and applyActivation run instead.
     static std::optional<dnnl::primitive_desc_base> choose(const dnnl::engine& engine, int64_t rows, int64_t in, int64_t out,
-                                                           bool bias, std::optional<Activation> activation, bool& activationAfter)
+                                                           bool bias, std::optional<Activation> activation)
     {
         using dt = dnnl::memory::data_type;
         using tag = dnnl::memory::format_tag;
-        for (const bool fused : { true, false }) {
-            if (!fused && !activation)
-                break;
-            dnnl::primitive_attr attr;
-            attr.set_scratchpad_mode(dnnl::scratchpad_mode::user); // each calling thread brings its own
-            if (activation && fused) {
-                dnnl::post_ops ops;
-                appendActivation(ops, *activation);
-                attr.set_post_ops(ops);
-            }
-            activationAfter = activation && !fused;
-            try {
-                const dnnl::memory::desc src({ rows, in }, dt::f32, tag::ab), weights({ in, out }, dt::f32, tag::any),
-                    dst({ rows, out }, dt::f32, tag::ab), b({ 1, out }, dt::f32, tag::ab);
-                const auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, b, dst), attr, engine)
-                                     : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, engine);
-                if (onednn::isUsableKernel(pd))
-                    return pd;
-            } catch (const dnnl::error&) {
-            }
-            try {
-                const dnnl::memory::desc src({ 1, in, rows }, dt::f32, tag::nwc), weights({ out, in, 1 }, dt::f32, tag::any),
-                    dst({ 1, out, rows }, dt::f32, tag::nwc), b({ out }, dt::f32, tag::x);
-                const auto kind = dnnl::prop_kind::forward_inference;
-                const auto direct = dnnl::algorithm::convolution_direct;
-                const dnnl::memory::dims ones { 1 }, zeros { 0 };
-                const auto pd = bias
-                    ? dnnl::convolution_forward::primitive_desc(
-                          dnnl::convolution_forward::desc(kind, direct, src, weights, b, dst, ones, zeros, zeros), attr, engine)
-                    : dnnl::convolution_forward::primitive_desc(
-                          dnnl::convolution_forward::desc(kind, direct, src, weights, dst, ones, zeros, zeros), attr, engine);
-                // the layouts asked for, not ones oneDNN chose instead
-                if (onednn::isUsableKernel(pd) && pd.src_desc() == src && pd.dst_desc() == dst)
-                    return pd;
-            } catch (const dnnl::error&) {
-            }
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user); // each calling thread brings its own
+        if (activation) {
+            dnnl::post_ops ops;
+            appendActivation(ops, *activation);
+            attr.set_post_ops(ops);
+        }
+        try {
+            const dnnl::memory::desc src({ rows, in }, dt::f32, tag::ab), weights({ in, out }, dt::f32, tag::any),
+                dst({ rows, out }, dt::f32, tag::ab), b({ 1, out }, dt::f32, tag::ab);
+            const auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, b, dst), attr, engine)
+                                 : dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, engine);
+            if (onednn::isUsableKernel(pd))
+                return pd;
+        } catch (const dnnl::error&) {
+        }
+        try {
+            const dnnl::memory::desc src({ 1, in, rows }, dt::f32, tag::nwc), weights({ out, in, 1 }, dt::f32, tag::any),
+                dst({ 1, out, rows }, dt::f32, tag::nwc), b({ out }, dt::f32, tag::x);
+            const auto kind = dnnl::prop_kind::forward_inference;
+            const auto direct = dnnl::algorithm::convolution_direct;
+            const dnnl::memory::dims ones { 1 }, zeros { 0 };
+            const auto pd = bias
+                ? dnnl::convolution_forward::primitive_desc(
+                      dnnl::convolution_forward::desc(kind, direct, src, weights, b, dst, ones, zeros, zeros), attr, engine)
+                : dnnl::convolution_forward::primitive_desc(
+                      dnnl::convolution_forward::desc(kind, direct, src, weights, dst, ones, zeros, zeros), attr, engine);
+            // the layouts asked for, not ones oneDNN chose instead
+            if (onednn::isUsableKernel(pd) && pd.src_desc() == src && pd.dst_desc() == dst)
+                return pd;
+        } catch (const dnnl::error&) {
         }
         return std::nullopt;
     }
@@ -165,7 +159,7 @@ struct PackedLinears::State {
         using tag = dnnl::memory::format_tag;
         const int64_t out = w.size(0), in = w.size(1); // w [out, in]
         // A reference kernel would be slower than OpenBLAS, and a gemm-based one is unsafe (OneDnnSupport.h).
-        const auto pd = choose(engine, rows, in, out, bias, activation, e.activationAfter);
+        const auto pd = choose(engine, rows, in, out, bias, activation);
         if (!pd)
             return;
         e.pd = *pd;
@@ -211,8 +205,7 @@ const std::string& PackedLinears::kernelHere()
         if (!available())
             return std::string();
         const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-        bool activationAfter = false;
-        const auto pd = State::choose(engine, 197, 384, 1152, true, std::nullopt, activationAfter);
+        const auto pd = State::choose(engine, 197, 384, 1152, true, std::nullopt);
         return pd ? std::string(pd->impl_info_str()) : std::string();
     }();
     return kernel;
@@ -266,10 +259,6 @@ bool PackedLinears::State::products(const torch::nn::LinearImpl& layer, const st
             }
             const int64_t out = ws[p].size(0);
             execute(*entry, src.data_ptr<float>() + begin * in, ys[p].data_ptr<float>() + begin * out, bs[p]);
-            if (activation && entry->activationAfter) {
-                at::Tensor part = ys[p].narrow(0, begin, end - begin);
-                part.copy_(applyActivation(part, *activation));
-            }
         }
     };
     const int64_t blocks = std::min<int64_t>(ompThreadsHere(), rows / kRowsPerBlock);
