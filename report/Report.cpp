@@ -33,23 +33,13 @@ namespace {
 void appendPredictions(std::string& csv, const std::string& image, const attnscope::Tensor& logits,
                        const std::vector<std::string>& labels)
 {
-    const int64_t k = logits.numel();
-    const float* z = logits.data();
-    const float zmax = *std::max_element(z, z + k);
-    std::vector<double> p(static_cast<size_t>(k));
-    double sum = 0;
-    for (int64_t i = 0; i < k; ++i)
-        sum += p[size_t(i)] = std::exp(double(z[i]) - zmax);
-    std::vector<int> order(static_cast<size_t>(k));
-    std::iota(order.begin(), order.end(), 0);
-    const int top = int(std::min<int64_t>(5, k));
-    std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int a, int b) { return p[size_t(a)] > p[size_t(b)]; });
-    for (int r = 0; r < top; ++r) {
-        const int c = order[size_t(r)];
+    int rank = 0;
+    for (const auto& c : attnscope::topClasses(logits, 5)) {
         char prob[32];
-        std::snprintf(prob, sizeof prob, "%.6g", p[size_t(c)] / sum);
-        csv += attnscope::csvField(image) + "," + std::to_string(r + 1) + "," + std::to_string(c) + ","
-            + attnscope::csvField(size_t(c) < labels.size() ? labels[size_t(c)] : std::to_string(c)) + "," + prob + "\n";
+        std::snprintf(prob, sizeof prob, "%.6g", c.probability);
+        csv += attnscope::csvField(image) + "," + std::to_string(++rank) + "," + std::to_string(c.index) + ","
+            + attnscope::csvField(size_t(c.index) < labels.size() ? labels[size_t(c.index)] : std::to_string(c.index)) + "," + prob
+            + "\n";
     }
 }
 

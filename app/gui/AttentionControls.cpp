@@ -10,10 +10,14 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QJsonObject>
 #include <QSettings>
 #include <QSlider>
 #include <QSpinBox>
 #include <QTimer>
+
+#include <algorithm>
+#include <cmath>
 
 using namespace attnscope;
 
@@ -188,6 +192,21 @@ AttentionControls::AttentionControls(QWidget* parent)
     connect(m_opacity, &QSlider::valueChanged, this, [](int v) { QSettings().setValue("view/opacity", v); });
     connect(m_colormap, &QComboBox::currentTextChanged, this, [](const QString& v) { QSettings().setValue("view/colormap", v); });
     connect(m_grid, &QCheckBox::toggled, this, [](bool v) { QSettings().setValue("view/grid", v); });
+}
+
+QJsonObject AttentionControls::drawing() const
+{
+    return { { "opacity", m_opacity->value() / 100.0 }, { "colormap", m_colormap->currentText() }, { "grid", m_grid->isChecked() } };
+}
+
+void AttentionControls::setDrawing(const QJsonObject& drawing)
+{
+    if (drawing.value("opacity").isDouble())
+        m_opacity->setValue(int(std::lround(std::clamp(drawing.value("opacity").toDouble(), 0.0, 1.0) * 100)));
+    if (colormapFromName(drawing.value("colormap").toString()))
+        m_colormap->setCurrentText(drawing.value("colormap").toString());
+    if (drawing.value("grid").isBool())
+        m_grid->setChecked(drawing.value("grid").toBool());
 }
 
 void AttentionControls::announce()

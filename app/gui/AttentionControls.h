@@ -5,6 +5,7 @@
 #include <Colormap.h>
 #include <attnscope/Perturbation.h>
 
+#include <QJsonObject>
 #include <QLineEdit>
 #include <QWidget>
 
@@ -43,6 +44,10 @@ public:
     void setRollout(const attnscope::RolloutOptions& rollout);
 
     void announce(); // emits the drawing settings (restored from the last session) for the views to follow
+    // How maps are drawn, for a session file: {"opacity": 0..1, "colormap": name, "grid": bool}; setDrawing applies the
+    // keys it finds, as a user's edits.
+    QJsonObject drawing() const;
+    void setDrawing(const QJsonObject& drawing);
 
     int layer() const;
     int head() const;

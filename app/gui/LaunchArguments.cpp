@@ -2,7 +2,10 @@
 
 #include <QDir>
 #include <QDirIterator>
+#include <QFile>
 #include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <attnscope/Files.h>
 #include <attnscope/Image.h>
 
@@ -62,5 +65,21 @@ LaunchArguments splitLaunchArguments(const QStringList& positional, const QStrin
     const QString& first = positional.front();
     if (!first.startsWith(QLatin1String("builtin:")) && (isImagePath(first) || isImageFolder(first)))
         return { defaultModel, positional };
+    // A checkpoint followed by its description (`attnscope model_final.pt described.json photo.jpg`): one model.
+    if (positional.size() > 1 && !isModelDescription(first) && isModelDescription(positional[1]))
+        return { first, positional.mid(2), positional[1] };
     return { first, positional.mid(1) };
+}
+
+bool isModelDescription(const QString& path)
+{
+    if (!path.endsWith(QLatin1String(".json"), Qt::CaseInsensitive))
+        return false;
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly) || file.size() > 16 * 1024 * 1024)
+        return false;
+    const QJsonObject json = QJsonDocument::fromJson(file.readAll()).object();
+    // Its own keys; timm's config.json has an "architecture" too, but a string.
+    return json.contains(QLatin1String("attnscope_description")) || json.value(QLatin1String("rename")).isArray()
+        || json.value(QLatin1String("architecture")).isObject();
 }

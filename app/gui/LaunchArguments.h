@@ -10,6 +10,7 @@
 struct LaunchArguments {
     QString model; // builtin:NAME, a model file, folder or description .json
     QStringList images; // image files and folders, in the order given
+    QString description; // a model description .json given right after a checkpoint: the two are one model
 };
 
 LaunchArguments splitLaunchArguments(
@@ -26,3 +27,6 @@ bool isModelPath(const QString& path);
 bool isImagePath(const QString& path);
 // A folder with an image in it (at any depth) that is not a model's folder.
 bool isImageFolder(const QString& path);
+// A model description (docs/model-description.md): a .json file holding an object with "attnscope_description", a
+// "rename" list or an "architecture" object; not a Hugging Face or timm config.json.
+bool isModelDescription(const QString& path);

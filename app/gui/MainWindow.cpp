@@ -1,6 +1,7 @@
 #include "MainWindow.h"
 
 #include "LaunchArguments.h"
+#include "Session.h"
 
 #include <AttentionGridFigure.h>
 #include <FigureExport.h>
@@ -31,6 +32,7 @@
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QVBoxLayout>
 
 using namespace attnscope;
 
@@ -69,11 +71,18 @@ MainWindow::MainWindow(QWidget* parent)
     m_centre = new QSplitter(Qt::Horizontal, this);
     for (int i = 0; i < 2; ++i) {
         m_slots[i] = new ModelSlot(&m_worker, i, this);
-        m_views[i] = new AttentionView(m_centre);
-        m_centre->addWidget(m_views[i]);
+        m_viewColumns[i] = new QWidget(m_centre);
+        auto* column = new QVBoxLayout(m_viewColumns[i]);
+        column->setContentsMargins(0, 0, 0, 0);
+        column->setSpacing(0);
+        m_views[i] = new AttentionView(m_viewColumns[i]);
+        m_footers[i] = new ViewFooter(m_viewColumns[i]);
+        column->addWidget(m_views[i], 1);
+        column->addWidget(m_footers[i]);
+        m_centre->addWidget(m_viewColumns[i]);
         connectSlot(i);
     }
-    m_views[1]->hide();
+    m_viewColumns[1]->hide();
     setCentralWidget(m_centre);
     buildActions();
     buildDocks();
@@ -96,6 +105,10 @@ void MainWindow::connectSlot(int index)
 {
     ModelSlot* slot = m_slots[index];
     connect(slot, &ModelSlot::failed, this, &MainWindow::showError);
+    connect(slot, &ModelSlot::needsOtherHalf, this, [this, index](const QString& path, const QString& description, int missing,
+                                                                  const QString& message) {
+        askForOtherHalf(index, path, description, missing, message);
+    });
     // An image that could not be run: its error in the view, and nothing of the image before left anywhere.
     connect(slot, &ModelSlot::imageFailed, this, [this, index](const QString& message) {
         m_views[index]->showMessage(message);
@@ -106,6 +119,8 @@ void MainWindow::connectSlot(int index)
         }
         refreshImagePlots();
         m_imagePanel->setStatus(message);
+        refreshPredictions();
+        m_footers[index]->setNoPrediction(tr("Prediction: none, the image could not be run"));
     });
     connect(slot, &ModelSlot::analysisFailed, this, [this](const QString& message) {
         refreshImagePlots();
@@ -114,7 +129,7 @@ void MainWindow::connectSlot(int index)
     connect(slot, &ModelSlot::modelLoaded, this, [this, index, slot] {
         const auto& model = slot->model();
         const QString path = QString::fromStdString(model->info().path);
-        rememberModel(path);
+        rememberModel(slot->path(), slot->description());
         statusBar()->showMessage(tr("Loaded %1").arg(path), 5000);
         if (index == 0) {
             const auto& c = model->config();
@@ -137,16 +152,20 @@ void MainWindow::connectSlot(int index)
             emit modelReady();
         } else {
             m_views[1]->clear();
-            m_views[1]->show();
+            m_viewColumns[1]->show();
             m_views[0]->setCaption(m_slots[0]->name());
             m_views[1]->setCaption(slot->name());
             m_slots[1]->setAnalysisOptions(m_slots[0]->analysisOptions());
+            m_slots[1]->setVariant(m_slots[0]->variant()); // a variant running runs for the compared model too
             emit compareReady();
         }
         refreshImagePlots();
         refreshSetPlots();
+        refreshPredictions();
         if (!currentPath().isEmpty())
             slot->showImage(currentPath());
+        if (index == 0)
+            applyPendingSession();
     });
     connect(slot, &ModelSlot::traceReady, this, [this, index, slot] {
         const Trace& t = slot->trace()->trace;
@@ -156,6 +175,7 @@ void MainWindow::connectSlot(int index)
             m_query = std::min(m_query, t.numPrefixTokens + t.gridHeight * t.gridWidth - 1);
         }
         refreshMaps();
+        refreshPredictions();
         if (index == 0)
             emit imageReady();
     });
@@ -163,6 +183,7 @@ void MainWindow::connectSlot(int index)
         if (!slot->variantTrace())
             return;
         statusBar()->showMessage(tr("Variant ready: %1").arg(slot->variantLabel()), 5000);
+        refreshPredictions();
         emit variantReady();
     });
     connect(slot, &ModelSlot::relevanceReady, this, &MainWindow::refreshMaps);
@@ -201,49 +222,6 @@ void MainWindow::connectSlot(int index)
         m_setProgress->setFormat(tr("cancelled at %v/%m"));
         emit setFinished(false);
     });
-}
-
-void MainWindow::openModel(const QString& path)
-{
-    statusBar()->showMessage(tr("Loading %1…").arg(path));
-    m_slots[0]->load(path);
-}
-
-void MainWindow::setInputSize(int height, int width)
-{
-    const auto& model = m_slots[0]->model();
-    if (!model)
-        return;
-    const auto& c = model->config();
-    const int patch = c.patchSize;
-    if (height % patch != 0 || width % patch != 0) {
-        statusBar()->showMessage(tr("Input size %1,%2: not a multiple of the model's patch size %3").arg(height).arg(width).arg(patch), 8000);
-        m_controls->setInputSize(c.imageHeight, c.imageWidth, model->info().trainedHeight, model->info().trainedWidth);
-        return;
-    }
-    const int h = height ? height : model->info().trainedHeight, w = width ? width : model->info().trainedWidth;
-    if (h == c.imageHeight && w == c.imageWidth)
-        return;
-    statusBar()->showMessage(tr("Loading %1 at %2x%3…").arg(QString::fromStdString(model->info().path)).arg(h).arg(w));
-    for (ModelSlot* slot : m_slots)
-        if (slot->model())
-            slot->load(QString::fromStdString(slot->model()->info().path), height, width);
-}
-
-void MainWindow::openCompareModel(const QString& path)
-{
-    statusBar()->showMessage(tr("Loading %1 to compare…").arg(path));
-    m_slots[1]->load(path);
-}
-
-void MainWindow::closeCompare()
-{
-    m_slots[1]->unload();
-    m_views[1]->clear();
-    m_views[1]->hide();
-    m_views[0]->setCaption({});
-    refreshImagePlots();
-    refreshSetPlots();
 }
 
 void MainWindow::setQuery(int token)
@@ -355,6 +333,35 @@ void MainWindow::refreshMaps()
     statusBar()->showMessage(tr("%1 · layer %2 · %3").arg(QFileInfo(primary->path).fileName()).arg(m_layer).arg(m_controls->headText()));
 }
 
+void MainWindow::refreshPredictions()
+{
+    for (int i = 0; i < 2; ++i) {
+        ViewFooter* footer = m_footers[i];
+        const auto& model = m_slots[i]->model();
+        const auto& current = m_slots[i]->trace();
+        if (!model || !current) {
+            footer->clear();
+            continue;
+        }
+        const auto& c = model->config();
+        footer->setPreparation(current->preparation,
+                               tr("%1×%2 %3").arg(c.imageWidth).arg(c.imageHeight).arg(c.channels == 1 ? tr("grey") : tr("RGB")));
+        if (c.numClasses == 0 || c.headIsProjection) {
+            footer->setNoPrediction(tr("Prediction: none, %1 has no classification head").arg(m_slots[i]->name()));
+            continue;
+        }
+        QStringList labels;
+        for (const auto& label : model->info().labels)
+            labels << QString::fromStdString(label);
+        const auto& variant = m_slots[i]->variantTrace();
+        const auto& v = m_slots[i]->variant();
+        const bool showVariant = v && variant && variant->path == current->path;
+        footer->setPrediction(topClasses(current->trace.logits, 5), labels,
+                              showVariant ? tr("With NeuTRENO %1, Boost %2").arg(v->neutrenoLambda).arg(v->boostT) : QString(),
+                              showVariant ? topClasses(variant->trace.logits, 5) : std::vector<ClassProbability> {});
+    }
+}
+
 void MainWindow::refreshImagePlots()
 {
     std::vector<AnalysisSummary> series = m_slots[0]->imageSeries();
@@ -383,30 +390,6 @@ void MainWindow::refreshSetPlots()
     m_setPanel->setStatus(images > 0 ? tr("%n image(s)", nullptr, int(images)) : QString());
 }
 
-void MainWindow::refreshModelInfo()
-{
-    const auto& i = m_slots[0]->model()->info();
-    const auto& c = i.config;
-    m_modelInfo->setText(tr("<b>%1</b><br>%2, %3 naming<br>%4 layers · %5 heads · width %6<br>patch %7 · input %8×%9 · %10 parameters")
-                             .arg(QString::fromStdString(i.path).toHtmlEscaped(), QString::fromStdString(i.family),
-                                  QString::fromStdString(i.naming))
-                             .arg(c.depth).arg(c.numHeads).arg(c.width).arg(c.patchSize).arg(c.imageHeight).arg(c.imageWidth)
-                             .arg(i.parameterCount));
-    // A value taken from a convention (heads = width/64) is said where the model is described, not left silent.
-    for (const auto& guess : i.guesses)
-        m_modelInfo->setText(m_modelInfo->text() + tr("<br><span style=\"color:#b35900\">⚠ %1</span>").arg(QString::fromStdString(guess).toHtmlEscaped()));
-    if (!i.guesses.empty())
-        statusBar()->showMessage(tr("Warning: %1").arg(QString::fromStdString(i.guesses.front())), 10000);
-    // The device, and for an image set how many images go through one forward.
-    const QString device = QString::fromStdString(i.device);
-    const int batch = defaultBatchSize(*m_slots[0]->model(), m_slots[0]->analysisOptions());
-    const ThreadSetup threads = threadSetup();
-    const int cpuThreads = std::max(threads.intraOp, threads.interOp);
-    m_deviceLabel->setText(device != QLatin1String("cpu") ? tr("GPU %1 · image sets in batches of %2").arg(device).arg(batch)
-                               : cpuThreads == 1 ? tr("CPU · 1 thread")
-                                                 : tr("CPU · %1 threads").arg(cpuThreads));
-}
-
 void MainWindow::runVariant(double neutrenoLambda, double boostT)
 {
     m_controls->setVariantValues(neutrenoLambda, boostT);
@@ -415,6 +398,7 @@ void MainWindow::runVariant(double neutrenoLambda, double boostT)
         return; // the spin boxes echo a value already running
     for (ModelSlot* slot : m_slots)
         slot->setVariant(variant);
+    refreshPredictions(); // the variant's line goes until its run is back
     if (variant)
         statusBar()->showMessage(tr("Running the variant…"));
     refreshImagePlots();
@@ -466,24 +450,6 @@ void MainWindow::showSetFigure(int index)
         dock->raise();
 }
 
-void MainWindow::refreshRecent()
-{
-    m_recent->clear();
-    for (const auto& path : QSettings().value("recentModels").toStringList())
-        m_recent->addAction(path, this, [this, path] { openModel(path); });
-    m_recent->setEnabled(!m_recent->isEmpty());
-}
-
-void MainWindow::rememberModel(const QString& path)
-{
-    QSettings settings;
-    QStringList recent = settings.value("recentModels").toStringList();
-    recent.removeAll(path);
-    recent.prepend(path);
-    settings.setValue("recentModels", recent.mid(0, 10));
-    refreshRecent();
-}
-
 void MainWindow::showError(const QString& message)
 {
     m_lastError = message;
@@ -502,25 +468,14 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event)
         event->acceptProposedAction();
 }
 
-void MainWindow::dropEvent(QDropEvent* event)
-{
-    event->acceptProposedAction();
-    QStringList images;
-    for (const auto& url : event->mimeData()->urls()) {
-        const QString path = url.toLocalFile();
-        if (path.isEmpty())
-            continue;
-        if (isModelPath(path))
-            openModel(path);
-        else
-            images << path;
-    }
-    addImages(images);
-}
-
 void MainWindow::closeEvent(QCloseEvent* event)
 {
     m_worker.cancelAll();
+    if (m_slots[0]->model()) { // where the user left off, for File -> Reopen last session
+        QString error;
+        QDir().mkpath(QFileInfo(lastSessionPath()).absolutePath());
+        writeSession(lastSessionPath(), currentSession(), &error);
+    }
     QSettings settings;
     settings.setValue("window/geometry", saveGeometry());
     settings.setValue("window/state", saveState());

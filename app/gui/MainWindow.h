@@ -9,10 +9,14 @@
 #include <FigurePanel.h>
 #include <ImageListModel.h>
 
+#include <ViewFooter.h>
+
 #include <QMainWindow>
 
+#include <functional>
 #include <memory>
 
+struct Session;
 class QComboBox;
 class QLabel;
 class QListView;
@@ -20,6 +24,9 @@ class QMenu;
 class QProgressBar;
 class QPushButton;
 class QSplitter;
+
+// The model panel's line on what the model takes: "input 3×32×32 (RGB) · resize short side to 32 (bilinear) · mean …".
+QString describeModelInput(const attnscope::ModelInfo& info);
 
 // attnscope's window: a model (and optionally a second one to compare with), a strip of images, the attention of
 // a clicked patch over the image, layer and head selectors, the layers x heads tiles, and plot docks for the
@@ -31,14 +38,23 @@ public:
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    void openModel(const QString& path);
-    void openCompareModel(const QString& path);
+    // A model file, folder, description .json or builtin:NAME, with the description .json to read a checkpoint with ("":
+    // none, or the one beside it). A file that lacks its other half (a checkpoint no convention names, a description
+    // without "weights") asks for it (chooseFile) and loads the pair.
+    void openModel(const QString& path, const QString& description = {});
+    void openCompareModel(const QString& path, const QString& description = {});
+    // Where the window asks for a file it needs (the other half of a model): a file dialog unless a test sets one.
+    using FileChooser = std::function<QString(const QString& caption, const QString& filter)>;
+    void setFileChooser(FileChooser chooser);
     // Loads the model (and the compared one) again at another input size (0, 0: as trained); a size that is not a
     // multiple of the patch size is refused in the status bar.
     void setInputSize(int height, int width); // compare mode: a second model side by side
     void closeCompare();
     // Files and folders (read recursively) into the strip, each file once; the first of them is selected.
     void addImages(const QStringList& paths);
+    // What is dropped on the window: models, model descriptions and images. A checkpoint and a description dropped together
+    // are one model (no question asked).
+    void openFiles(const QStringList& paths);
     void removeImages(QList<int> rows); // the strip's Delete and "Remove"; the current image moves to a neighbour
     void clearImages(); // "Clear all": no image, every view cleared
     void selectImage(int row);
@@ -62,6 +78,13 @@ public:
     // the background by the CLI's own code (Report.h); exportFinished reports the outcome.
     void exportAll(const QString& dir);
     void showSetFigure(int index); // 0 token similarity, 1 SNR, 2 SNR diagnostics, 3 head centres, 4 distance
+    // Sessions (docs/sessions.md): the models with their descriptions, the images, the selection, query, layer, head,
+    // drawing, variant, noise, figures and dock layout. Opening one replaces what is open; files that moved are left
+    // out and named (errorShown), the rest opens. sessionOpened once its model is loaded and the state applied.
+    bool saveSession(const QString& path);
+    bool openSession(const QString& path);
+    Session currentSession() const;
+    static QString lastSessionPath(); // written when the window closes with a model open; File -> Reopen last session
 
     // For tests and the status bar.
     std::shared_ptr<const attnscope::Model> model() const { return m_slots[0]->model(); }
@@ -71,6 +94,7 @@ public:
     ModelSlot* slot(int index) const { return m_slots[index]; }
     attnscope::AttentionView* view() const { return m_views[0]; }
     attnscope::AttentionView* compareView() const { return m_views[1]; }
+    attnscope::ViewFooter* footer(int index) const { return m_footers[index]; } // under view(), compareView()
     attnscope::AttentionTileGrid* tiles() const { return m_tiles; }
     attnscope::FigurePanel* imagePanel() const { return m_imagePanel; }
     attnscope::FigurePanel* setPanel() const { return m_setPanel; }
@@ -95,6 +119,7 @@ signals:
     void setFinished(bool complete);
     void exportFinished(bool ok);
     void errorShown(const QString& message);
+    void sessionOpened();
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
@@ -111,7 +136,11 @@ private:
     void refreshImagePlots();
     void refreshSetPlots();
     void refreshModelInfo();
-    void rememberModel(const QString& path);
+    void refreshPredictions(); // the footers under the views: the current image's input line and top classes
+    QString chooseFile(const QString& caption, const QString& filter);
+    void askForOtherHalf(int index, const QString& path, const QString& description, int missing, const QString& message);
+    void rememberModel(const QString& path, const QString& description);
+    void applyPendingSession(); // once the session's model is loaded
     void refreshRecent();
     void applyPerturbation();
     QString currentPath() const;
@@ -123,6 +152,11 @@ private:
     attnscope::EngineWorker m_worker;
     ModelSlot* m_slots[2] = { nullptr, nullptr };
     attnscope::AttentionView* m_views[2] = { nullptr, nullptr };
+    attnscope::ViewFooter* m_footers[2] = { nullptr, nullptr };
+    QWidget* m_viewColumns[2] = { nullptr, nullptr }; // a view and its footer
+    FileChooser m_fileChooser;
+    std::shared_ptr<Session> m_pendingSession; // opened, waiting for its model
+    QStringList m_sessionProblems;
     QSplitter* m_centre = nullptr;
     int m_query = 0, m_layer = 1, m_head = -1;
     // What the tile grid was last rendered for: layer and head changes only move its selection.

@@ -67,6 +67,7 @@ void MainWindow::clearImages()
     m_tilesTrace = nullptr;
     m_controls->setQueryText(QString());
     refreshImagePlots();
+    refreshPredictions();
 }
 
 void MainWindow::refreshImageCount()

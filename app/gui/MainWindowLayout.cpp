@@ -7,6 +7,8 @@
 
 #include <QAction>
 #include <QComboBox>
+#include <QFileInfo>
+#include <QMenu>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QHBoxLayout>
@@ -73,6 +75,24 @@ void MainWindow::buildActions()
     });
     m_recent = file->addMenu(tr("Recent models"));
     refreshRecent();
+    file->addSeparator();
+    auto* openSessionAction = file->addAction(tr("Open &session…"), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open session"), dialogStart(), tr("attnscope sessions (*.json);;All files (*)"));
+        rememberDialogChoice(path);
+        if (!path.isEmpty())
+            openSession(path);
+    });
+    openSessionAction->setShortcut(QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_O));
+    auto* saveSessionAction = file->addAction(tr("Save session &as…"), this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Save session"), dialogStart("session.json"), tr("attnscope sessions (*.json)"));
+        rememberDialogChoice(path);
+        if (!path.isEmpty())
+            saveSession(path);
+    });
+    saveSessionAction->setShortcut(QKeySequence::Save);
+    auto* reopen = file->addAction(tr("&Reopen last session"), this, [this] { openSession(lastSessionPath()); });
+    reopen->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
+    connect(file, &QMenu::aboutToShow, reopen, [reopen] { reopen->setEnabled(QFileInfo::exists(lastSessionPath())); });
     file->addSeparator();
     auto* compare = file->addAction(tr("&Compare with model file…"), this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Compare with"), dialogStart(),

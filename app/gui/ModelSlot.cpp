@@ -19,12 +19,18 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
         m_modelJob = 0;
         cancelAll();
         m_model = std::move(model);
+        m_path = m_loadingPath;
+        m_description = m_loadingDescription;
         m_variant.reset();
         m_trace = m_variantTrace = nullptr;
         m_analysis = m_variantAnalysis = nullptr;
         m_setSummary = m_variantSetSummary = nullptr;
         m_relevance = nullptr;
         emit modelLoaded();
+    });
+    connect(worker, &EngineWorker::modelIncomplete, this, [this](quint64 job, int missing) {
+        if (job == m_modelJob)
+            m_missing = missing;
     });
     connect(worker, &EngineWorker::imageTraced, this, [this](quint64 job, std::shared_ptr<const ImageTrace> result) {
         if (job == m_traceJob) {
@@ -82,6 +88,11 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
         // What the failed job was to bring goes with it: nothing of the image before may stay on screen as this one's.
         const bool image = job == m_traceJob, variantImage = job == m_variantTraceJob;
         const bool analysis = job == m_analysisJob, variantAnalysis = job == m_variantAnalysisJob;
+        if (job == m_modelJob && m_missing != 0) {
+            m_modelJob = 0;
+            emit needsOtherHalf(m_loadingPath, m_loadingDescription, m_missing, message);
+            return;
+        }
         // An image job is both the trace job and the analysis job of its channel.
         quint64* jobs[] = { &m_modelJob, &m_traceJob, &m_variantTraceJob, &m_analysisJob, &m_variantAnalysisJob, &m_setJob, &m_variantSetJob,
                             &m_relevanceJob };
@@ -121,9 +132,12 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
     });
 }
 
-void ModelSlot::load(const QString& path, int inputHeight, int inputWidth)
+void ModelSlot::load(QString path, QString description, int inputHeight, int inputWidth) // copies: they may be our own members
 {
-    m_modelJob = m_worker->loadModel(path, channel(0), inputHeight, inputWidth);
+    m_loadingPath = path;
+    m_loadingDescription = description;
+    m_missing = 0;
+    m_modelJob = m_worker->loadModel(path, channel(0), inputHeight, inputWidth, description);
 }
 
 void ModelSlot::unload()
@@ -131,6 +145,8 @@ void ModelSlot::unload()
     cancelAll();
     m_modelJob = 0;
     m_model = nullptr;
+    m_path.clear();
+    m_description.clear();
     m_variant.reset();
     m_trace = m_variantTrace = nullptr;
     m_analysis = m_variantAnalysis = nullptr;

@@ -22,7 +22,9 @@ public:
 
     ModelSlot(attnscope::EngineWorker* worker, int index, QObject* parent = nullptr);
 
-    void load(const QString& path, int inputHeight = 0, int inputWidth = 0); // 0, 0: the input size it was trained for
+    // A model file, folder or builtin:NAME, with the description .json to read it with ("" for none, or the one beside it).
+    // inputHeight, inputWidth 0, 0: the input size it was trained for.
+    void load(QString path, QString description = {}, int inputHeight = 0, int inputWidth = 0);
     void unload();
     // Traces and analyses `imagePath` (and its variant, when one is set), superseding what was running: one job per
     // channel, whose one forward set gives the trace (traceReady, first) and the analyses (analysisReady).
@@ -39,6 +41,9 @@ public:
     void cancelAll();
 
     const std::shared_ptr<const attnscope::Model>& model() const { return m_model; }
+    // What the loaded model was opened from: the path given and the description paired with it ("" for none).
+    QString path() const { return m_path; }
+    QString description() const { return m_description; }
     QString name() const;         // "fmnist-vit": what curves and folders are called
     QString variantLabel() const; // "fmnist-vit (NeuTRENO 0.6, Boost 0.3)"
     const std::optional<Variant>& variant() const { return m_variant; }
@@ -68,6 +73,9 @@ signals:
     void setCancelled();
     void setSkipped(const QString& message); // an image of the set that could not be read
     void failed(const QString& message);
+    // Instead of failed(): the model could not load because `path` lacks its other half (EngineWorker::Missing: the weights
+    // for a description that names none, a description for a checkpoint no convention names). The window asks for it.
+    void needsOtherHalf(const QString& path, const QString& description, int missing, const QString& message);
     // After failed(): the image could not be run (its trace, analyses and relevance are cleared), or only its analyses
     // or its variant's (those are cleared).
     void imageFailed(const QString& message);
@@ -97,6 +105,9 @@ private:
     std::shared_ptr<const attnscope::ImageRelevance> m_relevance;
     quint64 m_relevanceJob = 0;
     std::shared_ptr<const attnscope::AnalysisSummary> m_setSummary, m_variantSetSummary;
+    QString m_path, m_description;               // of the loaded model
+    QString m_loadingPath, m_loadingDescription; // of the model job
+    int m_missing = 0;                           // of the model job, once modelIncomplete said
     quint64 m_modelJob = 0, m_traceJob = 0, m_variantTraceJob = 0, m_analysisJob = 0, m_variantAnalysisJob = 0;
     quint64 m_setJob = 0, m_variantSetJob = 0;
 };

@@ -8,6 +8,9 @@
 #include <attnscope/Model.h>
 
 #include <QApplication>
+#include <QFileInfo>
+#include <QScreen>
+#include <QStatusBar>
 #include <QCommandLineParser>
 #include <QElapsedTimer>
 #include <QTimer>
@@ -99,7 +102,8 @@ int main(int argc, char** argv)
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument("model", "model file, folder, description .json or builtin:NAME (default builtin:fmnist-vit; "
-                                          "when the first argument is an image or a folder of images, the default model opens with them)",
+                                          "when the first argument is an image or a folder of images, the default model opens with them; a checkpoint may be "
+                                          "followed by the model description .json to read it with)",
                                  "[MODEL]");
     parser.addPositionalArgument("images", "images or folders to open", "[IMAGES...]");
     QCommandLineOption compare("compare", "a second model, side by side", "MODEL");
@@ -111,21 +115,38 @@ int main(int argc, char** argv)
     QCommandLineOption figure("figure", "figure of the image dock: 0 token similarity ... 5 logit decomposition, 6 attention similarity, 7 head kernels, 8 high-norm tokens", "N");
     QCommandLineOption set("analyse-set", "analyse the image set (before the screenshot)");
     QCommandLineOption setFigure("set-figure", "figure of the image-set dock (raised): 0 token similarity ... 4 distance, 5 attention similarity, 6 head kernels, 7 high-norm tokens", "N");
+    QCommandLineOption windowSize("size", "the window's size (bounded by the screen's)", "WIDTHxHEIGHT");
+    QCommandLineOption lastSession("last-session", "reopen the session the window last closed with (File -> Reopen last session)");
+    QCommandLineOption session("session", "open a saved session (File -> Save session as)", "FILE");
     QCommandLineOption timeStartup("time-startup", "print the milliseconds from process start to the first heatmap, then quit");
     QCommandLineOption timeSelect("time-select",
                                   "once the first image is analysed, select it again N times, PAUSE ms apart (default 50); print the "
                                   "milliseconds from each selection to its heatmap drawn and to its analysis, then quit",
                                   "N[,PAUSE]");
-    parser.addOptions({ compare, screenshot, layer, head, query, variant, figure, set, setFigure, timeStartup, timeSelect });
+    parser.addOptions({ windowSize, lastSession, session, compare, screenshot, layer, head, query, variant, figure, set, setFigure, timeStartup, timeSelect });
     parser.process(app);
     const LaunchArguments launch = splitLaunchArguments(parser.positionalArguments());
     MainWindow window;
-    window.resize(1280, 860);
+    // 1280 x 860, or the screen's free area when that is smaller (a 1280 x 800 laptop): never larger than the screen.
+    QSize size(1280, 860);
+    if (parser.isSet(windowSize)) {
+        const QStringList wh = parser.value(windowSize).split('x');
+        size = QSize(wh.value(0).toInt(), wh.value(1).toInt());
+    }
+    if (const QScreen* screen = QGuiApplication::primaryScreen())
+        size = size.boundedTo(screen->availableGeometry().size());
+    window.resize(size);
     window.show();
-    window.openModel(launch.model);
-    if (parser.isSet(compare))
-        window.openCompareModel(parser.value(compare));
-    window.addImages(launch.images);
+    if (parser.isSet(session) || parser.isSet(lastSession)) {
+        window.openSession(parser.isSet(session) ? parser.value(session) : MainWindow::lastSessionPath());
+    } else {
+        window.openModel(launch.model, launch.description);
+        if (parser.isSet(compare))
+            window.openCompareModel(parser.value(compare));
+        window.addImages(launch.images);
+        if (parser.positionalArguments().isEmpty() && QFileInfo::exists(MainWindow::lastSessionPath()))
+            window.statusBar()->showMessage(QObject::tr("Where you left off: File → Reopen last session (Ctrl+Shift+R)"), 15000);
+    }
     if (parser.isSet(timeStartup)) // `make bench`: cold start to the first heatmap drawn
         QObject::connect(&window, &MainWindow::imageReady, &window, [&] {
             window.repaint(); // the heatmap painted, not only scheduled

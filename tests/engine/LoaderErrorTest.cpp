@@ -195,6 +195,30 @@ TEST_F(LoaderErrors, UnknownNaming)
     EXPECT_MESSAGE(loadError(st.bytes(), ""), "no known ViT convention");
 }
 
+// A window asks for the half of a user's model that is missing (Error::missing): a description for tensor names no
+// convention knows, the weights for a description that names none; any other failure asks for nothing.
+TEST_F(LoaderErrors, TheMissingHalfIsNamed)
+{
+    Safetensors st;
+    st.header = json::object();
+    st.add("encoder.weird.weight", { 2 }, { 1, 2 });
+    writeBytes(m_dir / "model.safetensors", st.bytes());
+    auto unknown = Model::load(file());
+    ASSERT_FALSE(unknown.ok());
+    EXPECT_EQ(unknown.error().missing, Error::Missing::Description) << unknown.message();
+
+    std::ofstream(m_dir / "description.json") << R"({"attnscope_description": 1, "architecture": {"num_heads": 2}})";
+    auto alone = Model::load((m_dir / "description.json").string());
+    ASSERT_FALSE(alone.ok());
+    EXPECT_EQ(alone.error().missing, Error::Missing::Weights) << alone.message();
+    EXPECT_NE(alone.message().find("description.json"), std::string::npos) << alone.message();
+
+    writeBytes(m_dir / "model.safetensors", base().bytes().substr(0, 200));
+    auto truncated = Model::load(file());
+    ASSERT_FALSE(truncated.ok());
+    EXPECT_EQ(truncated.error().missing, Error::Missing::Nothing) << truncated.message();
+}
+
 TEST_F(LoaderErrors, HeadsNotDividingWidth)
 {
     writeBytes(m_dir / "model.safetensors", base().bytes());

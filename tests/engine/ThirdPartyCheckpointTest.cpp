@@ -49,6 +49,11 @@ TEST(ThirdPartyCheckpoint, CifarTintnWithoutDescriptionSaysWhy)
     ASSERT_FALSE(model.ok());
     EXPECT_NE(model.message().find("no known ViT convention"), std::string::npos) << model.message();
     EXPECT_NE(model.message().find("model_final.pt"), std::string::npos) << model.message();
+    EXPECT_EQ(model.error().missing, Error::Missing::Description); // the window asks for one
+    // The shipped description alone names no weights: the window asks for the checkpoint.
+    auto described = Model::load(description());
+    ASSERT_FALSE(described.ok());
+    EXPECT_EQ(described.error().missing, Error::Missing::Weights) << described.message();
 }
 
 // Its own config.json (hidden_size, num_attention_heads, ...) is neither Hugging Face's nor timm's: none of it is read,

@@ -11,10 +11,13 @@
 #include <HeadCentresPlot.h>
 #include <HeadKernelPlot.h>
 #include <LogitDecompositionPlot.h>
+#include <QSet>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <SnrPlot.h>
+#include <TokenNormsPlot.h>
 #include <TokenSimilarityPlot.h>
+#include <PlotElements.h>
 #include <functional>
 #include <map>
 #include <qcustomplot.h>
@@ -171,6 +174,56 @@ private slots:
         QVERIFY(key);
         QCOMPARE(key->plottable()->name(), QStringLiteral("patch tokens"));
         QCOMPARE(key->plottable()->pen().style(), Qt::DashLine);
+    }
+
+    // Issue 32, item 10: a model keeps its colour when a variant is added, in every plot of model curves. The compared
+    // model ("beta") is drawn in the same colour with and without alpha's variant; the variant gets a colour of its own.
+    void aModelKeepsItsColourWhenAVariantIsAdded()
+    {
+        testdata::SummaryShape other;
+        other.smoothing = 0.55;
+        const auto alpha = testdata::makeSummary("alpha", "alpha");
+        const auto variant = testdata::makeSummary("alpha", "alpha (NeuTRENO 0.6)", other);
+        const auto beta = testdata::makeSummary("beta", "beta", other);
+        QCOMPARE(seriesColours({ alpha, beta }), (std::vector<int> { 0, 1 }));
+        QCOMPARE(seriesColours({ alpha, variant, beta }), (std::vector<int> { 0, 2, 1 }));
+        QCOMPARE(seriesColours({ alpha, variant }), (std::vector<int> { 0, 1 }));
+        using Builder = std::function<void(QCustomPlot*, const std::vector<AnalysisSummary>&)>;
+        const std::map<QString, Builder> builders {
+            { "token similarity", [](QCustomPlot* p, const auto& s) { buildTokenSimilarityPlot(p, s, Tap::Block, PlotStyle()); } },
+            { "SNR", [](QCustomPlot* p, const auto& s) { buildSnrPlot(p, s, PlotStyle()); } },
+            { "SNR diagnostics", [](QCustomPlot* p, const auto& s) { buildSnrDiagnosticsPlot(p, s, PlotStyle()); } },
+            { "attention distance", [](QCustomPlot* p, const auto& s) { buildAttentionDistancePlot(p, s, PlotStyle()); } },
+            { "attention similarity", [](QCustomPlot* p, const auto& s) { buildAttentionSimilarityPlot(p, s, PlotStyle()); } },
+            { "token norms", [](QCustomPlot* p, const auto& s) { buildTokenNormsPlot(p, s, PlotStyle()); } },
+        };
+        // The colours of the curves named after `label` ("beta", "beta · all tokens").
+        const auto coloursOf = [](QCustomPlot& plot, const QString& label) {
+            QSet<QRgb> colours;
+            for (int i = 0; i < plot.plottableCount(); ++i) {
+                const QString name = plot.plottable(i)->name();
+                if (name == label || name.startsWith(label + QStringLiteral(" ·")))
+                {
+                    // A line's pen; the fill of markers drawn without a line.
+                    auto* graph = qobject_cast<QCPGraph*>(plot.plottable(i));
+                    const bool markersOnly = graph && graph->lineStyle() == QCPGraph::lsNone && !graph->scatterStyle().isNone();
+                    colours.insert(markersOnly ? graph->scatterStyle().brush().color().rgb() : plot.plottable(i)->pen().color().rgb());
+                }
+            }
+            return colours;
+        };
+        for (const auto& [name, build] : builders) {
+            QCustomPlot before, after;
+            build(&before, { alpha, beta });
+            build(&after, { alpha, variant, beta });
+            const auto betaBefore = coloursOf(before, "beta"), betaAfter = coloursOf(after, "beta");
+            QVERIFY2(!betaBefore.isEmpty(), qPrintable(name));
+            QVERIFY2(betaBefore == betaAfter, qPrintable(name + ": beta changed colour when alpha's variant was added"));
+            QVERIFY2(coloursOf(after, "alpha") == coloursOf(before, "alpha"), qPrintable(name));
+            const auto variantColours = coloursOf(after, "alpha (NeuTRENO 0.6)");
+            QVERIFY2(!variantColours.isEmpty() && !variantColours.intersects(betaAfter) && !variantColours.intersects(coloursOf(after, "alpha")),
+                     qPrintable(name + ": the variant needs a colour of its own"));
+        }
     }
 
     void rebuildingReplacesEverything()

@@ -112,6 +112,15 @@ struct Trace {
     double boostT = 0;
 };
 
+// A class and its softmax probability.
+struct ClassProbability {
+    int index = 0;
+    double probability = 0;
+};
+// The k most probable classes of `logits` [K] (softmax in float64), most probable first, equal ones by index; fewer when
+// K < k. For a model without a classification head the logits are pooled features: no classes to rank.
+std::vector<ClassProbability> topClasses(const Tensor& logits, int k = 5);
+
 // A loaded model: immutable after load, safe to share across threads as const.
 class Model {
 public:
@@ -132,6 +141,10 @@ public:
     // Only the channel conversion, rescale and normalisation: for an image already at the input size (a
     // perturbed copy of Prepared::shown).
     Result<Tensor> normalise(const Image& image) const;
+    // What prepare() does to an image of width x height with `channels` (1 grey, 3 RGB), as one line for a user:
+    // "converted to grey, resized 512×512 → 28×28", "resized 500×375 → 298×224, centre 224×224 cropped"; "" when the
+    // image is what the model sees already. Rescale and normalisation, done to every image, are not named.
+    std::string describePreparation(int width, int height, int channels) const;
 
     // The same model at another input size (height x width pixels, both positive multiples of the patch size),
     // as timm runs a model at a size it was not trained for: the patch part of the position table is resampled to

@@ -13,8 +13,13 @@ namespace attnscope {
 // An error a user can cause (bad file, wrong shapes, unreadable image, no CUDA): one line that names the file
 // and the problem. Programming errors are assertions, not Errors.
 struct Error {
+    // Model::load only: the half of a user's own model that the file given lacks (a checkpoint whose tensor names need a
+    // description, a description that names no weights), so that a window can ask for that file rather than fail.
+    enum class Missing { Nothing, Weights, Description };
+
     std::string message;
     bool cancelled = false; // the caller asked to stop (Error::cancel): not a failure
+    Missing missing = Missing::Nothing;
 
     static Error cancel() { return { "cancelled", true }; }
 };

@@ -422,7 +422,8 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
     }
     throw LoadError(path + ": tensor names follow no known ViT convention (timm, Hugging Face, torchvision, "
                            "OpenAI CLIP); first names: " + listSome(t, 6)
-                    + "; describe the model with an attnscope.json (docs/model-description.md)");
+                        + "; describe the model with an attnscope.json (docs/model-description.md)",
+                    Error::Missing::Description);
 }
 
 } // namespace attnscope

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "attnscope/Result.h"
+
 #include <stdexcept>
 
 namespace attnscope {
@@ -9,6 +11,12 @@ namespace attnscope {
 // so callers can show it to the user as it is.
 struct LoadError : std::runtime_error {
     using std::runtime_error::runtime_error;
+    LoadError(const std::string& message, Error::Missing missingHalf)
+        : std::runtime_error(message)
+        , missing(missingHalf)
+    {
+    }
+    Error::Missing missing = Error::Missing::Nothing; // Model::load passes it on (Error::missing)
 };
 
 } // namespace attnscope

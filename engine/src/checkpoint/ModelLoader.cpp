@@ -105,7 +105,7 @@ ModelFiles locateModelFiles(const std::string& given, const LoadOptions& options
         checkDescriptionKeys(d, descriptionPath);
         if (files.weights.empty()) {
             if (!d.contains("weights") || !d["weights"].is_string())
-                throw LoadError(descriptionPath + ": the description names no \"weights\" file");
+                throw LoadError(descriptionPath + ": the description names no \"weights\" file", Error::Missing::Weights);
             fs::path w = d["weights"].get<std::string>();
             files.weights = (w.is_absolute() ? w : fs::path(descriptionPath).parent_path() / w).lexically_normal().string();
             if (!fs::is_regular_file(files.weights))

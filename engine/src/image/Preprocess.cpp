@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace attnscope {
 
@@ -46,12 +49,9 @@ at::Tensor resize(const at::Tensor& x, int h, int w, Interpolation interp)
     return y.round().clamp(0, 255); // PIL returns 8-bit pixels
 }
 
-} // namespace
-
-at::Tensor preprocessImage(const Image& image, const PreprocessConfig& cfg, int channels, Image* shown)
+// The size an image of h x w is resized to before the centre crop.
+std::pair<int, int> resizedSize(int h, int w, const PreprocessConfig& cfg)
 {
-    auto x = toChannels(image, channels);
-    int h = image.height, w = image.width;
     switch (cfg.resize) {
     case ResizeMode::ShortestEdge: {
         // The short side becomes s; the long side int(s * long / short), truncated, as torchvision and HF do.
@@ -82,6 +82,15 @@ at::Tensor preprocessImage(const Image& image, const PreprocessConfig& cfg, int 
     case ResizeMode::None:
         break;
     }
+    return { h, w };
+}
+
+} // namespace
+
+at::Tensor preprocessImage(const Image& image, const PreprocessConfig& cfg, int channels, Image* shown)
+{
+    auto x = toChannels(image, channels);
+    auto [h, w] = resizedSize(image.height, image.width, cfg);
     x = resize(x, h, w, cfg.interpolation);
     if (cfg.centerCrop) {
         const int ch = cfg.cropHeight, cw = cfg.cropWidth;
@@ -107,6 +116,27 @@ at::Tensor preprocessImage(const Image& image, const PreprocessConfig& cfg, int 
     auto mean = at::tensor(std::vector<double>(cfg.mean.begin(), cfg.mean.end()), at::kFloat).view({ 1, -1, 1, 1 });
     auto stdev = at::tensor(std::vector<double>(cfg.std.begin(), cfg.std.end()), at::kFloat).view({ 1, -1, 1, 1 });
     return ((x * float(cfg.rescale) - mean) / stdev)[0].contiguous();
+}
+
+std::string describePreparation(int width, int height, int channels, const PreprocessConfig& cfg, int modelChannels)
+{
+    const auto size = [](int w, int h) { return std::to_string(w) + "\u00d7" + std::to_string(h); };
+    std::vector<std::string> steps;
+    if (channels != modelChannels)
+        steps.push_back(modelChannels == 1 ? "converted to grey" : "grey copied to " + std::to_string(modelChannels) + " channels");
+    const auto [h, w] = resizedSize(height, width, cfg);
+    if (h != height || w != width)
+        steps.push_back("resized " + size(width, height) + " \u2192 " + size(w, h));
+    if (cfg.centerCrop && (h != cfg.cropHeight || w != cfg.cropWidth)) {
+        if (h < cfg.cropHeight || w < cfg.cropWidth)
+            steps.push_back("padded with black to " + size(std::max(w, cfg.cropWidth), std::max(h, cfg.cropHeight)));
+        if (h > cfg.cropHeight || w > cfg.cropWidth)
+            steps.push_back("centre " + size(cfg.cropWidth, cfg.cropHeight) + " cropped");
+    }
+    std::string line;
+    for (const auto& step : steps)
+        line += (line.empty() ? "" : ", ") + step;
+    return line;
 }
 
 PreprocessConfig preprocessAtInputSize(const PreprocessConfig& config, int height, int width)

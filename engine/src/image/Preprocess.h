@@ -24,6 +24,9 @@ at::Tensor preprocessImage(const Image& image, const PreprocessConfig& config, i
 //   to height x width exactly, as Hugging Face's processors do with size {height, width}.
 // - Without a resize but with a crop, the centre height x width of the image as it is.
 // The interpolation, rescale and normalisation stay the config's.
+// What preprocessImage does to an image of width x height with `channels` (Model::describePreparation).
+std::string describePreparation(int width, int height, int channels, const PreprocessConfig& config, int modelChannels);
+
 PreprocessConfig preprocessAtInputSize(const PreprocessConfig& config, int height, int width);
 
 } // namespace attnscope

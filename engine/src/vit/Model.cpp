@@ -19,6 +19,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <dlfcn.h>
@@ -209,7 +210,7 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
             return model->withInputSize(options.inputHeight, options.inputWidth);
         return model;
     } catch (const LoadError& e) {
-        return Error { e.what() };
+        return Error { e.what(), false, e.missing };
     } catch (const c10::Error& e) {
         return Error { path + ": " + e.what_without_backtrace() };
     } catch (const std::exception& e) {
@@ -269,6 +270,34 @@ Result<std::shared_ptr<const Model>> Model::withInputSize(int height, int width)
     } catch (const std::exception& e) {
         return Error { "input size " + size + ": " + e.what() };
     }
+}
+
+std::string Model::describePreparation(int width, int height, int channels) const
+{
+    return attnscope::describePreparation(width, height, channels, info().preprocess, info().config.channels);
+}
+
+std::vector<ClassProbability> topClasses(const Tensor& logits, int k)
+{
+    const int64_t n = logits.numel();
+    if (n == 0 || k <= 0)
+        return {};
+    const float* z = logits.data();
+    const double zmax = *std::max_element(z, z + n);
+    std::vector<ClassProbability> all(static_cast<size_t>(n));
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        all[size_t(i)] = { int(i), std::exp(double(z[i]) - zmax) };
+        sum += all[size_t(i)].probability;
+    }
+    for (auto& c : all)
+        c.probability /= sum;
+    const size_t top = size_t(std::min<int64_t>(k, n));
+    std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(top), all.end(), [](const ClassProbability& a, const ClassProbability& b) {
+        return a.probability > b.probability || (a.probability == b.probability && a.index < b.index);
+    });
+    all.resize(top);
+    return all;
 }
 
 Result<Tensor> Model::normalise(const Image& image) const

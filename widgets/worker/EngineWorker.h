@@ -20,6 +20,7 @@ namespace attnscope {
 // One image as the GUI shows it: the preprocessed image, its trace with every tap, and where it came from.
 struct ImageTrace {
     QString path;
+    QString preparation; // what preprocessing did to the file's image (Model::describePreparation); "" when nothing
     Image shown;
     Trace trace;
 };
@@ -52,6 +53,7 @@ class EngineWorker : public QObject {
     Q_OBJECT
 public:
     enum Kind { ModelJob, ImageJob, AnalysisJob, SetJob, TaskJob, RelevanceJob, KindCount };
+    enum Missing { MissingWeights = 1, MissingDescription = 2 }; // modelIncomplete: the half of the model the file lacks
     using Progress = std::function<void(int done, int total)>;
     using Task = std::function<QString(const std::function<bool()>& isCancelled, const Progress& progress)>;
 
@@ -59,8 +61,9 @@ public:
     ~EngineWorker() override;
 
     // Each returns the job id.
-    // inputHeight/inputWidth: the input size to run the model at (0, 0: as trained; LoadOptions).
-    quint64 loadModel(const QString& path, int channel = 0, int inputHeight = 0, int inputWidth = 0);
+    // inputHeight/inputWidth: the input size to run the model at (0, 0: as trained; LoadOptions). `description`: a model
+    // description .json to read the checkpoint with (LoadOptions::descriptionPath); "" for none or the one beside it.
+    quint64 loadModel(const QString& path, int channel = 0, int inputHeight = 0, int inputWidth = 0, const QString& description = {});
     // Variant values unset: the model's own (ANALYSES.md section 6).
     quint64 traceImage(std::shared_ptr<const Model> model, const QString& imagePath, std::optional<double> neutrenoLambda = {},
                        std::optional<double> boostT = {}, int channel = 0);
@@ -87,6 +90,9 @@ public:
 
 signals:
     void modelLoaded(quint64 job, std::shared_ptr<const attnscope::Model> model);
+    // Just before failed() of a model job whose file lacks its other half (Error::Missing): a checkpoint whose tensor
+    // names need a description, a description that names no weights. Not terminal: failed() follows.
+    void modelIncomplete(quint64 job, int missing);
     void imageTraced(quint64 job, std::shared_ptr<const attnscope::ImageTrace> result);
     void imageAnalysed(quint64 job, std::shared_ptr<const attnscope::ImageAnalysis> result);
     void imageExplained(quint64 job, std::shared_ptr<const attnscope::ImageRelevance> result);

@@ -9,12 +9,14 @@ namespace {
 
 QString fromStd(const std::string& s) { return QString::fromStdString(s); }
 
-// Decoded and preprocessed for `model`; errors name the file.
-Result<Model::Prepared> prepareImage(const Model& model, const QString& path)
+// Decoded and preprocessed for `model`; errors name the file. `preparation`: what preprocessing did to it, for the user.
+Result<Model::Prepared> prepareImage(const Model& model, const QString& path, QString* preparation = nullptr)
 {
     auto image = decodeImage(path.toStdString());
     if (!image)
         return image.error();
+    if (preparation)
+        *preparation = fromStd(model.describePreparation(image->width, image->height, image->channels));
     auto prepared = model.prepare(*image);
     if (!prepared)
         return Error { path.toStdString() + ": " + prepared.message() };
@@ -111,10 +113,10 @@ void EngineWorker::post(std::function<void()> work)
 
 void EngineWorker::finish() { --m_pending; }
 
-quint64 EngineWorker::loadModel(const QString& path, int channel, int inputHeight, int inputWidth)
+quint64 EngineWorker::loadModel(const QString& path, int channel, int inputHeight, int inputWidth, const QString& description)
 {
     const quint64 id = next(ModelJob, channel);
-    post([this, id, path, channel, inputHeight, inputWidth] {
+    post([this, id, path, channel, inputHeight, inputWidth, description] {
         const auto superseded = [&] { return !isLatest(ModelJob, channel, id); };
         if (superseded()) {
             finish();
@@ -124,12 +126,16 @@ quint64 EngineWorker::loadModel(const QString& path, int channel, int inputHeigh
         LoadOptions options;
         options.inputHeight = inputHeight;
         options.inputWidth = inputWidth;
+        options.descriptionPath = description.toStdString();
         auto model = Model::load(path.toStdString(), options);
         finish();
-        if (superseded())
+        if (superseded()) {
             emit cancelled(id);
-        else if (!model)
+        } else if (!model) {
+            if (model.error().missing != Error::Missing::Nothing)
+                emit modelIncomplete(id, model.error().missing == Error::Missing::Weights ? MissingWeights : MissingDescription);
             emit failed(id, fromStd(model.message()));
+        }
         else
             emit modelLoaded(id, *model);
     });
@@ -182,7 +188,8 @@ quint64 EngineWorker::traceImage(std::shared_ptr<const Model> model, const QStri
             emit cancelled(id);
             return;
         }
-        auto prepared = prepareImage(*model, imagePath);
+        QString preparation;
+        auto prepared = prepareImage(*model, imagePath, &preparation);
         if (!prepared)
             return fail(fromStd(prepared.message()));
         RunOptions options;
@@ -201,6 +208,7 @@ quint64 EngineWorker::traceImage(std::shared_ptr<const Model> model, const QStri
             return fail(imagePath + QStringLiteral(": ") + fromStd(trace.message()));
         auto result = std::make_shared<ImageTrace>();
         result->path = imagePath;
+        result->preparation = preparation;
         result->shown = std::move(prepared->shown);
         result->trace = std::move(*trace);
         finish();
@@ -232,7 +240,8 @@ quint64 EngineWorker::analyse(Kind kind, std::shared_ptr<const Model> model, con
         };
         if (superseded())
             return fail({});
-        auto prepared = prepareImage(*model, imagePath);
+        QString preparation;
+        auto prepared = prepareImage(*model, imagePath, &preparation);
         if (!prepared)
             return fail(fromStd(prepared.message()));
         if (sendTrace) {
@@ -245,6 +254,7 @@ quint64 EngineWorker::analyse(Kind kind, std::shared_ptr<const Model> model, con
                     return;
                 auto result = std::make_shared<ImageTrace>();
                 result->path = imagePath;
+                result->preparation = preparation;
                 result->shown = prepared->shown;
                 result->trace = clean; // shares the tensors, which nobody writes
                 emit imageTraced(id, std::shared_ptr<const ImageTrace>(std::move(result)));

@@ -41,6 +41,7 @@ void buildTokenNormsPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& 
             { QStringLiteral("on the prefix tokens"), &TokenNormRow::prefixAttention } },
           0.0 },
     };
+    const std::vector<int> colours = seriesColours(series);
     int firstLayer = std::numeric_limits<int>::max(), lastLayer = std::numeric_limits<int>::min();
     for (const auto& s : series)
         for (const auto& r : s.tokenNorms) {
@@ -77,11 +78,11 @@ void buildTokenNormsPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& 
                     continue;
                 low = std::min(low, *std::min_element(lo.begin(), lo.end()));
                 high = std::max(high, *std::max_element(hi.begin(), hi.end()));
-                addBand(rect, layer, lo, hi, style.color(int(k)), style);
-                QCPGraph* line = addLine(rect, layer, mean, style.color(int(k)), penStyleFor(int(q)),
+                addBand(rect, layer, lo, hi, style.color(colours[k]), style);
+                QCPGraph* line = addLine(rect, layer, mean, style.color(colours[k]), penStyleFor(int(q)),
                                          fromStd(series[k].label) + QStringLiteral(" · ") + panel.quantities[q].name, style);
-                line->setScatterStyle(QCPScatterStyle(q == 0 ? QCPScatterStyle::ssDisc : QCPScatterStyle::ssCircle, style.color(int(k)),
-                                                      q == 0 ? style.color(int(k)) : style.background, style.markerSize - 1));
+                line->setScatterStyle(QCPScatterStyle(q == 0 ? QCPScatterStyle::ssDisc : QCPScatterStyle::ssCircle, style.color(colours[k]),
+                                                      q == 0 ? style.color(colours[k]) : style.background, style.markerSize - 1));
             }
         }
         if (!std::isfinite(low)) {
@@ -102,7 +103,7 @@ void buildTokenNormsPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& 
         QCPLegend* legend = addLegendBelow(plot, plot->plotLayout(), row + 1, style);
         QCPAxisRect* first = plot->axisRect(0);
         for (size_t k = 0; k < series.size(); ++k)
-            addLine(first, {}, {}, style.color(int(k)), Qt::SolidLine, fromStd(series[k].label), style)->addToLegend(legend);
+            addLine(first, {}, {}, style.color(colours[k]), Qt::SolidLine, fromStd(series[k].label), style)->addToLegend(legend);
         finishLegend(legend, 4);
     }
 }

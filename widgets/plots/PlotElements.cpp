@@ -465,13 +465,34 @@ QString joinProvenance(const QStringList& parts)
     return kept.join(QStringLiteral("  \u00b7  "));
 }
 
+std::vector<int> seriesColours(const std::vector<AnalysisSummary>& series)
+{
+    std::vector<int> colours(series.size(), -1);
+    std::vector<std::string> models;
+    const auto own = [](const AnalysisSummary& s) { return s.label.empty() || s.label == s.model; };
+    for (size_t i = 0; i < series.size(); ++i) {
+        if (!own(series[i]))
+            continue;
+        auto it = std::find(models.begin(), models.end(), series[i].model);
+        colours[i] = int(it - models.begin());
+        if (it == models.end())
+            models.push_back(series[i].model);
+    }
+    int next = int(models.size());
+    for (size_t i = 0; i < series.size(); ++i)
+        if (colours[i] < 0)
+            colours[i] = next++;
+    return colours;
+}
+
 void addModelsAndTwoKindsLegend(QCustomPlot* plot, QCPAxisRect* rect, int row, const std::vector<AnalysisSummary>& series,
     const std::vector<int>& plotted, const QString& first, const QString& second, const PlotStyle& style)
 {
     QCPLegend* legend = addLegend(plot, rect, row, style);
+    const std::vector<int> colours = seriesColours(series);
     for (int i : plotted) {
         // Colour = model in the legend; the two neutral keys after them explain the line styles.
-        const QColor color = style.color(i);
+        const QColor color = style.color(colours[size_t(i)]);
         QCPGraph* key = addLine(rect, {}, {}, color, Qt::SolidLine, fromStd(series[size_t(i)].label), style);
         key->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, style.markerSize - 1));
         key->addToLegend(legend);

@@ -45,6 +45,22 @@ namespace {
         return list;
     }
 
+    // The colour of each key: a summary's first key has the summary's colour (seriesColours: a model keeps its own); its
+    // other perturbations take the indices after every summary's.
+    std::vector<int> keyColours(const std::vector<AnalysisSummary>& series, const std::vector<SeriesKey>& keys)
+    {
+        const std::vector<int> byModel = seriesColours(series);
+        int next = byModel.empty() ? 0 : *std::max_element(byModel.begin(), byModel.end()) + 1;
+        std::vector<int> colours;
+        std::vector<size_t> seen;
+        for (const auto& k : keys) {
+            const bool first = std::find(seen.begin(), seen.end(), k.summary) == seen.end();
+            colours.push_back(first ? byModel[k.summary] : next++);
+            seen.push_back(k.summary);
+        }
+        return colours;
+    }
+
     // The legend name of a key: only the parts that vary between keys.
     QString keyName(
         const std::vector<AnalysisSummary>& series, const std::vector<SeriesKey>& keys, const SeriesKey& key)
@@ -98,6 +114,7 @@ namespace {
 void buildSnrPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& series, const PlotStyle& style)
 {
     const std::vector<SeriesKey> keys = seriesKeys(series, &AnalysisSummary::snr);
+    const std::vector<int> colours = keyColours(series, keys);
     const QStringList perturbations = perturbationsOf(keys);
     const QString options = describeOptions(series);
     const QString subtitle = joinProvenance({ describeModels(series), describeImages(series),
@@ -115,7 +132,7 @@ void buildSnrPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& series,
     int firstLayer = std::numeric_limits<int>::max(), lastLayer = std::numeric_limits<int>::min();
     double low = std::numeric_limits<double>::infinity(), high = -low;
     for (size_t k = 0; k < keys.size(); ++k) {
-        const QColor color = style.color(int(k));
+        const QColor color = style.color(colours[k]);
         for (int t = 0; t < 3; ++t) {
             std::vector<const SnrRow*> rows;
             for (const auto& r : series[keys[k].summary].snr) {
@@ -150,7 +167,7 @@ void buildSnrPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& series,
 
     QCPLegend* legend = addLegend(plot, rect, row, style);
     for (const auto& key : keys) {
-        const QColor color = style.color(int(&key - keys.data()));
+        const QColor color = style.color(colours[size_t(&key - keys.data())]);
         addLine(rect, {}, {}, color, Qt::SolidLine, keyName(series, keys, key), style)->addToLegend(legend);
     }
     QCPLegend* tapKeys = addKeyLegend(plot, legend, style);
@@ -167,6 +184,7 @@ void buildSnrPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& series,
 void buildSnrDiagnosticsPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& series, const PlotStyle& style)
 {
     const std::vector<SeriesKey> keys = seriesKeys(series, &AnalysisSummary::snrDiagnostics);
+    const std::vector<int> colours = keyColours(series, keys);
     const QStringList perturbations = perturbationsOf(keys);
     const QString options = describeOptions(series);
     const QString subtitle = joinProvenance({ describeModels(series), describeImages(series),
@@ -286,8 +304,8 @@ for (size_t p = 0; p < spec.size(); ++p) {
             }
             low = std::min(low, *std::min_element(c.low.begin(), c.low.end()));
             high = std::max(high, *std::max_element(c.high.begin(), c.high.end()));
-            addBand(rect, c.layer, c.low, c.high, style.color(int(k)), style);
-            addLine(rect, c.layer, c.mean, style.color(int(k)), penStyleFor(int(q)),
+            addBand(rect, c.layer, c.low, c.high, style.color(colours[k]), style);
+            addLine(rect, c.layer, c.mean, style.color(colours[k]), penStyleFor(int(q)),
                 keyName(series, keys, keys[k]) + QStringLiteral(" · ") + panel.quantities[q].name, style);
         }
     }
@@ -319,7 +337,7 @@ if (keys.size() > 1 || (keys.size() == 1 && series.size() > 1)) {
     QCPLegend* legend = addLegendBelow(plot, plot->plotLayout(), row + 1, style);
     QCPAxisRect* first = plot->axisRect(0);
     for (size_t k = 0; k < keys.size(); ++k)
-        addLine(first, {}, {}, style.color(int(k)), Qt::SolidLine, keyName(series, keys, keys[k]), style)
+        addLine(first, {}, {}, style.color(colours[k]), Qt::SolidLine, keyName(series, keys, keys[k]), style)
             ->addToLegend(legend);
     finishLegend(legend, 4);
 }

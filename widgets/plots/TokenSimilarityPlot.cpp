@@ -50,11 +50,12 @@ void buildTokenSimilarityPlot(
 
     const TokenSet sets[] = { TokenSet::All, TokenSet::Patches };
     std::vector<int> plotted; // series with at least one curve, for the legend
+    const std::vector<int> colours = seriesColours(series);
     int firstLayer = std::numeric_limits<int>::max(), lastLayer = std::numeric_limits<int>::min();
     double lowest = 0.0, highest = 1.0;
     bool anyData = false;
     for (size_t i = 0; i < series.size(); ++i) {
-        const QColor color = style.color(int(i));
+        const QColor color = style.color(colours[i]);
         for (int k = 0; k < 2; ++k) {
             const Curve c = curveOf(series[i], tap, sets[k]);
             if (c.layer.isEmpty())

@@ -30,12 +30,13 @@ void buildAttentionDistancePlot(QCustomPlot* plot, const std::vector<AnalysisSum
     int firstLayer = std::numeric_limits<int>::max(), lastLayer = std::numeric_limits<int>::min();
     double highest = 0.0;
     std::vector<size_t> plotted;
+    const std::vector<int> colours = seriesColours(series);
     const size_t models = series.size();
     for (size_t i = 0; i < models; ++i) {
         // Models side by side within a layer; heads of one model share an x so their spread reads vertically.
         const double offset
             = models > 1 ? (double(i) - 0.5 * double(models - 1)) * std::min(0.22, 0.6 / double(models)) : 0.0;
-        const QColor color = style.color(int(i));
+        const QColor color = style.color(colours[i]);
         QVector<double> xs, ys;
         std::map<int, std::pair<double, int>> perLayer; // sum, count
         for (const auto& h : series[i].headCentres) {
@@ -82,7 +83,7 @@ void buildAttentionDistancePlot(QCustomPlot* plot, const std::vector<AnalysisSum
 
     QCPLegend* legend = addLegend(plot, rect, row, style);
     for (size_t i : plotted) {
-        const QColor color = style.color(int(i));
+        const QColor color = style.color(colours[i]);
         QCPGraph* key = addLine(rect, {}, {}, color, Qt::NoPen, fromStd(series[i].label), style);
         key->setLineStyle(QCPGraph::lsNone);
         key->setScatterStyle(

@@ -51,9 +51,10 @@ void buildAttentionSimilarityPlot(QCustomPlot* plot, const std::vector<AnalysisS
         { &AttentionSimilarityRow::headRedundancy, QStringLiteral("heads of layer l, pairwise") },
     };
     std::vector<int> plotted;
+    const std::vector<int> colours = seriesColours(series);
     int firstLayer = std::numeric_limits<int>::max(), lastLayer = std::numeric_limits<int>::min();
     for (size_t i = 0; i < series.size(); ++i) {
-        const QColor color = style.color(int(i));
+        const QColor color = style.color(colours[i]);
         for (int k = 0; k < 2; ++k) {
             const Curve c = curveOf(series[i], kinds[k].first);
             if (c.layer.isEmpty())

@@ -88,6 +88,10 @@ QString tapName(Tap tap); // "block", "attn", "residual" (the CSV spelling)
 QString tokenSetName(TokenSet set); // "all tokens", "patch tokens"
 
 // "ViT-S/16 vs DeiT-S", "1000 images" or "1000 / 500 images", options joined; pieces joined with " · ".
+// The palette index of each series: a model keeps its colour whatever else is shown. The models' own series (label
+// equal to the model) take 0, 1, ... in the order their models first appear; variants ("model (NeuTRENO 0.6)") take
+// the indices after all of them, so that adding a variant never recolours a compared model.
+std::vector<int> seriesColours(const std::vector<AnalysisSummary>& series);
 QString describeModels(const std::vector<AnalysisSummary>& series);
 QString describeImages(const std::vector<AnalysisSummary>& series);
 QString describeOptions(const std::vector<AnalysisSummary>& series);

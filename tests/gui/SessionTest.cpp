@@ -1,0 +1,183 @@
+// Sessions (issue 32, item 6): File -> Save session / Open session round-trips what is open (models with their
+// descriptions, images, selection, query, layer, head, drawing, variant, compare model, dock layout); a session whose
+// files moved opens what it can and names what it could not; a folder moved whole opens again; a file that is not a
+// session says so in one line naming it; the last session is written when the window closes.
+#include "AttentionControls.h"
+#include "GuiTestSupport.h"
+#include "MainWindow.h"
+#include "ModelSlot.h"
+#include "Session.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QListView>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace guitest;
+using namespace attnscope;
+
+namespace {
+
+const QString kTimm = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/golden/fixtures/tv_timm");
+// As a session stores them: absolute and clean.
+const QString kBoot = QDir::cleanPath(QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist/test-0000-ankle-boot.png"));
+const QString kPhoto = QDir::cleanPath(kImage);
+
+bool waitFor(const std::function<bool()>& condition, int timeoutMs = 30000)
+{
+    QElapsedTimer timer;
+    timer.start();
+    while (!condition()) {
+        if (timer.elapsed() > timeoutMs)
+            return false;
+        QTest::qWait(20);
+    }
+    return true;
+}
+
+int currentRow(MainWindow& w) { return w.findChild<QListView*>()->currentIndex().row(); }
+
+void writeFile(const QString& path, const QByteArray& bytes)
+{
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(bytes);
+}
+
+} // namespace
+
+class SessionTest : public QObject {
+    Q_OBJECT
+private slots:
+    void aSessionComesBackAsItWasSaved()
+    {
+        QTemporaryDir dir;
+        MainWindow w;
+        QVERIFY(showWithImages(w, kTimm, { kTimm + "/image.png", kPhoto, kBoot }));
+        QSignalSpy imageReady(&w, &MainWindow::imageReady);
+        w.selectImage(1);
+        QVERIFY(imageReady.wait(20000));
+        QSignalSpy compared(&w, &MainWindow::compareReady);
+        w.openCompareModel("builtin:fmnist-vit");
+        QVERIFY(compared.wait(20000));
+        w.setLayer(2);
+        w.setHead(1);
+        w.setQuery(5);
+        QSignalSpy variant(&w, &MainWindow::variantReady);
+        w.runVariant(0.5, 0.25);
+        QVERIFY(variant.wait(20000));
+        auto* controls = w.findChild<AttentionControls*>();
+        controls->setDrawing({ { "opacity", 0.3 }, { "colormap", "magma" }, { "grid", true } });
+        const QString path = dir.filePath("session.json");
+        QVERIFY(w.saveSession(path));
+
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QJsonObject json = QJsonDocument::fromJson(file.readAll()).object();
+        QCOMPARE(json.value("attnscope_session").toInt(), 1);
+        QCOMPARE(json.value("model").toObject().value("path").toString(), kTimm);
+        QCOMPARE(json.value("compare").toObject().value("path").toString(), QString("builtin:fmnist-vit"));
+
+        MainWindow again;
+        again.resize(1280, 800);
+        again.show();
+        QSignalSpy opened(&again, &MainWindow::sessionOpened);
+        QVERIFY(again.openSession(path));
+        QVERIFY(opened.wait(20000));
+        QVERIFY(waitFor([&] { return again.current() && again.current()->path == kPhoto && again.slot(1)->model() && again.variant(); }));
+        QCOMPARE(again.slot(0)->path(), kTimm);
+        QCOMPARE(again.slot(1)->path(), QString("builtin:fmnist-vit"));
+        QCOMPARE(again.images()->paths(), QStringList({ kTimm + "/image.png", kPhoto, kBoot }));
+        QCOMPARE(currentRow(again), 1);
+        QCOMPARE(again.layer(), 2);
+        QCOMPARE(again.head(), 1);
+        QCOMPARE(again.query(), 5);
+        QVERIFY(again.slot(0)->variant());
+        QCOMPARE(again.slot(0)->variant()->neutrenoLambda, 0.5);
+        QCOMPARE(again.slot(0)->variant()->boostT, 0.25);
+        const QJsonObject drawing = again.findChild<AttentionControls*>()->drawing();
+        QCOMPARE(drawing.value("opacity").toDouble(), 0.3);
+        QCOMPARE(drawing.value("colormap").toString(), QString("magma"));
+        QCOMPARE(drawing.value("grid").toBool(), true);
+        // What is displayed follows: the Query line names token 5's patch at layer 2.
+        QVERIFY(waitFor([&] { return again.findChild<AttentionControls*>()->queryText().startsWith("patch ("); }));
+        QVERIFY(again.lastError().isEmpty());
+    }
+
+    // Files that moved: the rest opens, and the missing ones are named. A folder moved whole (session and files
+    // together) opens by the relative paths.
+    void movedFilesAreNamedAndTheRestOpens()
+    {
+        QTemporaryDir root;
+        QDir(root.path()).mkpath("project/images");
+        const QString project = root.filePath("project");
+        QFile::copy(kImage, project + "/images/cat.png");
+        QFile::copy(kBoot, project + "/images/boot.png");
+        const QString path = project + "/session.json";
+        {
+            MainWindow w;
+            QVERIFY(showWithImages(w, "builtin:fmnist-vit", { project + "/images/cat.png", project + "/images/boot.png" }));
+            QVERIFY(w.saveSession(path));
+        }
+        QVERIFY(QDir(root.path()).rename("project", "moved"));
+        const QString moved = root.filePath("moved");
+        QVERIFY(QFile::remove(moved + "/images/cat.png"));
+        MainWindow w;
+        QSignalSpy opened(&w, &MainWindow::sessionOpened);
+        QSignalSpy error(&w, &MainWindow::errorShown);
+        QVERIFY(w.openSession(moved + "/session.json"));
+        QVERIFY(opened.wait(20000));
+        QCOMPARE(w.images()->paths(), QStringList({ moved + "/images/boot.png" }));
+        QVERIFY(error.count() >= 1);
+        QVERIFY2(w.lastError().contains("session.json: could not open image " + project + "/images/cat.png"), qPrintable(w.lastError()));
+        QVERIFY(waitFor([&] { return w.current() && w.current()->path == moved + "/images/boot.png"; }));
+    }
+
+    void whatIsNoSessionSaysSo()
+    {
+        QTemporaryDir dir;
+        MainWindow w;
+        const QString broken = dir.filePath("broken.json"), other = dir.filePath("other.json"), future = dir.filePath("future.json");
+        writeFile(broken, "{\"attnscope_session\": 1, ");
+        writeFile(other, "{\"weights\": \"x.pt\"}");
+        writeFile(future, "{\"attnscope_session\": 1, \"model\": {\"path\": \"builtin:fmnist-vit\"}, \"colour_scheme\": 3}");
+        QVERIFY(!w.openSession(broken));
+        QVERIFY2(w.lastError().startsWith(broken + ": not JSON"), qPrintable(w.lastError()));
+        QVERIFY(!w.openSession(other));
+        QVERIFY2(w.lastError().startsWith(other + ": not an attnscope session"), qPrintable(w.lastError()));
+        QVERIFY(!w.openSession(dir.filePath("absent.json")));
+        QVERIFY2(w.lastError().startsWith(dir.filePath("absent.json") + ": cannot read"), qPrintable(w.lastError()));
+        // A key it does not know is named, and the session opens.
+        QSignalSpy opened(&w, &MainWindow::sessionOpened);
+        QVERIFY(w.openSession(future));
+        QVERIFY2(w.lastError().contains("unknown key colour_scheme"), qPrintable(w.lastError()));
+        QVERIFY(opened.wait(20000));
+        QCOMPARE(w.slot(0)->path(), QString("builtin:fmnist-vit"));
+    }
+
+    void theLastSessionIsWrittenOnClose()
+    {
+        QFile::remove(MainWindow::lastSessionPath());
+        {
+            MainWindow w;
+            QVERIFY(showWithImages(w, "builtin:fmnist-vit", { kBoot }));
+            w.setLayer(3);
+            w.close();
+        }
+        QVERIFY(QFile::exists(MainWindow::lastSessionPath()));
+        MainWindow w;
+        QSignalSpy opened(&w, &MainWindow::sessionOpened);
+        QVERIFY(w.openSession(MainWindow::lastSessionPath()));
+        QVERIFY(opened.wait(20000));
+        QCOMPARE(w.layer(), 3);
+        QCOMPARE(w.images()->paths(), QStringList({ kBoot }));
+    }
+};
+
+static const int registered = registerTest<SessionTest>();
+
+#include "SessionTest.moc"
