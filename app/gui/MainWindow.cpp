@@ -97,6 +97,9 @@ MainWindow::MainWindow(QWidget* parent)
     QSettings settings;
     restoreGeometry(settings.value("window/geometry").toByteArray());
     restoreState(settings.value("window/state").toByteArray());
+    // A layout saved before the Attention dock ran the full height keeps its docks where they were, not its corners.
+    setCorner(Qt::BottomRightCorner, Qt::RightDockWidgetArea);
+    setCorner(Qt::TopRightCorner, Qt::RightDockWidgetArea);
 }
 
 MainWindow::~MainWindow() { m_worker.cancelAll(); }
@@ -325,7 +328,6 @@ void MainWindow::refreshMaps()
     const Trace& t = primary->trace;
     if (m_tilesTrace != &t || m_tilesQuery != m_query) {
         m_tiles->setTrace(t, primary->shown, m_query);
-        m_tiles->resize(m_tiles->sizeHint());
         m_tilesTrace = &t;
         m_tilesQuery = m_query;
     }

@@ -165,6 +165,8 @@ void MainWindow::buildActions()
 
 void MainWindow::buildDocks()
 {
+    // The Attention controls run the window's full height on the right (the corners, set in the constructor), so that on
+    // a 1280 x 800 screen every one of them shows without scrolling; the bottom docks share the width left of them.
     const auto dock = [this](const QString& title, const char* name, QWidget* content, Qt::DockWidgetArea area) {
         auto* d = new QDockWidget(title, this);
         d->setObjectName(name);
@@ -258,7 +260,7 @@ void MainWindow::buildDocks()
     auto* scrollTiles = new QScrollArea;
     m_tiles = new AttentionTileGrid;
     scrollTiles->setWidget(m_tiles);
-    scrollTiles->setWidgetResizable(false);
+    scrollTiles->setWidgetResizable(true); // the tiles shrink to show the whole grid (AttentionTileGrid::minimumSizeHint)
     auto* tilesDock = dock(tr("Layers × heads"), "tilesDock", scrollTiles, Qt::BottomDockWidgetArea);
     connect(m_tiles, &AttentionTileGrid::tileClicked, this, [this](int layer, int head) {
         m_layer = layer;

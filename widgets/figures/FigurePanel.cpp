@@ -12,9 +12,13 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenu>
+#include <QScreen>
+#include <QScrollArea>
 #include <QToolButton>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
+
+#include <algorithm>
 
 namespace attnscope {
 
@@ -43,17 +47,54 @@ FigurePanel::FigurePanel(std::vector<Figure> figures, QWidget* parent)
     menu->addAction(tr("Figure (PNG, SVG, PDF)…"), this, [this] { askExport(false); });
     menu->addAction(tr("Data (CSV)…"), this, [this] { askExport(true); });
     m_export->setMenu(menu);
+    m_enlarge = new QToolButton(m_header);
+    m_enlarge->setText(tr("Enlarge"));
+    m_enlarge->setToolTip(tr("The figure in a window of its own, at the size it is exported at (it follows the dock)"));
+    connect(m_enlarge, &QToolButton::clicked, this, &FigurePanel::showLarger);
     row->addWidget(m_chooser);
     row->addWidget(m_status, 1);
+    row->addWidget(m_enlarge);
     row->addWidget(m_export);
-    m_plot = new QCustomPlot(this);
-    m_plot->setMinimumHeight(240);
+    m_plot = new QCustomPlot;
     m_plot->setFocusPolicy(Qt::ClickFocus);
     enableHoverValues(m_plot);
     addCopyAction(this, [this] { return m_plot->toPixmap().toImage(); }); // the plot as it is drawn
+    // Below the height at which its legends and panel keys still fit, the figure scrolls rather than squeezing them.
+    m_scroll = new QScrollArea(this);
+    m_scroll->setWidget(m_plot);
+    m_scroll->setWidgetResizable(true);
+    m_scroll->setFrameShape(QFrame::NoFrame);
+    m_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     layout->addWidget(m_header);
-    layout->addWidget(m_plot, 1);
+    layout->addWidget(m_scroll, 1);
     rebuild();
+}
+
+QWidget* FigurePanel::largerView() const { return m_larger; }
+
+void FigurePanel::showLarger()
+{
+    if (!m_larger) {
+        m_larger = new QWidget(this, Qt::Window);
+        m_larger->setAttribute(Qt::WA_DeleteOnClose);
+        auto* layout = new QVBoxLayout(m_larger);
+        layout->setContentsMargins(0, 0, 0, 0);
+        m_largerPlot = new QCustomPlot(m_larger);
+        enableHoverValues(m_largerPlot);
+        addCopyAction(m_larger, [this] { return m_largerPlot->toPixmap().toImage(); });
+        layout->addWidget(m_largerPlot);
+        connect(m_larger, &QObject::destroyed, this, [this] {
+            m_larger = nullptr;
+            m_largerPlot = nullptr;
+        });
+        QSize size = figureSize(figure(), m_data);
+        if (const QScreen* screen = this->screen())
+            size = size.boundedTo(screen->availableGeometry().size() * 0.9);
+        m_larger->resize(size);
+    }
+    rebuild();
+    m_larger->show();
+    m_larger->raise();
 }
 
 void FigurePanel::setData(std::vector<AnalysisSummary> series, std::shared_ptr<const LogitDecomposition> decomposition,
@@ -93,7 +134,31 @@ Figure FigurePanel::figure() const { return Figure(m_chooser->currentData().toIn
 void FigurePanel::rebuild()
 {
     buildFigure(m_plot, figure(), m_data);
+    // The least height at which the figure's rows (titles, panel titles, panels, their keys, the legend) keep their own
+    // size; below it the dock scrolls rather than squeezing them. Rows of panels need three quarters of the height they
+    // are exported at; grids of panels (a panel per layer, or per layer and head) three fifths.
+    const int exported = figureSize(figure(), m_data).height();
+    int least = 240;
+    switch (figure()) {
+    case Figure::SnrDiagnostics:
+    case Figure::TokenNorms:
+    case Figure::LogitDecomposition:
+        least = exported * 3 / 4;
+        break;
+    case Figure::HeadKernels:
+    case Figure::HeadCentres:
+        least = exported * 3 / 5;
+        break;
+    default:
+        break;
+    }
+    m_plot->setMinimumHeight(std::max(240, least));
     m_plot->replot();
+    if (m_largerPlot) {
+        buildFigure(m_largerPlot, figure(), m_data);
+        m_larger->setWindowTitle(tr("%1 · attnscope").arg(figureTitle(figure())));
+        m_largerPlot->replot();
+    }
 }
 
 Status FigurePanel::exportFigure(const QString& path)

@@ -9,6 +9,7 @@
 class QComboBox;
 class QCustomPlot;
 class QLabel;
+class QScrollArea;
 class QToolButton;
 
 namespace attnscope {
@@ -31,6 +32,9 @@ public:
     QCustomPlot* plot() const { return m_plot; }
     const FigureData& data() const { return m_data; }
     QWidget* headerWidget() const { return m_header; } // for callers that add their own controls to the row
+    // "Enlarge": the figure in a window of its own at its export size (bounded by the screen), rebuilt with the dock's.
+    void showLarger();
+    QWidget* largerView() const; // that window, or null
 
     // Writes the current figure at its export size (.png, .svg or .pdf by the suffix), or its data (.csv).
     Status exportFigure(const QString& path);
@@ -52,7 +56,11 @@ private:
     QComboBox* m_chooser = nullptr;
     QLabel* m_status = nullptr;
     QToolButton* m_export = nullptr;
+    QToolButton* m_enlarge = nullptr;
+    QScrollArea* m_scroll = nullptr;
     QCustomPlot* m_plot = nullptr;
+    QWidget* m_larger = nullptr;
+    QCustomPlot* m_largerPlot = nullptr;
 };
 
 } // namespace attnscope

@@ -8,6 +8,7 @@
 #include <QMouseEvent>
 #include <QPainter>
 
+#include <algorithm>
 #include <cmath>
 
 namespace attnscope {
@@ -15,6 +16,10 @@ namespace attnscope {
 namespace {
 constexpr int kLabel = 28; // room for the row and column labels
 constexpr int kGap = 3;
+// Tiles are rendered once at kRenderTile and drawn at the size that fits the widget, kMinTile to kRenderTile: a whole
+// 12 x 12 grid (13 columns with the mean) shows in a dock a third of a 1280 x 800 screen high.
+constexpr int kRenderTile = 56;
+constexpr int kMinTile = 14;
 } // namespace
 
 AttentionTileGrid::AttentionTileGrid(QWidget* parent)
@@ -34,7 +39,7 @@ void AttentionTileGrid::setTrace(const Trace& trace, const Image& shown, int que
     const auto patch = queryPatchOf(query, trace.numPrefixTokens, trace.gridWidth);
     // Tiles are rendered at the size they are drawn (device pixels), over the image scaled once: 156 maps at
     // 224 px and a downscale at paint time cost 16 times as much (docs/performance.md, click path).
-    const int side = int(std::ceil(m_tile * devicePixelRatioF()));
+    const int side = int(std::ceil(kRenderTile * devicePixelRatioF()));
     const QImage small = shown.empty() ? QImage()
                                        : toQImage(shown).scaled(side, side, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
     for (int l = 1; l <= trace.depth; ++l) {
@@ -48,8 +53,31 @@ void AttentionTileGrid::setTrace(const Trace& trace, const Image& shown, int que
         m_tiles.push_back(std::move(row));
         m_maps.push_back(std::move(maps));
     }
+    m_tile = fittingTile(size());
     updateGeometry();
     update();
+}
+
+int AttentionTileGrid::fittingTile(const QSize& area) const
+{
+    const int rows = int(m_tiles.size()), cols = m_tiles.empty() ? 0 : int(m_tiles.front().size());
+    if (rows == 0 || cols == 0)
+        return kRenderTile;
+    const int byWidth = (area.width() - kLabel - 2 * kGap) / cols - kGap;
+    const int byHeight = (area.height() - kLabel) / rows - kGap;
+    return std::clamp(std::min(byWidth, byHeight), kMinTile, kRenderTile);
+}
+
+void AttentionTileGrid::resizeEvent(QResizeEvent*)
+{
+    m_tile = fittingTile(size());
+    update();
+}
+
+QSize AttentionTileGrid::minimumSizeHint() const
+{
+    const int rows = int(m_tiles.size()), cols = m_tiles.empty() ? 0 : int(m_tiles.front().size());
+    return { kLabel + cols * (kMinTile + kGap) + kGap * 2, kLabel + rows * (kMinTile + kGap) };
 }
 
 void AttentionTileGrid::setSelection(int layer, int head)
@@ -64,7 +92,7 @@ void AttentionTileGrid::setColormap(Colormap colormap) { m_colormap = colormap; 
 QSize AttentionTileGrid::sizeHint() const
 {
     const int rows = int(m_tiles.size()), cols = m_tiles.empty() ? 0 : int(m_tiles.front().size());
-    return { kLabel + cols * (m_tile + kGap) + kGap * 2, kLabel + rows * (m_tile + kGap) };
+    return { kLabel + cols * (kRenderTile + kGap) + kGap * 2, kLabel + rows * (kRenderTile + kGap) };
 }
 
 QRect AttentionTileGrid::tileRect(int layerIndex, int column) const
@@ -121,10 +149,18 @@ void AttentionTileGrid::paintEvent(QPaintEvent*)
     p.fillRect(rect(), palette().window());
     if (m_tiles.empty())
         return;
+    p.setRenderHint(QPainter::SmoothPixmapTransform, m_tile != kRenderTile);
     p.setPen(palette().windowText().color());
     const int cols = int(m_tiles.front().size());
-    for (int c = 0; c < cols; ++c)
-        p.drawText(QRect(tileRect(0, c).left(), 0, m_tile, kLabel), Qt::AlignCenter, c == cols - 1 ? tr("mean") : tr("h%1").arg(c));
+    // Small tiles are labelled with the head's number alone; the mean's label may run past its tile, it being the last.
+    const bool roomy = m_tile >= 28;
+    for (int c = 0; c < cols; ++c) {
+        const QRect tile = tileRect(0, c);
+        const bool mean = c == cols - 1;
+        const int w = mean ? std::max(m_tile, fontMetrics().horizontalAdvance(tr("mean")) + 4) : m_tile;
+        p.drawText(QRect(tile.center().x() - w / 2, 0, w, kLabel), Qt::AlignCenter,
+                   mean ? tr("mean") : roomy ? tr("h%1").arg(c) : QString::number(c));
+    }
     for (size_t l = 0; l < m_tiles.size(); ++l) {
         p.drawText(QRect(0, tileRect(int(l), 0).top(), kLabel - 2, m_tile), Qt::AlignRight | Qt::AlignVCenter, QString::number(l + 1));
         for (int c = 0; c < cols; ++c) {

@@ -23,7 +23,9 @@ public:
     bool isEmpty() const { return m_tiles.empty(); }
     void setSelection(int layer, int head);
     void setColormap(Colormap colormap);
-    QSize sizeHint() const override;
+    QSize sizeHint() const override;        // every tile at full size
+    QSize minimumSizeHint() const override; // every tile at the smallest size drawn; below it the dock scrolls
+    int tileSize() const { return m_tile; }  // the side tiles are drawn at: as large as fits, up to full size
     // The (layer, head) of the tile under a point; head -1 is the mean column.
     std::optional<std::pair<int, int>> tileAt(const QPoint& pos) const;
     // What hovering a point shows: the tile's layer and head, and the patch under it with its token and attention.
@@ -36,9 +38,11 @@ protected:
     void paintEvent(QPaintEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
     void mouseMoveEvent(QMouseEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     QRect tileRect(int layerIndex, int column) const;
+    int fittingTile(const QSize& area) const;
 
     std::vector<std::vector<QImage>> m_tiles; // [layer - 1][head], the mean last
     std::vector<std::vector<Tensor>> m_maps;  // the tiles' patch maps [gh, gw], alike

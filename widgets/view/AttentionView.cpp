@@ -78,7 +78,23 @@ void AttentionView::setMarkedPatches(std::vector<QPoint> patches)
 
 void AttentionView::paintMarked(QPainter& p, const QRect& image) const
 {
-    if (m_marked.empty() || m_gridW <= 0 || m_gridH <= 0)
+    if (m_gridW <= 0 || m_gridH <= 0)
+        return;
+    // The query patch: a thin ring just outside it, white on a dark rim (visible over any colour), drawn at the
+    // display's resolution so that it never covers the patch it marks, however coarse the model's grid.
+    if (const auto q = m_map ? queryPatchOf(m_query, m_prefix, m_gridW) : std::nullopt; q && q->y() < m_gridH) {
+        const double cw = image.width() / double(m_gridW), ch = image.height() / double(m_gridH);
+        const QRectF cell(image.left() + q->x() * cw, image.top() + q->y() * ch, cw, ch);
+        p.save();
+        p.setRenderHint(QPainter::Antialiasing, true);
+        p.setBrush(Qt::NoBrush);
+        p.setPen(QPen(QColor(0, 0, 0, 200), 3.0));
+        p.drawRect(cell.adjusted(-2.0, -2.0, 2.0, 2.0));
+        p.setPen(QPen(Qt::white, 1.4));
+        p.drawRect(cell.adjusted(-2.0, -2.0, 2.0, 2.0));
+        p.restore();
+    }
+    if (m_marked.empty())
         return;
     p.save();
     p.setRenderHint(QPainter::Antialiasing, true);
@@ -120,8 +136,7 @@ void AttentionView::rerender()
     if (m_shown.empty()) {
         m_rendered = {};
     } else if (m_map) {
-        m_rendered = renderAttentionOverlay(m_shown, *m_map, m_gridH, m_gridW, m_opacity, m_colormap,
-                                            queryPatchOf(m_query, m_prefix, m_gridW));
+        m_rendered = renderAttentionOverlay(m_shown, *m_map, m_gridH, m_gridW, m_opacity, m_colormap, std::nullopt); // query: paintMarked
     } else {
         m_rendered = toQImage(m_shown);
     }
@@ -130,7 +145,9 @@ void AttentionView::rerender()
 
 namespace {
 
-constexpr int kBarWidth = 64;    // the colour bar and its tick labels, right of the image
+// The colour bar, its tick labels and its rotated title, right of the image: 12 + 14 (bar) + 4 (ticks) + up to ~40
+// (labels such as "0.0125") + the title's line, so that a narrow view (compare mode) never clips the title.
+constexpr int kBarWidth = 96;
 constexpr int kCaptionHeight = 22;
 
 } // namespace

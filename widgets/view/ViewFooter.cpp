@@ -59,8 +59,12 @@ ViewFooter::ViewFooter(QWidget* parent)
     m_prediction->setTextFormat(Qt::RichText);
     m_prediction->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_prediction->setWordWrap(true);
-    for (QLabel* label : { m_preparation, m_prediction })
+    QFont small = font();
+    small.setPointSizeF(small.pointSizeF() * 0.9); // two short lines: the view keeps the height
+    for (QLabel* label : { m_preparation, m_prediction }) {
         label->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred); // never widens the view's column
+        label->setFont(small);
+    }
     layout->addWidget(m_preparation);
     layout->addWidget(m_prediction);
     clear();
