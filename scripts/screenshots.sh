@@ -18,4 +18,15 @@ run compare.png builtin:fmnist-vit-d4 $samples --compare builtin:fmnist-quadrati
 run image-set-snr.png builtin:fmnist-vit-d4 $photos $samples --analyse-set --variant 0.6,0.3 --set-figure 1
 run rollout.png builtin:fmnist-neutreno-d4 $samples --head -2 --figure 3
 run logit-decomposition.png builtin:fmnist-vit-d4 $samples --layer 1 --head 0 --figure 5
+# The small screen of issue 32: a 1280 x 800 screen, the window bounded by it.
+run_small() {
+    out=$1
+    shift
+    XDG_CONFIG_HOME=$(mktemp -d) xvfb-run -a -s "-screen 0 1280x800x24" "$build/app/attnscope" --screenshot "docs/screenshots/$out" "$@"
+}
+run_small main-1280x800.png builtin:fmnist-vit $samples --layer 11
+run_small compare-variant-1280x800.png builtin:fmnist-vit $samples --compare builtin:fmnist-quadratic --variant 0.6,0.3 --figure 1
+run_small snr-diagnostics-1280x800.png builtin:fmnist-vit $samples --compare builtin:fmnist-quadratic --variant 0.6,0.3 --figure 2
+run_small head-kernels-1280x800.png builtin:fmnist-vit $samples --figure 7
+run_small tiles-12-layers-1280x800.png builtin:fmnist-vit $samples --layer 7 --head 2 --query 24
 echo "screenshots in docs/screenshots/"
