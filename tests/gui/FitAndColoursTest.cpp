@@ -29,17 +29,6 @@ namespace {
 
 const QString kFashion = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist");
 
-bool waitFor(const std::function<bool()>& condition, int timeoutMs = 60000)
-{
-    QElapsedTimer timer;
-    timer.start();
-    while (!condition()) {
-        if (timer.elapsed() > timeoutMs)
-            return false;
-        QTest::qWait(20);
-    }
-    return true;
-}
 
 QScrollArea* scrollAreaOf(QWidget* content)
 {

@@ -4,12 +4,14 @@
 // classes run from one binary (tests/gui/main.cpp).
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
 #include <QObject>
 #include <QSet>
 #include <QSignalSpy>
 #include <QString>
+#include <QTest>
 
 #include <functional>
 #include <memory>
@@ -70,6 +72,19 @@ bool showWithImages(Window& w, const QString& model, const QStringList& images)
         return false;
     w.addImages(images);
     return imageReady.wait(20000);
+}
+
+// Runs the event loop until `condition` holds (true) or `timeoutMs` passes (false).
+inline bool waitFor(const std::function<bool()>& condition, int timeoutMs = 30000)
+{
+    QElapsedTimer timer;
+    timer.start();
+    while (!condition()) {
+        if (timer.elapsed() > timeoutMs)
+            return false;
+        QTest::qWait(20);
+    }
+    return true;
 }
 
 using Factory = std::function<std::unique_ptr<QObject>()>;

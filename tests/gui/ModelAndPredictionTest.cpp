@@ -45,17 +45,6 @@ struct Chooser {
     }
 };
 
-bool waitFor(const std::function<bool()>& condition, int timeoutMs = 30000)
-{
-    QElapsedTimer timer;
-    timer.start();
-    while (!condition()) {
-        if (timer.elapsed() > timeoutMs)
-            return false;
-        QTest::qWait(20);
-    }
-    return true;
-}
 
 QString modelPanelText(MainWindow& w)
 {

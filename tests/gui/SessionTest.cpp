@@ -27,17 +27,6 @@ const QString kTimm = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/golden/fixtures
 const QString kBoot = QDir::cleanPath(QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist/test-0000-ankle-boot.png"));
 const QString kPhoto = QDir::cleanPath(kImage);
 
-bool waitFor(const std::function<bool()>& condition, int timeoutMs = 30000)
-{
-    QElapsedTimer timer;
-    timer.start();
-    while (!condition()) {
-        if (timer.elapsed() > timeoutMs)
-            return false;
-        QTest::qWait(20);
-    }
-    return true;
-}
 
 int currentRow(MainWindow& w) { return w.findChild<QListView*>()->currentIndex().row(); }
 
