@@ -7,6 +7,8 @@
 #                                           STATIC_OPENCV=1's build folder), strips them, and puts into .device/ what
 #                                           they need beside that torch (libzip) and a Fashion-MNIST subset; prints
 #                                           the paths to carry.
+#   scripts/device-checks.sh quick [SECONDS]  there: the CUDA tests and the ViT-S bench at batch 64 and 128 with both
+#                                           peers, within SECONDS (230 by default): a lease's first four minutes.
 #   scripts/device-checks.sh run [SECONDS]  there, in the checkout's root, with $OUT the folder that comes back: the
 #                                           CUDA tests, make bench-gpu's runner, the precision deviations, the CUDA
 #                                           trainer; every phase bounded so that the whole ends within SECONDS
@@ -34,6 +36,9 @@ D=.device
 # need beside that torch (libzip, libbz2) into $D/lib.
 build_for_device() {
     set -e
+    # What the headless build needs from Debian (nlohmann-json, libzip, zlib, CLI11, GoogleTest/GMock, ...): a fresh
+    # machine has none of it, and this step had to be helped by hand once.
+    ./scripts/install-deps.sh --headless
     ./scripts/get-libtorch.sh
     # OPENCV_DIR: a static OpenCV's CMake folder already built elsewhere (default: get-opencv.sh's, built once).
     local opencv=${OPENCV_DIR:-$root/third_party/opencv-4.6.0-static/lib/cmake/opencv4}
@@ -64,7 +69,8 @@ for split, n in (("train", 12000), ("t10k", 1000)):
     gzip.open(dst + split + "-labels-idx1-ubyte.gz", "wb").write(struct.pack(">II", magic, n) + d[8:8 + n])
 EOF
     echo "carry: [\"$D/lib\", \"$D/fmnist\", \"$B/app/attnscope-cli\", \"$B/app/attnscope-train\", \"$B/tests/engine_tests\"]"
-    echo "command: bash scripts/device-checks.sh run 540   (timeout_s 590)"
+    echo "command: bash scripts/device-checks.sh quick 230   (timeout_s 260), then if time is left: run 540 (timeout_s 590)"
+    echo "the third-party tests: ln -s ../shared shared before the call (shared/ travels with the checkout)"
 }
 
 prepare_zoo() {
@@ -101,6 +107,12 @@ begin() {
     end=$((t0 + $1))
     exec > >(tee -a "$OUT/log.txt") 2>&1
     link_torch
+    # The tests' data: the carried Fashion-MNIST subset where the trainer test reads Debian's, and the third-party
+    # CIFAR model and images when shared/ came with the checkout (a link to ../shared made before the call).
+    if [ -d $D/fmnist ] && [ ! -e /usr/share/datasets/fashion-mnist ]; then
+        mkdir -p /usr/share/datasets && ln -s "$root/$D/fmnist" /usr/share/datasets/fashion-mnist
+    fi
+    [ -d "$root/shared/models" ] && export ATTNSCOPE_SHARED_DIR=$root/shared
     el "machine"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 }
@@ -180,11 +192,14 @@ run() {
     local tr="$B/app/attnscope-train --depth 12 --width 64 --heads 4 --mlp 128 --seed 0 --threads 1 --device cuda"
     tr="$tr --fashion-mnist-dir $D/fmnist --limit-test 1000"
     timeout 60 $tr --epochs 2 --name probe --out /tmp/probe 2>&1 | tail -3
-    # The four variants side by side on the one GPU, one epoch each: whether a zoo trains in parallel there.
+    # The four variants side by side on the one GPU, one epoch each: whether a zoo trains in parallel there. Waited for
+    # by their PIDs: a bare `wait` also waits for the `tee` that begin() put behind this shell's output, for ever.
+    local pids=()
     for v in vit neutreno boost bilateral; do
         timeout 90 $tr --epochs 1 --variant $v --name "p-$v" --out "/tmp/p-$v" >"/tmp/p-$v.log" 2>&1 &
+        pids+=($!)
     done
-    wait
+    wait "${pids[@]}"
     tail -qn 2 /tmp/p-*.log
 
     el "bench-gpu ($(left) s left)"
@@ -196,13 +211,30 @@ run() {
     el "done"
 }
 
+# A lease's first four minutes: the CUDA tests, and the bench at ViT-S/16 batch 64 and 128 beside both peers. Every
+# phase is bounded by `timeout` and prints as it goes (no phase waits on another's pipe).
+quick() {
+    begin "${1:-230}"
+    python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())'
+    ldd $B/app/attnscope-cli | grep "not found"
+    el "CUDA, batching, perturbation and third-party tests"
+    timeout 90 $B/tests/engine_tests --gtest_brief=1 \
+        --gtest_filter='BatchedAnalyses.*:Batching*:PerturbationGolden*:*Cuda*:*Device*:ThirdParty*:LinkOrder*' 2>&1 | tail -25
+    el "bench-gpu, ViT-S/16 at batch 64 and 128 ($(left) s left)"
+    PYTHONUNBUFFERED=1 timeout $(( $(left) - 5 )) python3 tests/benchmarks/gpu_bench.py $B \
+        --models vit_small --batches 64,128 --images 2048 --long 0 \
+        --timeout 60 --json "$OUT/bench-gpu.json" --work /tmp/bench
+    el "done"
+}
+
 case "${1:-}" in
 prepare) prepare ;;
+quick) quick "${2:-230}" ;;
 run) run "${2:-540}" ;;
 prepare-zoo) prepare_zoo "${2:-}" ;;
 zoo) zoo "${2:-540}" ;;
 *)
-    echo "usage: scripts/device-checks.sh prepare | run [SECONDS] | prepare-zoo ZOO | zoo [SECONDS]" >&2
+    echo "usage: scripts/device-checks.sh prepare | quick [SECONDS] | run [SECONDS] | prepare-zoo ZOO | zoo [SECONDS]" >&2
     exit 2
     ;;
 esac

@@ -5,6 +5,7 @@
 
 #include <AttentionGridFigure.h>
 #include <AttentionOverlay.h>
+#include <AttentionTileGrid.h>
 #include <FigureExport.h>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -89,6 +90,41 @@ private slots:
         QCOMPARE(plain.pixel(30, 30), marked.pixel(30, 30));
         QVERIFY(queryPatchOf(0, 1, 14) == std::nullopt);
         QCOMPARE(*queryPatchOf(1 + 7 * 14 + 5, 1, 14), QPoint(5, 7));
+    }
+
+    // Issue 32, item 8: a ViT-B-like 12 x 12 grid (13 columns with the mean) and conv3x3-as-attention's 9 heads show
+    // whole in a tiles dock of a 1280 x 800 window (about 350 x 320), the tiles shrunk to fit; in a smaller dock they stop
+    // at their smallest size and the dock scrolls (minimumSizeHint).
+    void tilesShrinkToShowTheWholeGrid()
+    {
+        for (const int heads : { 12, 9 }) {
+            const int layers = 12, side = 14, n = 1 + side * side;
+            Trace trace;
+            trace.depth = layers;
+            trace.numHeads = heads;
+            trace.gridHeight = trace.gridWidth = side;
+            trace.numPrefixTokens = 1;
+            trace.attention.resize(size_t(layers) + 1);
+            for (int l = 1; l <= layers; ++l)
+                trace.attention[size_t(l)] = Tensor::fromVector({ heads, n, n }, std::vector<float>(size_t(heads) * n * n, 1.0f / float(n)));
+            AttentionTileGrid grid;
+            grid.setTrace(trace, testdata::makeImage(), 0);
+            grid.resize(350, 320);
+            grid.show();
+            QCoreApplication::processEvents();
+            QVERIFY2(grid.minimumSizeHint().width() <= 350 && grid.minimumSizeHint().height() <= 320,
+                     qPrintable(QString("%1x%2").arg(grid.minimumSizeHint().width()).arg(grid.minimumSizeHint().height())));
+            QVERIFY(grid.tileSize() >= 14 && grid.tileSize() < 56);
+            // The last layer's mean tile (28 px of labels, 3 px gaps, the mean column 6 px apart) lies inside the widget,
+            // where a click finds it.
+            const int t = grid.tileSize();
+            const QPoint meanOfLast(28 + heads * (t + 3) + 6 + t / 2, 28 + 11 * (t + 3) + t / 2);
+            QVERIFY(grid.rect().contains(meanOfLast));
+            const auto last = grid.tileAt(meanOfLast);
+            QVERIFY(last && last->first == 12 && last->second == -1);
+            const QImage drawn = grid.grab().toImage();
+            QVERIFY(!drawn.isNull());
+        }
     }
 
     void mismatchedMapLeavesTheImage()
