@@ -21,6 +21,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 
 
+# The device path's operators per batch (ViT-S/16, all analyses) when issue 33 was filed: its target is a third of it.
+DEVICE_PATH_OPERATORS_BEFORE = 8699
+
+
 def env_for(threads, **extra):
     """The engine picks OpenBLAS's count itself (1 beside oneDNN, see Thread policy); the peer gets it set."""
     env = dict(os.environ)
@@ -153,6 +157,8 @@ def main():
     # forwards on both cores); a shorter one at 1 thread for comparison.
     ds = json.loads(run([os.path.join(b, "dataset_bench"), "--images", str(images)], env_for(2)))
     ds_one = json.loads(run([os.path.join(b, "dataset_bench"), "--images", str(min(images, 200))], env_for(1)))
+    print("Running the GPU path's proxies on the CPU ...", file=sys.stderr)
+    dp = json.loads(run([os.path.join(b, "device_path_bench"), "--images", "32" if args.quick else "96"], env_for(1)))
     print("Running the peer (Python, torchvision + NumPy) ...", file=sys.stderr)
     reps = ["--repeats", "3" if args.quick else "7"]
     peers = {t: peer("one", t, reps) for t in (1, 2)}
@@ -179,7 +185,7 @@ def main():
                 peak = max(v["GFLOP/s"] for k, v in r.items() if k.startswith("BM_SgemmPeak"))
                 shares[t if isa == "native" else f"avx2_{t}"] = {"forward_ms": ms(f), "peak": peak, "share": f["GFLOP/s"] / peak}
         forward_rounds.append(shares)
-    res.update({"interleaved": rounds, "forward_rounds": forward_rounds, "engine_avx2": eng_avx2, "avx2_emulated": emulated})
+    res.update({"device_path": dp, "interleaved": rounds, "forward_rounds": forward_rounds, "engine_avx2": eng_avx2, "avx2_emulated": emulated})
     res.update({"steal": {"engine_1thr": steal[1], "engine_2thr": steal[2], "run": steal_share(start, cpu_times())}})
     res.update({"engine": eng, "spin": spin, "click": click, "dataset": ds, "dataset_1thr": ds_one, "peer": peers,
                 "peer_dataset": peer_ds, "gui": gui, "whole_process": whole, "load_after": os.getloadavg()})
@@ -286,6 +292,28 @@ def main():
         out(row("GUI cold start to first heatmap (fmnist-vit)", gui["first_heatmap_ms"], None, None, "< 500 ms",
                 gui["first_heatmap_ms"] < 500))
         out(row("  (wall time of the whole process, start to exit)", gui["wall_ms"]))
+    # The GPU path's proxies that a CPU measures (issue 33): what a GPU run's read-ahead costs the host per image, and
+    # the operators (each at least one kernel launch on a GPU), transfers and syncs of one batch of the device path.
+    for kind in ("png", "jpeg"):
+        v = dp["read_ahead_ms_per_image"][kind]
+        out(row(f"read-ahead per 224x224 {kind.upper()} image, 1 thr (decode, hash, prepare, perturb)", v, None, None,
+                "<= 7 ms (2000 img/s on 14 threads)", v <= 7))
+    ops = dp["operators_per_batch"]
+    sizes = sorted(ops, key=int)
+    for bsz in sizes:
+        o = ops[bsz]["operators"]
+        out(row(f"device path, {dp['shape']}, batch {bsz}: operators per batch (forward / analyses)",
+                f"{o['total']} ({o.get('forward', 0)} / {o['total'] - o.get('forward', 0)})", None, None,
+                f"constant in the batch; <= {DEVICE_PATH_OPERATORS_BEFORE // 3} (a third of {DEVICE_PATH_OPERATORS_BEFORE})",
+                o["total"] == ops[sizes[0]]["operators"]["total"] and o["total"] <= DEVICE_PATH_OPERATORS_BEFORE // 3))
+    # Transfers by phase: the copy back (and the clean rows' logits, asked by analyze for its predictions) go to the
+    # host; those inside the analyses are uploads of their tables.
+    o = ops[sizes[-1]]
+    back = o["transfers"].get("copy_back", 0) + o["transfers"].get("clean_traces", 0)
+    uploads = o["transfers"]["total"] - back
+    out(row(f"device path, batch {sizes[-1]}: copies to the host + syncs per batch (analyze adds 1: the logits)",
+            f"{back} + {o['syncs']['total']}", None, None, "<= 2", back + 1 + o["syncs"]["total"] <= 2))
+    out(row(f"device path, batch {sizes[-1]}: uploads per batch (the analyses' tables)", uploads))
     lines.extend(whole_process.rows(whole, row))
     print("\n".join(lines))
 

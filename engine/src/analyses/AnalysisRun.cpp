@@ -8,6 +8,7 @@
 #include "vit/Threads.h"
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 
 
 #include <algorithm>
@@ -296,7 +297,12 @@ Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOp
     const at::Tensor& batch = staged.stacked;
     BatchedValues values;
     auto analysed = catchForwardErrors([&]() -> Status {
-        const BatchForward forward = forwardBatch(*m_model, batch, run);
+        // The phases are named for LibTorch's profiler and RecordFunction observers (device_path_bench counts the operators
+        // of each): "attnscope::forward", "attnscope::analyses", "attnscope::clean_traces".
+        const BatchForward forward = [&] {
+            RECORD_USER_SCOPE("attnscope::forward");
+            return forwardBatch(*m_model, batch, run);
+        }();
         BatchLayout layout;
         layout.images = int64_t(images);
         layout.noisyPerImage = int64_t(stride) - 1;
@@ -310,8 +316,12 @@ Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOp
         // The analyses are queued first and copied back once (analyseBatch's one copy); the clean rows' logits come
         // after, when the device has finished: copied first, they made the host wait for the forward before it
         // queued a single analysis, and the device wait in turn while the host queued them.
-        values = analyseBatch(forward.state, layout, m_options);
+        {
+            RECORD_USER_SCOPE("attnscope::analyses");
+            values = analyseBatch(forward.state, layout, m_options);
+        }
         if (cleanTraces || m_options.cleanTraceReady) {
+            RECORD_USER_SCOPE("attnscope::clean_traces");
             // The clean rows' logits; their taps only where the caller asked for them (a copy of every map of every
             // image would cost more than the analyses).
             const RecordSpec& also = m_options.alsoRecord;

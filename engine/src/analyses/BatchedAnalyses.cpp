@@ -7,7 +7,9 @@
 #include "analyses/StatKeys.h"
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace attnscope {
@@ -26,7 +28,23 @@ struct Columns {
         blocks.push_back(column.unsqueeze(1));
         keys.push_back(std::move(key));
     }
+    // Several columns at once: `block` [B, k], its keys in column order.
+    void addBlock(const at::Tensor& block, std::vector<std::string> blockKeys)
+    {
+        blocks.push_back(block.reshape({ block.size(0), -1 }));
+        for (auto& k : blockKeys)
+            keys.push_back(std::move(k));
+    }
 };
+
+// The recorded layers of a tap (those defined), and their tensors for input kind `which` (pick) stacked along a new
+// dimension 1 and in float64: [B, L', ...]. One operation per analysis over all layers, where a loop over the layers
+// launched the same few operations once per layer (a kernel launch each on a GPU).
+struct Stacked {
+    std::vector<int> layers;
+    std::vector<at::Tensor> picked;
+};
+
 
 // The recorded tensor of one input kind: `which` 0 = the clean inputs [B, ...], 1 + k = the k-th noisy copy.
 at::Tensor pick(const at::Tensor& tap, const BatchLayout& layout, int64_t which)
@@ -46,13 +64,52 @@ at::Tensor f64(const at::Tensor& t) { return t.to(at::kDouble); }
 at::Tensor cosineOfUnitSum(const at::Tensor& s, int64_t m)
 {
     if (m < 2)
-        return at::full({ s.size(0) }, std::nan(""), s.options());
+        return at::full(s.sizes().slice(0, size_t(s.dim() - 1)), std::nan(""), s.options());
     return ((s * s).sum(-1) - double(m)) / (double(m) * double(m - 1));
 }
 
 const std::vector<at::Tensor>& tapOf(const ForwardState& state, Tap tap)
 {
     return tap == Tap::Attn ? state.attnBranch : tap == Tap::Residual ? state.residual : state.blocks;
+}
+
+// The layers of `taps` that were recorded, `first` to the end.
+std::vector<int> recordedLayers(const std::vector<at::Tensor>& taps, size_t first = 0)
+{
+    std::vector<int> layers;
+    for (size_t l = first; l < taps.size(); ++l)
+        if (taps[l].defined())
+            layers.push_back(int(l));
+    return layers;
+}
+
+// Input kind `which` of `layers` of `taps`, stacked as [B, L', ...] as recorded (float32), or in float64.
+at::Tensor stackedAsRecorded(const std::vector<at::Tensor>& taps, const std::vector<int>& layers, const BatchLayout& layout,
+                             int64_t which)
+{
+    std::vector<at::Tensor> picked;
+    for (int l : layers)
+        picked.push_back(pick(taps[size_t(l)], layout, which));
+    return at::stack(picked, 1);
+}
+at::Tensor stacked(const std::vector<at::Tensor>& taps, const std::vector<int>& layers, const BatchLayout& layout, int64_t which)
+{
+    return f64(stackedAsRecorded(taps, layers, layout, which));
+}
+
+// The attention maps' analyses hold their layers in float64 at once, a few such tensors alive together: `layers` cut
+// into runs whose float64 copy of the maps stays within 1 GiB each (ViT-S/16 at batch 64: every layer at once, 0.9 GiB;
+// ViT-B/16: two runs), so that memory stays bounded on any GPU while the operators stay few and constant in the batch
+// below that.
+std::vector<std::vector<int>> layerRuns(const std::vector<int>& layers, const at::Tensor& mapsOfOneLayer)
+{
+    constexpr int64_t kBudget = int64_t(1) << 30;
+    const int64_t perLayer = std::max<int64_t>(1, mapsOfOneLayer.numel() * int64_t(sizeof(double)));
+    const size_t runLength = size_t(std::max<int64_t>(1, kBudget / perLayer));
+    std::vector<std::vector<int>> runs;
+    for (size_t i = 0; i < layers.size(); i += runLength)
+        runs.emplace_back(layers.begin() + std::ptrdiff_t(i), layers.begin() + std::ptrdiff_t(std::min(layers.size(), i + runLength)));
+    return runs;
 }
 
 constexpr Tap kTaps[] = { Tap::Block, Tap::Attn, Tap::Residual };
@@ -62,54 +119,93 @@ void tokenSimilarity(const ForwardState& state, const BatchLayout& layout, Colum
 {
     for (Tap tap : kTaps) {
         const auto& taps = tapOf(state, tap);
-        for (size_t l = 0; l < taps.size(); ++l) {
-            if (!taps[l].defined())
-                continue;
-            const at::Tensor z = f64(pick(taps[l], layout, 0)); // [B, N, D]
-            const int64_t n = z.size(1), p = std::min<int64_t>(std::max(layout.prefixTokens, 0), n);
-            const at::Tensor unit = z / z.norm(2, -1, true).clamp_min(1e-12);
-            const at::Tensor patches = unit.narrow(1, p, n - p).sum(1);
-            const at::Tensor all = p > 0 ? patches + unit.narrow(1, 0, p).sum(1) : patches;
-            out.add(cosineOfUnitSum(all, n), keys::tokenSimilarity(int(l), tap, TokenSet::All));
-            out.add(cosineOfUnitSum(patches, n - p), keys::tokenSimilarity(int(l), tap, TokenSet::Patches));
+        const std::vector<int> layers = recordedLayers(taps);
+        if (layers.empty())
+            continue;
+        const at::Tensor z = stacked(taps, layers, layout, 0); // [B, L', N, D]
+        const int64_t n = z.size(2), p = std::min<int64_t>(std::max(layout.prefixTokens, 0), n);
+        const at::Tensor unit = z / z.norm(2, -1, true).clamp_min(1e-12);
+        const at::Tensor patches = unit.narrow(2, p, n - p).sum(2); // [B, L', D]
+        const at::Tensor all = p > 0 ? patches + unit.narrow(2, 0, p).sum(2) : patches;
+        std::vector<std::string> names;
+        for (int l : layers) {
+            names.push_back(keys::tokenSimilarity(l, tap, TokenSet::All));
+            names.push_back(keys::tokenSimilarity(l, tap, TokenSet::Patches));
         }
+        out.addBlock(at::stack({ cosineOfUnitSum(all, n), cosineOfUnitSum(patches, n - p) }, 2), std::move(names)); // [B, L', 2]
     }
 }
 
 // ---- 2. attention similarity: successive layers' head means, pairwise cosine of a layer's heads
 void attentionSimilarity(const ForwardState& state, const BatchLayout& layout, Columns& out)
 {
-    at::Tensor previousMean, previousNorm2;
-    int previousLayer = -1;
-    for (int l = 1; l <= layout.depth; ++l) {
-        const at::Tensor& recorded = state.attention.at(size_t(l));
-        if (!recorded.defined())
-            continue;
-        const at::Tensor a = f64(pick(recorded, layout, 0)).flatten(2); // [B, H, N*N]
-        const int64_t heads = a.size(1);
-        const at::Tensor mean = a.mean(1);
-        const at::Tensor meanNorm2 = (mean * mean).sum(-1);
-        if (previousLayer == l - 1) {
-            const at::Tensor dot = (mean * previousMean).sum(-1);
-            out.add(dot / (previousNorm2.sqrt() * meanNorm2.sqrt()).clamp_min(kTiny),
-                    keys::attentionSimilarity(previousLayer, "successive_cos"));
-        }
+    std::vector<int> layers = recordedLayers(state.attention, 1);
+    while (!layers.empty() && layers.back() > layout.depth)
+        layers.pop_back();
+    if (layers.empty())
+        return;
+    // Per run of layers (layerRuns): the head means [B, L', N*N] and the head redundancy [B, L'].
+    std::vector<at::Tensor> means, redundancies;
+    int64_t heads = 0;
+    for (const auto& run : layerRuns(layers, pick(state.attention[size_t(layers.front())], layout, 0))) {
+        const at::Tensor a = stacked(state.attention, run, layout, 0).flatten(3); // [B, L', H, N*N]
+        heads = a.size(2);
+        means.push_back(a.mean(2));
         if (heads > 1) {
             // (|sum_h A[h] / |A[h]||^2 - sum_h |A[h] / |A[h]||^2) / (H (H - 1))
-            const at::Tensor norm2 = (a * a).sum(-1);                     // [B, H]
+            const at::Tensor norm2 = (a * a).sum(-1); // [B, L', H]
             const at::Tensor inv = 1.0 / norm2.sqrt().clamp_min(kTiny);
-            const at::Tensor self = (norm2 * inv * inv).sum(1);
-            const at::Tensor unitSum = (a * inv.unsqueeze(-1)).sum(1);   // [B, N*N]
-            out.add(((unitSum * unitSum).sum(-1) - self) / double(heads * (heads - 1)),
-                    keys::attentionSimilarity(l, "head_redundancy"));
+            const at::Tensor self = (norm2 * inv * inv).sum(2);
+            const at::Tensor unitSum = (a * inv.unsqueeze(-1)).sum(2); // [B, L', N*N]
+            redundancies.push_back(((unitSum * unitSum).sum(-1) - self) / double(heads * (heads - 1))); // [B, L']
         }
-        previousMean = mean;
-        previousNorm2 = meanNorm2;
-        previousLayer = l;
+    }
+    const int64_t L = int64_t(layers.size());
+    const at::Tensor mean = means.size() == 1 ? means.front() : at::cat(means, 1); // [B, L', N*N]
+    const at::Tensor meanNorm2 = (mean * mean).sum(-1);                             // [B, L']
+    // Successive layers' head means, where both layers were recorded (l and l + 1), in the order of the host loop:
+    // each layer's successive cosine comes before the next layer's head redundancy.
+    at::Tensor successive;
+    if (L > 1) {
+        const at::Tensor dot = (mean.narrow(1, 0, L - 1) * mean.narrow(1, 1, L - 1)).sum(-1);
+        successive = dot / (meanNorm2.narrow(1, 0, L - 1).sqrt() * meanNorm2.narrow(1, 1, L - 1).sqrt()).clamp_min(kTiny);
+    }
+    const at::Tensor redundancy = redundancies.empty() ? at::Tensor() : redundancies.size() == 1 ? redundancies.front() : at::cat(redundancies, 1);
+    // Columns by key, so their order among keys is free (each key has statistics of its own): the successive cosines as
+    // one block where every recorded layer follows the one before (always, unless a caller records some layers only).
+    if (L > 1) {
+        std::vector<std::string> names;
+        std::vector<int64_t> pairs;
+        for (int64_t i = 1; i < L; ++i)
+            if (layers[size_t(i - 1)] == layers[size_t(i)] - 1) {
+                pairs.push_back(i - 1);
+                names.push_back(keys::attentionSimilarity(layers[size_t(i - 1)], "successive_cos"));
+            }
+        if (int64_t(pairs.size()) == L - 1) {
+            out.addBlock(successive, std::move(names));
+        } else {
+            for (size_t j = 0; j < pairs.size(); ++j)
+                out.add(successive.select(1, pairs[j]), names[j]);
+        }
+    }
+    if (heads > 1) {
+        std::vector<std::string> names;
+        for (int l : layers)
+            names.push_back(keys::attentionSimilarity(l, "head_redundancy"));
+        out.addBlock(redundancy, std::move(names));
     }
 }
 
 // ---- 3. head centres: offsets, distances, prefix mass, and the offset map of the interior queries
+
+// The tables of a batch's head centres, on the device, and the sizes they were made for.
+struct Centres {
+    int radius, side, cells, np, prefix;
+    int64_t interior;
+    at::Tensor y, x, distance, interiorRows, cellKeys, cellY, cellX;
+};
+void headCentresOf(const ForwardState& state, const BatchLayout& layout, const std::vector<int>& layers, const Centres& t, Columns& out);
+
 void headCentres(const ForwardState& state, const BatchLayout& layout, int radius, Columns& out)
 {
     const int gh = layout.gridHeight, gw = layout.gridWidth, P = layout.prefixTokens, np = gh * gw;
@@ -134,65 +230,79 @@ void headCentres(const ForwardState& state, const BatchLayout& layout, int radiu
     at::Tensor tY, tX, tDistance, tInterior, tCellKeys, tCellY, tCellX;
     const int64_t nInterior = int64_t(interior.size());
 
-    for (int l = 1; l <= layout.depth; ++l) {
-        const at::Tensor& recorded = state.attention.at(size_t(l));
-        if (!recorded.defined())
-            continue;
-        const at::Tensor a = pick(recorded, layout, 0); // [B, H, N, N]
-        const auto device = at::TensorOptions().dtype(at::kDouble).device(a.device());
-        if (!tY.defined()) {
-            const auto table = [&](std::vector<double>& v, std::vector<int64_t> shape) {
-                return at::from_blob(v.data(), shape, at::kDouble).to(device.device());
-            };
-            tY = table(offY, { np, np });
-            tX = table(offX, { np, np });
-            tDistance = table(distance, { np, np });
-            tCellY = table(cellY, { cells });
-            tCellX = table(cellX, { cells });
-            if (nInterior) {
-                tInterior = at::from_blob(interior.data(), { nInterior }, at::kLong).to(device.device());
-                tCellKeys = at::from_blob(cellKeys.data(), { nInterior, cells }, at::kLong).to(device.device());
-            }
-        }
-        const int64_t B = a.size(0), H = a.size(1);
-        const at::Tensor patchRows = a.narrow(2, P, np);
-        const at::Tensor w = f64(patchRows.narrow(3, P, np));                      // [B, H, np, np]
-        const at::Tensor aq = w / w.sum(-1, true).clamp_min(kTiny);                // a_q(k)
-        std::vector<at::Tensor> fields(std::size(keys::kCentreFields));
-        const auto nan = [&] { return at::full({ B, H }, std::nan(""), device); };
-        fields[0] = (aq * tY).sum({ 2, 3 }) / double(np);
-        fields[1] = (aq * tX).sum({ 2, 3 }) / double(np);
-        fields[4] = (aq * tDistance).sum({ 2, 3 }) * (double(layout.patchSize) / double(np));
-        fields[6] = P > 0 ? f64(patchRows.narrow(3, 0, P)).sum({ 2, 3 }) / double(np) : at::zeros({ B, H }, device);
-        at::Tensor map;
-        if (nInterior) {
-            // M(delta) = mean over interior q of a_q(q + delta)
-            map = aq.index_select(2, tInterior).gather(3, tCellKeys.expand({ B, H, nInterior, cells })).mean(2); // [B, H, cells]
-            const at::Tensor mass = map.sum(-1);
-            const at::Tensor peak = map.argmax(-1);
-            fields[2] = f64(peak.div(side, "floor")) - double(radius);
-            fields[3] = f64(peak.remainder(side)) - double(radius);
-            fields[7] = mass;
-            const at::Tensor my = (map * tCellY).sum(-1, true) / mass.unsqueeze(-1);
-            const at::Tensor mx = (map * tCellX).sum(-1, true) / mass.unsqueeze(-1);
-            const at::Tensor spread = (map * ((tCellY - my).square() + (tCellX - mx).square())).sum(-1);
-            fields[5] = (spread / mass).sqrt();
-            map = map.to(at::kFloat).to(at::kDouble); // the host path keeps the map in float32
-        } else {
-            fields[2] = fields[3] = fields[5] = fields[7] = nan();
-        }
-        // [B, H, fields (+ cells)] -> [B, H * (fields + cells)], keys head by head
-        at::Tensor block = at::stack(fields, 2);
-        if (map.defined())
-            block = at::cat({ block, map }, 2);
-        out.blocks.push_back(block.reshape({ B, -1 }));
+    // Every recorded layer at once: the attention maps stacked as [B, L', H, N, N].
+    std::vector<int> layers = recordedLayers(state.attention, 1);
+    while (!layers.empty() && layers.back() > layout.depth)
+        layers.pop_back();
+    if (layers.empty())
+        return;
+    const at::Tensor first = pick(state.attention[size_t(layers.front())], layout, 0); // [B, H, N, N]
+    const auto device = at::TensorOptions().dtype(at::kDouble).device(first.device());
+    const auto table = [&](std::vector<double>& v, std::vector<int64_t> shape) {
+        return at::from_blob(v.data(), shape, at::kDouble).to(device.device());
+    };
+    tY = table(offY, { np, np });
+    tX = table(offX, { np, np });
+    tDistance = table(distance, { np, np });
+    tCellY = table(cellY, { cells });
+    tCellX = table(cellX, { cells });
+    if (nInterior) {
+        tInterior = at::from_blob(interior.data(), { nInterior }, at::kLong).to(device.device());
+        tCellKeys = at::from_blob(cellKeys.data(), { nInterior, cells }, at::kLong).to(device.device());
+    }
+    for (const auto& run : layerRuns(layers, first))
+        headCentresOf(state, layout, run, Centres { radius, side, cells, np, P, nInterior, tY, tX, tDistance, tInterior, tCellKeys, tCellY, tCellX }, out);
+}
+
+// Head centres of a run of layers (headCentres' tables in `t`).
+void headCentresOf(const ForwardState& state, const BatchLayout& layout, const std::vector<int>& layers, const Centres& t, Columns& out)
+{
+    const int radius = t.radius, side = t.side, cells = t.cells, np = t.np, P = t.prefix;
+    const int64_t nInterior = t.interior;
+    const at::Tensor a = stackedAsRecorded(state.attention, layers, layout, 0); // [B, L', H, N, N]
+    const auto device = at::TensorOptions().dtype(at::kDouble).device(a.device());
+    const at::Tensor &tY = t.y, &tX = t.x, &tDistance = t.distance, &tInterior = t.interiorRows, &tCellKeys = t.cellKeys,
+                     &tCellY = t.cellY, &tCellX = t.cellX;
+    const int64_t B = a.size(0), L = a.size(1), H = a.size(2);
+    const at::Tensor patchRows = a.narrow(3, P, np);
+    const at::Tensor w = f64(patchRows.narrow(4, P, np));                      // [B, L', H, np, np]
+    const at::Tensor aq = w / w.sum(-1, true).clamp_min(kTiny);                // a_q(k)
+    std::vector<at::Tensor> fields(std::size(keys::kCentreFields));
+    const auto nan = [&] { return at::full({ B, L, H }, std::nan(""), device); };
+    fields[0] = (aq * tY).sum({ 3, 4 }) / double(np);
+    fields[1] = (aq * tX).sum({ 3, 4 }) / double(np);
+    fields[4] = (aq * tDistance).sum({ 3, 4 }) * (double(layout.patchSize) / double(np));
+    fields[6] = P > 0 ? f64(patchRows.narrow(4, 0, P)).sum({ 3, 4 }) / double(np) : at::zeros({ B, L, H }, device);
+    at::Tensor map;
+    if (nInterior) {
+        // M(delta) = mean over interior q of a_q(q + delta)
+        map = aq.index_select(3, tInterior).gather(4, tCellKeys.expand({ B, L, H, nInterior, cells })).mean(3); // [B, L', H, cells]
+        const at::Tensor mass = map.sum(-1);
+        const at::Tensor peak = map.argmax(-1);
+        fields[2] = f64(peak.div(side, "floor")) - double(radius);
+        fields[3] = f64(peak.remainder(side)) - double(radius);
+        fields[7] = mass;
+        const at::Tensor my = (map * tCellY).sum(-1, true) / mass.unsqueeze(-1);
+        const at::Tensor mx = (map * tCellX).sum(-1, true) / mass.unsqueeze(-1);
+        const at::Tensor spread = (map * ((tCellY - my).square() + (tCellX - mx).square())).sum(-1);
+        fields[5] = (spread / mass).sqrt();
+        map = map.to(at::kFloat).to(at::kDouble); // the host path keeps the map in float32
+    } else {
+        fields[2] = fields[3] = fields[5] = fields[7] = nan();
+    }
+    // [B, L', H, fields (+ cells)] -> [B, L' * H * (fields + cells)], keys layer by layer, head by head
+    at::Tensor block = at::stack(fields, 3);
+    if (map.defined())
+        block = at::cat({ block, map }, 3);
+    std::vector<std::string> names;
+    for (int l : layers)
         for (int h = 0; h < H; ++h) {
             for (const char* field : keys::kCentreFields)
-                out.keys.push_back(keys::headCentre(l, h, field));
+                names.push_back(keys::headCentre(l, h, field));
             for (int c = 0; map.defined() && c < cells; ++c)
-                out.keys.push_back(keys::offsetMapCell(l, h, c));
+                names.push_back(keys::offsetMapCell(l, h, c));
         }
-    }
+    out.addBlock(block, std::move(names));
 }
 
 // ---- 4. SNR per tap and layer, and Proposition 3.1's diagnostics, for each noisy copy
@@ -200,52 +310,89 @@ void signalToNoise(const ForwardState& state, const BatchLayout& layout, const A
 {
     const int64_t copies = layout.noisyPerImage;
     const auto specOf = [&](int64_t k) { return options.perturbations[size_t(k / std::max(1, options.draws))].spec(); };
-    const auto centred = [&](const at::Tensor& clean) { return options.centreSignal ? clean - clean.mean(1, true) : clean; };
-    // |E|^2 of the block outputs per copy and layer, for the sensitivity
-    std::vector<std::vector<at::Tensor>> blockNoise2(size_t(copies), std::vector<at::Tensor>(state.blocks.size()));
+    // |E|^2 of the block outputs per copy, [B, L'] over the recorded block layers, for the sensitivity
+    auto blockNoise2 = std::vector<at::Tensor>(static_cast<size_t>(copies));
+    std::vector<int> blockLayers;
     for (Tap tap : kTaps) {
         const auto& taps = tapOf(state, tap);
-        for (size_t l = 0; l < taps.size(); ++l) {
-            if (!taps[l].defined())
-                continue;
-            const at::Tensor clean = f64(pick(taps[l], layout, 0));
-            const at::Tensor signal = centred(clean).square().sum({ 1, 2 }).sqrt();
-            for (int64_t k = 0; k < copies; ++k) {
-                const at::Tensor noise2 = (f64(pick(taps[l], layout, 1 + k)) - clean).square().sum({ 1, 2 });
-                if (tap == Tap::Block)
-                    blockNoise2[size_t(k)][l] = noise2;
-                out.add(20.0 * (signal / noise2.sqrt().clamp_min(kTiny)).log10(), keys::snr(specOf(k), int(l), tap));
+        const std::vector<int> layers = recordedLayers(taps);
+        if (layers.empty())
+            continue;
+        // Every layer at once: [B, L', N, D], the tokens on dimension 2.
+        const at::Tensor clean = stacked(taps, layers, layout, 0);
+        const at::Tensor signal = (options.centreSignal ? clean - clean.mean(2, true) : clean).square().sum({ 2, 3 }).sqrt();
+        std::vector<at::Tensor> snr;
+        for (int64_t k = 0; k < copies; ++k) {
+            const at::Tensor noise2 = (stacked(taps, layers, layout, 1 + k) - clean).square().sum({ 2, 3 }); // [B, L']
+            if (tap == Tap::Block) {
+                blockNoise2[size_t(k)] = noise2;
+                blockLayers = layers;
             }
+            snr.push_back(20.0 * (signal / noise2.sqrt().clamp_min(kTiny)).log10());
         }
+        std::vector<std::string> names; // layer by layer, each copy in order (a key's draws in draw order)
+        for (int l : layers)
+            for (int64_t k = 0; k < copies; ++k)
+                names.push_back(keys::snr(specOf(k), l, tap));
+        out.addBlock(at::stack(snr, 2), std::move(names)); // [B, L', copies]
     }
+    // The block noise of layer l for copy k, or undefined where layer l was not recorded.
+    const auto blockNoiseAt = [&](int64_t k, int l) {
+        const auto it = std::find(blockLayers.begin(), blockLayers.end(), l);
+        return it == blockLayers.end() || !blockNoise2[size_t(k)].defined() ? at::Tensor()
+                                                                            : blockNoise2[size_t(k)].select(1, it - blockLayers.begin());
+    };
     if (state.blocks.empty() || !state.blocks[0].defined())
         return;
-    for (int l = 1; l <= layout.depth; ++l) {
-        if (!state.attnBranch.at(size_t(l)).defined() || !state.blocks.at(size_t(l - 1)).defined())
-            continue;
-        const at::Tensor x = f64(pick(state.blocks[size_t(l - 1)], layout, 0));
-        const at::Tensor u = f64(pick(state.attnBranch[size_t(l)], layout, 0));
-        const at::Tensor s = centred(x), sh = centred(u);
-        const at::Tensor ns = s.square().sum({ 1, 2 }).sqrt(), nsh = sh.square().sum({ 1, 2 }).sqrt();
-        const at::Tensor ssh = (s * sh).sum({ 1, 2 }), signalSum = (s + sh).square().sum({ 1, 2 }).sqrt();
-        const at::Tensor alpha = nsh / ns;
-        const at::Tensor beta = ssh / (ns * nsh).clamp_min(kTiny);
-        for (int64_t k = 0; k < copies; ++k) {
-            const at::Tensor e = f64(pick(state.blocks[size_t(l - 1)], layout, 1 + k)) - x;
-            const at::Tensor eh = f64(pick(state.attnBranch[size_t(l)], layout, 1 + k)) - u;
-            const at::Tensor ne = e.square().sum({ 1, 2 }).sqrt();
-            const at::Tensor gamma = eh.square().sum({ 1, 2 }).sqrt() / ne;
-            const at::Tensor gain = (signalSum / (e + eh).square().sum({ 1, 2 }).sqrt()) / (ns / ne);
-            const at::Tensor bound = (1.0 + 2.0 * alpha * beta + alpha * alpha).sqrt() / (1.0 + gamma);
-            const at::Tensor condition = at::minimum(alpha, beta).gt(gamma).to(at::kDouble);
-            const at::Tensor& noiseL = blockNoise2[size_t(k)].at(size_t(l));
-            const at::Tensor sensitivity = noiseL.defined() ? noiseL.sqrt() / blockNoise2[size_t(k)][0].sqrt()
-                                                            : at::full_like(alpha, std::nan(""));
-            const at::Tensor values[] = { alpha, beta, gamma, gain, bound, condition, sensitivity };
-            const std::string spec = specOf(k);
-            for (size_t f = 0; f < std::size(values); ++f)
-                out.add(values[f], keys::snrDiagnostic(spec, l, keys::kDiagnosticFields[f]));
+    // Proposition 3.1's terms for every layer l at once: X_{l-1} and U_l stacked as [B, L', N, D].
+    std::vector<int> layers, previous;
+    for (int l = 1; l <= layout.depth; ++l)
+        if (state.attnBranch.at(size_t(l)).defined() && state.blocks.at(size_t(l - 1)).defined()) {
+            layers.push_back(l);
+            previous.push_back(l - 1);
         }
+    if (layers.empty())
+        return;
+    const auto centredTokens = [&](const at::Tensor& clean) { return options.centreSignal ? clean - clean.mean(2, true) : clean; };
+    const at::Tensor x = stacked(state.blocks, previous, layout, 0);
+    const at::Tensor u = stacked(state.attnBranch, layers, layout, 0);
+    const at::Tensor s = centredTokens(x), sh = centredTokens(u);
+    const at::Tensor ns = s.square().sum({ 2, 3 }).sqrt(), nsh = sh.square().sum({ 2, 3 }).sqrt(); // [B, L']
+    const at::Tensor ssh = (s * sh).sum({ 2, 3 }), signalSum = (s + sh).square().sum({ 2, 3 }).sqrt();
+    const at::Tensor alpha = nsh / ns;
+    const at::Tensor beta = ssh / (ns * nsh).clamp_min(kTiny);
+    // The sensitivity's |E_l| / |E_0| from the SNR's block noise: one slice where the block layers are 0..L (always,
+    // unless a caller records some layers only), a column per layer otherwise.
+    const bool allBlocks = !blockLayers.empty() && blockLayers.front() == 0
+        && blockLayers.back() == int(blockLayers.size()) - 1 && layers.front() == 1 && layers.back() == int(layers.size())
+        && blockLayers.back() >= layers.back();
+    for (int64_t k = 0; k < copies; ++k) {
+        const at::Tensor e = stacked(state.blocks, previous, layout, 1 + k) - x;
+        const at::Tensor eh = stacked(state.attnBranch, layers, layout, 1 + k) - u;
+        const at::Tensor ne = e.square().sum({ 2, 3 }).sqrt();
+        const at::Tensor gamma = eh.square().sum({ 2, 3 }).sqrt() / ne;
+        const at::Tensor gain = (signalSum / (e + eh).square().sum({ 2, 3 }).sqrt()) / (ns / ne);
+        const at::Tensor bound = (1.0 + 2.0 * alpha * beta + alpha * alpha).sqrt() / (1.0 + gamma);
+        const at::Tensor condition = at::minimum(alpha, beta).gt(gamma).to(at::kDouble);
+        at::Tensor sensitivity;
+        if (allBlocks && blockNoise2[size_t(k)].defined()) {
+            const at::Tensor& noise2 = blockNoise2[size_t(k)];
+            sensitivity = noise2.narrow(1, 1, int64_t(layers.size())).sqrt() / noise2.narrow(1, 0, 1).sqrt();
+        } else {
+            std::vector<at::Tensor> columns;
+            for (int l : layers) {
+                const at::Tensor noiseL = blockNoiseAt(k, l), noise0 = blockNoiseAt(k, 0);
+                columns.push_back(noiseL.defined() && noise0.defined() ? noiseL.sqrt() / noise0.sqrt()
+                                                                       : at::full_like(alpha.select(1, 0), std::nan("")));
+            }
+            sensitivity = at::stack(columns, 1);
+        }
+        const std::string spec = specOf(k);
+        std::vector<std::string> names; // layer by layer, the fields in order
+        for (int l : layers)
+            for (const char* field : keys::kDiagnosticFields)
+                names.push_back(keys::snrDiagnostic(spec, l, field));
+        out.addBlock(at::stack({ alpha, beta, gamma, gain, bound, condition, sensitivity }, 2), std::move(names)); // [B, L', 7]
     }
 }
 
@@ -286,19 +433,31 @@ void tokenNorms(const ForwardState& state, const BatchLayout& layout, double rat
 
 BatchedValues analyseBatch(const ForwardState& state, const BatchLayout& layout, const AnalysisOptions& options)
 {
+    // Each analysis is a named scope for LibTorch's profiler and device_path_bench's operator counts.
     Columns columns;
-    if (options.snr && layout.noisyPerImage > 0)
+    if (options.snr && layout.noisyPerImage > 0) {
+        RECORD_USER_SCOPE("attnscope::snr");
         signalToNoise(state, layout, options, columns);
-    if (options.centres)
+    }
+    if (options.centres) {
+        RECORD_USER_SCOPE("attnscope::centres");
         headCentres(state, layout, options.radius, columns);
-    if (options.attention)
+    }
+    if (options.attention) {
+        RECORD_USER_SCOPE("attnscope::attention_similarity");
         attentionSimilarity(state, layout, columns);
-    if (options.similarity)
+    }
+    if (options.similarity) {
+        RECORD_USER_SCOPE("attnscope::token_similarity");
         tokenSimilarity(state, layout, columns);
-    if (options.norms)
+    }
+    if (options.norms) {
+        RECORD_USER_SCOPE("attnscope::norms");
         tokenNorms(state, layout, options.outlierRatio, columns);
+    }
     BatchedValues out;
     out.keys = std::move(columns.keys);
+    RECORD_USER_SCOPE("attnscope::copy_back");
     out.values = columns.blocks.empty() ? at::empty({ layout.images, 0 }, at::kDouble)
                                         : at::cat(columns.blocks, 1).to(at::kCPU).contiguous(); // the one copy back
     return out;
