@@ -9,6 +9,7 @@
 #include "attnscope/Summary.h"
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,8 @@ private:
     std::shared_ptr<const Impl> m_impl;
 };
 
+struct AnalysisTables; // engine-internal: what the device path's analyses keep between batches
+
 class AnalysisRun {
 public:
     AnalysisRun(std::shared_ptr<const Model> model, AnalysisOptions options);
@@ -108,6 +111,7 @@ private:
     // The device path's columns (BatchedValues::keys) and their entries of m_stats (null until a first finite value).
     std::vector<std::string> m_columnKeys;
     std::vector<RunningStats*> m_columnStats;
+    std::shared_ptr<AnalysisTables> m_tables; // made on the first device-path batch, uploaded once
 };
 
 // How many images a run of these analyses should put in one forward (analyze --batch 0, the window's image sets): on a

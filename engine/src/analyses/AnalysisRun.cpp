@@ -318,7 +318,9 @@ Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOp
         // queued a single analysis, and the device wait in turn while the host queued them.
         {
             RECORD_USER_SCOPE("attnscope::analyses");
-            values = analyseBatch(forward.state, layout, m_options);
+            if (!m_tables)
+                m_tables = std::make_shared<AnalysisTables>();
+            values = analyseBatch(forward.state, layout, m_options, m_tables.get());
         }
         if (cleanTraces || m_options.cleanTraceReady) {
             RECORD_USER_SCOPE("attnscope::clean_traces");

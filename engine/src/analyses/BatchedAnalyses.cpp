@@ -198,19 +198,32 @@ void attentionSimilarity(const ForwardState& state, const BatchLayout& layout, C
 
 // ---- 3. head centres: offsets, distances, prefix mass, and the offset map of the interior queries
 
-// The tables of a batch's head centres, on the device, and the sizes they were made for.
-struct Centres {
-    int radius, side, cells, np, prefix;
-    int64_t interior;
+} // namespace
+
+// The tables of the head centres for one grid, window and device (Analyses.cpp's, on the device): made and uploaded
+// once per run and shape (AnalysisTables), not per batch: an upload from pageable memory makes a GPU's host wait for
+// the device.
+struct CentresTables {
+    int gridHeight = 0, gridWidth = 0, radius = 0;
+    at::Device device { at::kCPU };
+    int side = 0, cells = 0, np = 0;
+    int64_t interior = 0;
     at::Tensor y, x, distance, interiorRows, cellKeys, cellY, cellX;
 };
-void headCentresOf(const ForwardState& state, const BatchLayout& layout, const std::vector<int>& layers, const Centres& t, Columns& out);
 
-void headCentres(const ForwardState& state, const BatchLayout& layout, int radius, Columns& out)
+namespace {
+
+std::shared_ptr<const CentresTables> centresTables(int gh, int gw, int radius, at::Device device)
 {
-    const int gh = layout.gridHeight, gw = layout.gridWidth, P = layout.prefixTokens, np = gh * gw;
-    const int side = 2 * radius + 1, cells = side * side;
-    // The tables of Analyses.cpp, made once per batch on the host and moved to the device.
+    auto t = std::make_shared<CentresTables>();
+    t->gridHeight = gh;
+    t->gridWidth = gw;
+    t->radius = radius;
+    t->device = device;
+    const int np = gh * gw, side = 2 * radius + 1, cells = side * side;
+    t->side = side;
+    t->cells = cells;
+    t->np = np;
     std::vector<double> offY(size_t(np) * size_t(np)), offX(offY.size()), distance(offY.size());
     for (int q = 0; q < np; ++q)
         for (int k = 0; k < np; ++k) {
@@ -220,16 +233,33 @@ void headCentres(const ForwardState& state, const BatchLayout& layout, int radiu
             distance[i] = std::hypot(double(std::abs(k / gw - q / gw)), double(std::abs(k % gw - q % gw)));
         }
     OffsetWindow window = offsetWindow(gh, gw, radius);
-    std::vector<int64_t>& interior = window.interior;
-    std::vector<int64_t>& cellKeys = window.cellKeys;
     std::vector<double> cellY, cellX;
     for (int c = 0; c < cells; ++c) {
         cellY.push_back(double(c / side - radius));
         cellX.push_back(double(c % side - radius));
     }
-    at::Tensor tY, tX, tDistance, tInterior, tCellKeys, tCellY, tCellX;
-    const int64_t nInterior = int64_t(interior.size());
+    // Owning copies (clone): on the CPU, to() would alias these vectors, which die with this function.
+    const auto table = [&](std::vector<double>& v, std::vector<int64_t> shape) {
+        return at::from_blob(v.data(), shape, at::kDouble).clone().to(device);
+    };
+    t->y = table(offY, { np, np });
+    t->x = table(offX, { np, np });
+    t->distance = table(distance, { np, np });
+    t->cellY = table(cellY, { cells });
+    t->cellX = table(cellX, { cells });
+    t->interior = int64_t(window.interior.size());
+    if (t->interior) {
+        t->interiorRows = at::from_blob(window.interior.data(), { t->interior }, at::kLong).clone().to(device);
+        t->cellKeys = at::from_blob(window.cellKeys.data(), { t->interior, cells }, at::kLong).clone().to(device);
+    }
+    return t;
+}
 
+void headCentresOf(const ForwardState& state, const BatchLayout& layout, const std::vector<int>& layers, const CentresTables& t,
+                   Columns& out);
+
+void headCentres(const ForwardState& state, const BatchLayout& layout, int radius, AnalysisTables* tables, Columns& out)
+{
     // Every recorded layer at once: the attention maps stacked as [B, L', H, N, N].
     std::vector<int> layers = recordedLayers(state.attention, 1);
     while (!layers.empty() && layers.back() > layout.depth)
@@ -237,32 +267,27 @@ void headCentres(const ForwardState& state, const BatchLayout& layout, int radiu
     if (layers.empty())
         return;
     const at::Tensor first = pick(state.attention[size_t(layers.front())], layout, 0); // [B, H, N, N]
-    const auto device = at::TensorOptions().dtype(at::kDouble).device(first.device());
-    const auto table = [&](std::vector<double>& v, std::vector<int64_t> shape) {
-        return at::from_blob(v.data(), shape, at::kDouble).to(device.device());
-    };
-    tY = table(offY, { np, np });
-    tX = table(offX, { np, np });
-    tDistance = table(distance, { np, np });
-    tCellY = table(cellY, { cells });
-    tCellX = table(cellX, { cells });
-    if (nInterior) {
-        tInterior = at::from_blob(interior.data(), { nInterior }, at::kLong).to(device.device());
-        tCellKeys = at::from_blob(cellKeys.data(), { nInterior, cells }, at::kLong).to(device.device());
+    std::shared_ptr<const CentresTables> t = tables ? tables->centres : nullptr;
+    if (!t || t->gridHeight != layout.gridHeight || t->gridWidth != layout.gridWidth || t->radius != radius
+        || t->device != first.device()) {
+        t = centresTables(layout.gridHeight, layout.gridWidth, radius, first.device());
+        if (tables)
+            tables->centres = t;
     }
     for (const auto& run : layerRuns(layers, first))
-        headCentresOf(state, layout, run, Centres { radius, side, cells, np, P, nInterior, tY, tX, tDistance, tInterior, tCellKeys, tCellY, tCellX }, out);
+        headCentresOf(state, layout, run, *t, out);
 }
 
 // Head centres of a run of layers (headCentres' tables in `t`).
-void headCentresOf(const ForwardState& state, const BatchLayout& layout, const std::vector<int>& layers, const Centres& t, Columns& out)
+void headCentresOf(const ForwardState& state, const BatchLayout& layout, const std::vector<int>& layers, const CentresTables& t,
+                   Columns& out)
 {
-    const int radius = t.radius, side = t.side, cells = t.cells, np = t.np, P = t.prefix;
+    const int radius = t.radius, side = t.side, cells = t.cells, np = t.np, P = layout.prefixTokens;
     const int64_t nInterior = t.interior;
     const at::Tensor a = stackedAsRecorded(state.attention, layers, layout, 0); // [B, L', H, N, N]
     const auto device = at::TensorOptions().dtype(at::kDouble).device(a.device());
     const at::Tensor &tY = t.y, &tX = t.x, &tDistance = t.distance, &tInterior = t.interiorRows, &tCellKeys = t.cellKeys,
-                     &tCellY = t.cellY, &tCellX = t.cellX;
+                     &tCellY = t.cellY, &tCellX = t.cellX; // made for this grid, window and device
     const int64_t B = a.size(0), L = a.size(1), H = a.size(2);
     const at::Tensor patchRows = a.narrow(3, P, np);
     const at::Tensor w = f64(patchRows.narrow(4, P, np));                      // [B, L', H, np, np]
@@ -431,7 +456,7 @@ void tokenNorms(const ForwardState& state, const BatchLayout& layout, double rat
 
 } // namespace
 
-BatchedValues analyseBatch(const ForwardState& state, const BatchLayout& layout, const AnalysisOptions& options)
+BatchedValues analyseBatch(const ForwardState& state, const BatchLayout& layout, const AnalysisOptions& options, AnalysisTables* tables)
 {
     // Each analysis is a named scope for LibTorch's profiler and device_path_bench's operator counts.
     Columns columns;
@@ -441,7 +466,7 @@ BatchedValues analyseBatch(const ForwardState& state, const BatchLayout& layout,
     }
     if (options.centres) {
         RECORD_USER_SCOPE("attnscope::centres");
-        headCentres(state, layout, options.radius, columns);
+        headCentres(state, layout, options.radius, tables, columns);
     }
     if (options.attention) {
         RECORD_USER_SCOPE("attnscope::attention_similarity");

@@ -9,6 +9,7 @@
 
 #include <ATen/Tensor.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,13 @@ struct BatchedValues {
     std::vector<std::string> keys;
     at::Tensor values;
 };
-BatchedValues analyseBatch(const ForwardState& state, const BatchLayout& layout, const AnalysisOptions& options);
+// What the analyses make from a batch's shape alone (the head centres' tables, on the device), kept by a run between
+// its batches so that they are made and uploaded once: AnalysisRun holds one. Null: made for this batch only.
+struct CentresTables;
+struct AnalysisTables {
+    std::shared_ptr<const CentresTables> centres;
+};
+BatchedValues analyseBatch(const ForwardState& state, const BatchLayout& layout, const AnalysisOptions& options,
+                           AnalysisTables* tables = nullptr);
 
 } // namespace attnscope
