@@ -156,7 +156,6 @@ private:
     QWidget* m_viewColumns[2] = { nullptr, nullptr }; // a view and its footer
     FileChooser m_fileChooser;
     std::shared_ptr<Session> m_pendingSession; // opened, waiting for its model
-    QStringList m_sessionProblems;
     QSplitter* m_centre = nullptr;
     int m_query = 0, m_layer = 1, m_head = -1;
     // What the tile grid was last rendered for: layer and head changes only move its selection.

@@ -87,11 +87,11 @@ bool MainWindow::openSession(const QString& path)
         showError(error);
         return false;
     }
-    m_sessionProblems.clear();
+    QStringList problems;
     if (!missing.isEmpty())
-        m_sessionProblems << tr("%1: could not open %2 (moved or deleted)").arg(QFileInfo(path).fileName(), missing.join(QStringLiteral("; ")));
+        problems << tr("%1: could not open %2 (moved or deleted)").arg(QFileInfo(path).fileName(), missing.join(QStringLiteral("; ")));
     if (!warnings.isEmpty())
-        m_sessionProblems << tr("%1: %2").arg(QFileInfo(path).fileName(), warnings.join(QStringLiteral("; ")));
+        problems << tr("%1: %2").arg(QFileInfo(path).fileName(), warnings.join(QStringLiteral("; ")));
     // What the session has open replaces what the window had: the images first, so that they are there whether or
     // not its model loads.
     closeCompare();
@@ -113,8 +113,8 @@ bool MainWindow::openSession(const QString& path)
     m_images->addPaths(session->images);
     if (!session->model)
         selectImage(std::max(session->selected, 0));
-    if (!m_sessionProblems.isEmpty())
-        showError(m_sessionProblems.join(QLatin1Char('\n')));
+    if (!problems.isEmpty())
+        showError(problems.join(QLatin1Char('\n')));
     return true;
 }
 

@@ -115,24 +115,20 @@ int main(int argc, char** argv)
     QCommandLineOption figure("figure", "figure of the image dock: 0 token similarity ... 5 logit decomposition, 6 attention similarity, 7 head kernels, 8 high-norm tokens", "N");
     QCommandLineOption set("analyse-set", "analyse the image set (before the screenshot)");
     QCommandLineOption setFigure("set-figure", "figure of the image-set dock (raised): 0 token similarity ... 4 distance, 5 attention similarity, 6 head kernels, 7 high-norm tokens", "N");
-    QCommandLineOption windowSize("size", "the window's size (bounded by the screen's)", "WIDTHxHEIGHT");
     QCommandLineOption lastSession("last-session", "reopen the session the window last closed with (File -> Reopen last session)");
-    QCommandLineOption session("session", "open a saved session (File -> Save session as)", "FILE");
+    // Not "--session": QGuiApplication takes -session for X11 session management and removes it from the arguments.
+    QCommandLineOption session("open-session", "open a saved session (File -> Save session as)", "FILE");
     QCommandLineOption timeStartup("time-startup", "print the milliseconds from process start to the first heatmap, then quit");
     QCommandLineOption timeSelect("time-select",
                                   "once the first image is analysed, select it again N times, PAUSE ms apart (default 50); print the "
                                   "milliseconds from each selection to its heatmap drawn and to its analysis, then quit",
                                   "N[,PAUSE]");
-    parser.addOptions({ windowSize, lastSession, session, compare, screenshot, layer, head, query, variant, figure, set, setFigure, timeStartup, timeSelect });
+    parser.addOptions({ lastSession, session, compare, screenshot, layer, head, query, variant, figure, set, setFigure, timeStartup, timeSelect });
     parser.process(app);
     const LaunchArguments launch = splitLaunchArguments(parser.positionalArguments());
     MainWindow window;
     // 1280 x 860, or the screen's free area when that is smaller (a 1280 x 800 laptop): never larger than the screen.
     QSize size(1280, 860);
-    if (parser.isSet(windowSize)) {
-        const QStringList wh = parser.value(windowSize).split('x');
-        size = QSize(wh.value(0).toInt(), wh.value(1).toInt());
-    }
     if (const QScreen* screen = QGuiApplication::primaryScreen())
         size = size.boundedTo(screen->availableGeometry().size());
     window.resize(size);

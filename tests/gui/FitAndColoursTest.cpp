@@ -94,15 +94,9 @@ private slots:
         screen.write(R"({"screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1280, "height": 800, "logicalDpiX": 96,
                          "logicalDpiY": 96, "dpr": 1}]})");
         screen.close();
-        QProcess window;
-        window.setProcessChannelMode(QProcess::ForwardedChannels);
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert("QT_QPA_PLATFORM", "offscreen:configfile=" + screen.fileName());
-        env.insert("XDG_CONFIG_HOME", dir.filePath("config"));
-        window.setProcessEnvironment(env);
-        window.start(QStringLiteral(ATTNSCOPE_WINDOW), { kFashion + "/test-0000-ankle-boot.png", "--screenshot", shot });
-        QVERIFY(window.waitForFinished(120000));
-        QCOMPARE(window.exitCode(), 0);
+        QCOMPARE(runWindow(dir.path(), { kFashion + "/test-0000-ankle-boot.png", "--screenshot", shot },
+                           "offscreen:configfile=" + screen.fileName()),
+                 0);
         const QImage picture(shot);
         QVERIFY(!picture.isNull());
         QVERIFY2(picture.width() <= 1280 && picture.height() <= 800, qPrintable(QString("%1x%2").arg(picture.width()).arg(picture.height())));

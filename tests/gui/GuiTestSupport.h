@@ -8,6 +8,7 @@
 #include <QFile>
 #include <QImage>
 #include <QObject>
+#include <QProcess>
 #include <QSet>
 #include <QSignalSpy>
 #include <QString>
@@ -86,6 +87,24 @@ inline bool waitFor(const std::function<bool()>& condition, int timeoutMs = 3000
     }
     return true;
 }
+
+#ifdef ATTNSCOPE_WINDOW
+// Runs the attnscope executable with `args` on the `platform` QPA platform (offscreen by default) with a settings folder
+// of its own under `dir`; its exit code, or -1 when it crashed or did not finish within two minutes.
+inline int runWindow(const QString& dir, const QStringList& args, const QString& platform = QStringLiteral("offscreen"))
+{
+    QProcess window;
+    window.setProcessChannelMode(QProcess::ForwardedChannels);
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", platform);
+    env.insert("XDG_CONFIG_HOME", QDir(dir).filePath("config"));
+    window.setProcessEnvironment(env);
+    window.start(QStringLiteral(ATTNSCOPE_WINDOW), args);
+    if (!window.waitForFinished(120000) || window.exitStatus() != QProcess::NormalExit)
+        return -1;
+    return window.exitCode();
+}
+#endif
 
 using Factory = std::function<std::unique_ptr<QObject>()>;
 inline std::vector<Factory>& registry()

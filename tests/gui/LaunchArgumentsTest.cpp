@@ -106,17 +106,7 @@ private slots:
     {
         QTemporaryDir dir;
         const QString shot = dir.filePath("first-minute.png");
-        QProcess window;
-        window.setProcessChannelMode(QProcess::ForwardedChannels);
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert("QT_QPA_PLATFORM", "offscreen");
-        env.insert("XDG_CONFIG_HOME", dir.filePath("config"));
-        window.setProcessEnvironment(env);
-        window.start(QStringLiteral(ATTNSCOPE_WINDOW),
-            { kSamples + "/fashion-mnist/test-0000-ankle-boot.png", "--screenshot", shot });
-        QVERIFY(window.waitForFinished(120000));
-        QCOMPARE(window.exitStatus(), QProcess::NormalExit);
-        QCOMPARE(window.exitCode(), 0);
+        QCOMPARE(runWindow(dir.path(), { kSamples + "/fashion-mnist/test-0000-ankle-boot.png", "--screenshot", shot }), 0);
         const QImage picture(shot);
         QVERIFY(!picture.isNull());
         QVERIFY(distinctColours(picture) > 50);

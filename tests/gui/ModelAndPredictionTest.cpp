@@ -46,6 +46,14 @@ struct Chooser {
 };
 
 
+QMenu* recentMenu(MainWindow& w)
+{
+    for (QMenu* menu : w.findChildren<QMenu*>())
+        if (menu->title() == QLatin1String("Recent models"))
+            return menu;
+    return nullptr;
+}
+
 QString modelPanelText(MainWindow& w)
 {
     for (QLabel* label : w.findChildren<QLabel*>())
@@ -88,10 +96,7 @@ private slots:
         QCOMPARE(w.slot(0)->description(), description);
         QVERIFY2(modelPanelText(w).contains("described by described.json"), qPrintable(modelPanelText(w)));
         // Recent models reopens the pair, not the half.
-        QMenu* recent = nullptr;
-        for (QMenu* menu : w.findChildren<QMenu*>())
-            if (menu->title() == QLatin1String("Recent models"))
-                recent = menu;
+        QMenu* recent = recentMenu(w);
         QVERIFY(recent);
         QCOMPARE(recent->actions().size(), 1);
         QVERIFY2(recent->actions().front()->text().endsWith("model.safetensors + described.json"), qPrintable(recent->actions().front()->text()));
@@ -107,10 +112,7 @@ private slots:
         Chooser none;
         again.setFileChooser(none.function());
         QSignalSpy againReady(&again, &MainWindow::modelReady);
-        QMenu* againRecent = nullptr;
-        for (QMenu* menu : again.findChildren<QMenu*>())
-            if (menu->title() == QLatin1String("Recent models"))
-                againRecent = menu;
+        QMenu* againRecent = recentMenu(again);
         QVERIFY(againRecent && !againRecent->actions().isEmpty());
         againRecent->actions().front()->trigger();
         QVERIFY(againReady.wait(20000));

@@ -12,7 +12,9 @@
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QImage>
 #include <QListView>
+#include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -146,6 +148,23 @@ private slots:
         QVERIFY2(w.lastError().contains("unknown key colour_scheme"), qPrintable(w.lastError()));
         QVERIFY(opened.wait(20000));
         QCOMPARE(w.slot(0)->path(), QString("builtin:fmnist-vit"));
+    }
+
+    // The executable: `attnscope --open-session FILE` opens the session (--screenshot quits with status 1 on any error the
+    // window shows, and pictures the window once the session's image is analysed).
+    void theExecutableOpensASession()
+    {
+        QTemporaryDir dir;
+        const QString path = dir.filePath("session.json");
+        {
+            MainWindow w;
+            QVERIFY(showWithImages(w, "builtin:fmnist-vit-d4", { kBoot }));
+            w.setLayer(2);
+            QVERIFY(w.saveSession(path));
+        }
+        const QString shot = dir.filePath("window.png");
+        QCOMPARE(runWindow(dir.path(), { "--open-session", path, "--screenshot", shot }), 0);
+        QVERIFY(!QImage(shot).isNull());
     }
 
     void theLastSessionIsWrittenOnClose()

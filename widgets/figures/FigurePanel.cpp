@@ -47,13 +47,13 @@ FigurePanel::FigurePanel(std::vector<Figure> figures, QWidget* parent)
     menu->addAction(tr("Figure (PNG, SVG, PDF)…"), this, [this] { askExport(false); });
     menu->addAction(tr("Data (CSV)…"), this, [this] { askExport(true); });
     m_export->setMenu(menu);
-    m_enlarge = new QToolButton(m_header);
-    m_enlarge->setText(tr("Enlarge"));
-    m_enlarge->setToolTip(tr("The figure in a window of its own, at the size it is exported at (it follows the dock)"));
-    connect(m_enlarge, &QToolButton::clicked, this, &FigurePanel::showLarger);
+    auto* enlarge = new QToolButton(m_header);
+    enlarge->setText(tr("Enlarge"));
+    enlarge->setToolTip(tr("The figure in a window of its own, at the size it is exported at (it follows the dock)"));
+    connect(enlarge, &QToolButton::clicked, this, &FigurePanel::showLarger);
     row->addWidget(m_chooser);
     row->addWidget(m_status, 1);
-    row->addWidget(m_enlarge);
+    row->addWidget(enlarge);
     row->addWidget(m_export);
     m_plot = new QCustomPlot;
     m_plot->setFocusPolicy(Qt::ClickFocus);

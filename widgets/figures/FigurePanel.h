@@ -56,7 +56,6 @@ private:
     QComboBox* m_chooser = nullptr;
     QLabel* m_status = nullptr;
     QToolButton* m_export = nullptr;
-    QToolButton* m_enlarge = nullptr;
     QScrollArea* m_scroll = nullptr;
     QCustomPlot* m_plot = nullptr;
     QWidget* m_larger = nullptr;

@@ -37,14 +37,6 @@ struct Columns {
     }
 };
 
-// The recorded layers of a tap (those defined), and their tensors for input kind `which` (pick) stacked along a new
-// dimension 1 and in float64: [B, L', ...]. One operation per analysis over all layers, where a loop over the layers
-// launched the same few operations once per layer (a kernel launch each on a GPU).
-struct Stacked {
-    std::vector<int> layers;
-    std::vector<at::Tensor> picked;
-};
-
 
 // The recorded tensor of one input kind: `which` 0 = the clean inputs [B, ...], 1 + k = the k-th noisy copy.
 at::Tensor pick(const at::Tensor& tap, const BatchLayout& layout, int64_t which)
@@ -73,13 +65,17 @@ const std::vector<at::Tensor>& tapOf(const ForwardState& state, Tap tap)
     return tap == Tap::Attn ? state.attnBranch : tap == Tap::Residual ? state.residual : state.blocks;
 }
 
-// The layers of `taps` that were recorded, `first` to the end.
+// The layers of `taps` that were recorded, `first` to the end. The analyses take a tap's layers at once ([B, L', ...]:
+// one operation over all of them where a loop over the layers launched the same few once per layer, a kernel launch
+// each on a GPU); AnalysisRun::recordSpec records a tap at every layer or at none, so the layers are one run.
 std::vector<int> recordedLayers(const std::vector<at::Tensor>& taps, size_t first = 0)
 {
     std::vector<int> layers;
     for (size_t l = first; l < taps.size(); ++l)
         if (taps[l].defined())
             layers.push_back(int(l));
+    TORCH_INTERNAL_ASSERT(layers.empty() || layers.back() - layers.front() + 1 == int(layers.size()),
+                          "the batched analyses need a tap's layers recorded without gaps");
     return layers;
 }
 
@@ -171,22 +167,12 @@ void attentionSimilarity(const ForwardState& state, const BatchLayout& layout, C
         successive = dot / (meanNorm2.narrow(1, 0, L - 1).sqrt() * meanNorm2.narrow(1, 1, L - 1).sqrt()).clamp_min(kTiny);
     }
     const at::Tensor redundancy = redundancies.empty() ? at::Tensor() : redundancies.size() == 1 ? redundancies.front() : at::cat(redundancies, 1);
-    // Columns by key, so their order among keys is free (each key has statistics of its own): the successive cosines as
-    // one block where every recorded layer follows the one before (always, unless a caller records some layers only).
+    // Columns by key, so their order among keys is free (each key has statistics of its own).
     if (L > 1) {
         std::vector<std::string> names;
-        std::vector<int64_t> pairs;
-        for (int64_t i = 1; i < L; ++i)
-            if (layers[size_t(i - 1)] == layers[size_t(i)] - 1) {
-                pairs.push_back(i - 1);
-                names.push_back(keys::attentionSimilarity(layers[size_t(i - 1)], "successive_cos"));
-            }
-        if (int64_t(pairs.size()) == L - 1) {
-            out.addBlock(successive, std::move(names));
-        } else {
-            for (size_t j = 0; j < pairs.size(); ++j)
-                out.add(successive.select(1, pairs[j]), names[j]);
-        }
+        for (int64_t i = 0; i + 1 < L; ++i)
+            names.push_back(keys::attentionSimilarity(layers[size_t(i)], "successive_cos"));
+        out.addBlock(successive, std::move(names));
     }
     if (heads > 1) {
         std::vector<std::string> names;
@@ -335,9 +321,8 @@ void signalToNoise(const ForwardState& state, const BatchLayout& layout, const A
 {
     const int64_t copies = layout.noisyPerImage;
     const auto specOf = [&](int64_t k) { return options.perturbations[size_t(k / std::max(1, options.draws))].spec(); };
-    // |E|^2 of the block outputs per copy, [B, L'] over the recorded block layers, for the sensitivity
+    // |E|^2 of the block outputs per copy, [B, L + 1] (X_0 to X_L), for the sensitivity
     auto blockNoise2 = std::vector<at::Tensor>(static_cast<size_t>(copies));
-    std::vector<int> blockLayers;
     for (Tap tap : kTaps) {
         const auto& taps = tapOf(state, tap);
         const std::vector<int> layers = recordedLayers(taps);
@@ -349,10 +334,8 @@ void signalToNoise(const ForwardState& state, const BatchLayout& layout, const A
         std::vector<at::Tensor> snr;
         for (int64_t k = 0; k < copies; ++k) {
             const at::Tensor noise2 = (stacked(taps, layers, layout, 1 + k) - clean).square().sum({ 2, 3 }); // [B, L']
-            if (tap == Tap::Block) {
+            if (tap == Tap::Block)
                 blockNoise2[size_t(k)] = noise2;
-                blockLayers = layers;
-            }
             snr.push_back(20.0 * (signal / noise2.sqrt().clamp_min(kTiny)).log10());
         }
         std::vector<std::string> names; // layer by layer, each copy in order (a key's draws in draw order)
@@ -361,23 +344,17 @@ void signalToNoise(const ForwardState& state, const BatchLayout& layout, const A
                 names.push_back(keys::snr(specOf(k), l, tap));
         out.addBlock(at::stack(snr, 2), std::move(names)); // [B, L', copies]
     }
-    // The block noise of layer l for copy k, or undefined where layer l was not recorded.
-    const auto blockNoiseAt = [&](int64_t k, int l) {
-        const auto it = std::find(blockLayers.begin(), blockLayers.end(), l);
-        return it == blockLayers.end() || !blockNoise2[size_t(k)].defined() ? at::Tensor()
-                                                                            : blockNoise2[size_t(k)].select(1, it - blockLayers.begin());
-    };
     if (state.blocks.empty() || !state.blocks[0].defined())
         return;
-    // Proposition 3.1's terms for every layer l at once: X_{l-1} and U_l stacked as [B, L', N, D].
-    std::vector<int> layers, previous;
-    for (int l = 1; l <= layout.depth; ++l)
-        if (state.attnBranch.at(size_t(l)).defined() && state.blocks.at(size_t(l - 1)).defined()) {
-            layers.push_back(l);
-            previous.push_back(l - 1);
-        }
+    // Proposition 3.1's terms for every layer l at once: X_{l-1} and U_l stacked as [B, L, N, D] (both taps are recorded
+    // at every layer whenever the SNR runs).
+    std::vector<int> layers = recordedLayers(state.attnBranch, 1), previous;
+    while (!layers.empty() && layers.back() > layout.depth)
+        layers.pop_back();
     if (layers.empty())
         return;
+    for (int l : layers)
+        previous.push_back(l - 1);
     const auto centredTokens = [&](const at::Tensor& clean) { return options.centreSignal ? clean - clean.mean(2, true) : clean; };
     const at::Tensor x = stacked(state.blocks, previous, layout, 0);
     const at::Tensor u = stacked(state.attnBranch, layers, layout, 0);
@@ -386,11 +363,6 @@ void signalToNoise(const ForwardState& state, const BatchLayout& layout, const A
     const at::Tensor ssh = (s * sh).sum({ 2, 3 }), signalSum = (s + sh).square().sum({ 2, 3 }).sqrt();
     const at::Tensor alpha = nsh / ns;
     const at::Tensor beta = ssh / (ns * nsh).clamp_min(kTiny);
-    // The sensitivity's |E_l| / |E_0| from the SNR's block noise: one slice where the block layers are 0..L (always,
-    // unless a caller records some layers only), a column per layer otherwise.
-    const bool allBlocks = !blockLayers.empty() && blockLayers.front() == 0
-        && blockLayers.back() == int(blockLayers.size()) - 1 && layers.front() == 1 && layers.back() == int(layers.size())
-        && blockLayers.back() >= layers.back();
     for (int64_t k = 0; k < copies; ++k) {
         const at::Tensor e = stacked(state.blocks, previous, layout, 1 + k) - x;
         const at::Tensor eh = stacked(state.attnBranch, layers, layout, 1 + k) - u;
@@ -399,19 +371,9 @@ void signalToNoise(const ForwardState& state, const BatchLayout& layout, const A
         const at::Tensor gain = (signalSum / (e + eh).square().sum({ 2, 3 }).sqrt()) / (ns / ne);
         const at::Tensor bound = (1.0 + 2.0 * alpha * beta + alpha * alpha).sqrt() / (1.0 + gamma);
         const at::Tensor condition = at::minimum(alpha, beta).gt(gamma).to(at::kDouble);
-        at::Tensor sensitivity;
-        if (allBlocks && blockNoise2[size_t(k)].defined()) {
-            const at::Tensor& noise2 = blockNoise2[size_t(k)];
-            sensitivity = noise2.narrow(1, 1, int64_t(layers.size())).sqrt() / noise2.narrow(1, 0, 1).sqrt();
-        } else {
-            std::vector<at::Tensor> columns;
-            for (int l : layers) {
-                const at::Tensor noiseL = blockNoiseAt(k, l), noise0 = blockNoiseAt(k, 0);
-                columns.push_back(noiseL.defined() && noise0.defined() ? noiseL.sqrt() / noise0.sqrt()
-                                                                       : at::full_like(alpha.select(1, 0), std::nan("")));
-            }
-            sensitivity = at::stack(columns, 1);
-        }
+        // |E_l| / |E_0| from the SNR's block noise (X_0 .. X_L): layers `layers` against layer 0
+        const at::Tensor& noise2 = blockNoise2[size_t(k)];
+        const at::Tensor sensitivity = noise2.narrow(1, layers.front(), int64_t(layers.size())).sqrt() / noise2.narrow(1, 0, 1).sqrt();
         const std::string spec = specOf(k);
         std::vector<std::string> names; // layer by layer, the fields in order
         for (int l : layers)
