@@ -1,6 +1,7 @@
 #include "Commands.h"
 #include "FigureDrawing.h"
 #include "Figures.h"
+#include "AnalyzeArguments.h"
 #include "Progress.h"
 #include "Report.h"
 
@@ -81,51 +82,27 @@ int AnalyzeCommand::run() const
     attnscope::setNumThreads(threads);
 
     // --- options
-    auto names = attnscope::AnalysisOptions::parseList(analyses);
-    if (!names)
-        return usage(names.message());
-    const auto wants = [&](const char* n) { return std::find(names->begin(), names->end(), n) != names->end(); };
-    attnscope::AnalysisOptions base;
-    base.similarity = wants("similarity");
-    base.attention = wants("attention");
-    base.centres = wants("centres");
-    base.snr = wants("snr");
-    base.decomposition = wants("decomposition");
-    base.relevance = wants("relevance");
-    base.norms = wants("norms");
-    if (!(outlierRatio > 1.0) || !std::isfinite(outlierRatio))
-        return usage("--outlier-ratio " + attnscope::csvNumber(outlierRatio) + ": expected a number above 1");
-    base.outlierRatio = outlierRatio;
-    base.draws = draws;
-    if (batch < 0)
-        return usage("--batch " + std::to_string(batch) + ": expected 0 (the device's default) or a positive count");
-    auto parsedPrecision = attnscope::parsePrecision(precision);
-    if (!parsedPrecision)
-        return usage("--precision: " + parsedPrecision.message());
-    base.precision = *parsedPrecision;
-    if (gridImages < 0)
-        return usage("--grid-images " + std::to_string(gridImages) + ": expected 0 or more");
-    if (auto q = checkGridQuery(query); !q)
-        return usage(q.message());
-    auto fusion = attnscope::parseHeadFusion(rollout);
-    if (!fusion)
-        return usage("--rollout: " + fusion.message());
-    if (!(discard >= 0.0 && discard < 1.0))
-        return usage("--discard " + std::to_string(discard) + ": expected a share from 0 up to (not including) 1");
-    if (analysesOn == "device" || analysesOn == "host")
-        base.analysesOnDevice = analysesOn == "device";
-    else if (analysesOn != "auto")
-        return usage("--analyses-on " + analysesOn + ": expected auto, device or host");
-    base.seed = seed;
-    base.alsoRecord.attention = base.alsoRecord.blocks = dumpTensors;
-    for (const auto& spec : noise.empty() && base.snr ? std::vector<std::string> { "gaussian:sigma=8" } : noise) {
-        auto p = attnscope::Perturbation::parse(spec);
-        if (!p)
-            return usage(p.message());
-        base.perturbations.push_back(*p);
-    }
-    if (!(checkpointSeconds >= 0))
-        return usage("--checkpoint-seconds " + std::to_string(checkpointSeconds) + ": expected 0 (after every batch) or more");
+    AnalyzeArguments arguments;
+    arguments.analyses = analyses;
+    arguments.noise = noise;
+    arguments.draws = draws;
+    arguments.seed = seed;
+    arguments.batch = batch;
+    arguments.precision = precision;
+    arguments.analysesOn = analysesOn;
+    arguments.gridImages = gridImages;
+    arguments.query = query;
+    arguments.rollout = rollout;
+    arguments.discard = discard;
+    arguments.targetClass = targetClass;
+    arguments.gradCamLayer = gradCamLayer;
+    arguments.outlierRatio = outlierRatio;
+    arguments.checkpointSeconds = checkpointSeconds;
+    arguments.dumpTensors = dumpTensors;
+    const auto dashed = [](const std::string& name) { return "--" + name; };
+    ReportRequest request;
+    if (auto checked = applyAnalyzeArguments(arguments, dashed, request); !checked)
+        return usage(checked.message());
     int shardIndex = 1, shardCount = 1;
     if (!shard.empty() && (std::sscanf(shard.c_str(), "%d/%d", &shardIndex, &shardCount) != 2 || shardCount < 1
                            || shardIndex < 1 || shardIndex > shardCount))
@@ -155,7 +132,6 @@ int AnalyzeCommand::run() const
         return status;
     for (const auto& guess : (*loaded)->info().guesses)
         std::fprintf(stderr, "attnscope-cli: warning: %s: %s\n", model.c_str(), guess.c_str());
-    ReportRequest request;
     request.loadSeconds = std::chrono::duration<double>(clock::now() - start).count();
     request.model = *loaded;
     request.modelName = modelNameOf(model);
@@ -177,34 +153,19 @@ int AnalyzeCommand::run() const
         return fail(paths.message());
     request.images = *paths;
     request.out = out;
-    request.options = base;
     request.neutreno = neutreno;
     request.boost = boost;
     request.formats = formatsToDraw(*figureFormats);
     request.shardIndex = shardIndex;
     request.shardCount = shardCount;
-    request.analysesText = analyses;
     request.formatsText = formats;
     request.description = description;
     request.inputHeight = inputHeight;
     request.inputWidth = inputWidth;
     request.compareSpec = compare;
     request.threads = threads;
-    request.batch = batch;
-    request.gridImages = gridImages;
-    request.gridQuery = query;
-    request.rollout = { *fusion, discard };
-    request.relevance.targetClass = targetClass;
-    request.relevance.gradCamLayer = gradCamLayer;
-    if (base.relevance) {
-        const auto& c = (*loaded)->config();
-        if (targetClass < -1 || (c.numClasses > 0 && targetClass >= c.numClasses))
-            return usage("--class " + std::to_string(targetClass) + ": the model has classes 0.." + std::to_string(c.numClasses - 1));
-        if (gradCamLayer < -1 || gradCamLayer > c.depth)
-            return usage("--gradcam-layer " + std::to_string(gradCamLayer) + ": the model's block outputs are 0.." + std::to_string(c.depth));
-    }
-    if (base.precision == attnscope::Precision::Tf32 && (*loaded)->info().device == "cpu")
-        return usage("--precision tf32 needs a CUDA device (the model runs on the CPU; tf32 is a setting of CUDA's matrix units)");
+    if (auto checked = applyAnalyzeArguments(arguments, dashed, request); !checked)
+        return usage(checked.message());
 
     // --- analysis and output folder
     std::signal(SIGINT, onInterrupt);
@@ -215,7 +176,6 @@ int AnalyzeCommand::run() const
     Progress bar("analyze", mine);
     request.strict = strict;
     request.resume = !fresh;
-    request.checkpointSeconds = checkpointSeconds;
     request.skipped = [&](const std::string& message) { bar.note("attnscope-cli: skipped " + message); };
     request.resumed = [&](int at, int total) {
         bar.note("attnscope-cli: resuming the unfinished run in " + out + " after " + std::to_string(at) + " of " + std::to_string(total) + " images");

@@ -1,0 +1,64 @@
+#pragma once
+
+// Shared by the files of the Python module attnscope._native (docs/python.md): the engine's Results turned into
+// Python exceptions, and its tensors and images into numpy arrays that view them.
+
+#include <attnscope/Image.h>
+#include <attnscope/Model.h>
+#include <attnscope/Result.h>
+#include <attnscope/Tensor.h>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attnscope::python {
+
+namespace py = pybind11;
+
+// An engine Error on its way to Python: attnscope.Error (a ValueError), attnscope.FileNotFound (also a
+// FileNotFoundError) when `path` names a file that is not there, or KeyboardInterrupt for a cancelled run.
+struct EngineError {
+    std::string message;
+    bool notFound = false;
+    bool cancelled = false;
+};
+// Throws the EngineError of `error`; `path`, when given, is the file the call read (a missing one makes it FileNotFound).
+[[noreturn]] void raise(const Error& error, const std::string& path = {});
+[[noreturn]] void raise(const std::string& message);
+template <typename T>
+T take(Result<T>&& result, const std::string& path = {})
+{
+    if (!result)
+        raise(result.error(), path);
+    return std::move(*result);
+}
+void registerErrors(py::module_& m);
+
+// A read-only numpy view of `tensor` (no copy: the array keeps the tensor's data alive).
+py::array view(const Tensor& tensor);
+// A read-only uint8 numpy view of an image's pixels, [H, W] or [H, W, 3], kept alive by `owner`.
+py::array view(const Image& image, const std::shared_ptr<const void>& owner);
+// A float32 C-order copy of `array` (any float or integer dtype) as an engine Tensor.
+Tensor tensorFrom(const py::array& array);
+// A float64 numpy array of `values`, shaped `shape` (default: 1-D).
+py::array doubles(const std::vector<double>& values, std::vector<py::ssize_t> shape = {});
+py::array ints(const std::vector<int64_t>& values);
+py::array strings(const std::vector<std::string>& values);
+
+// A model as Python holds it: the engine's model and the path it came from.
+struct PyModel {
+    std::shared_ptr<const Model> model;
+    std::string path;
+    std::string description;
+};
+
+void bindModel(py::module_& m);
+void bindAnalyses(py::module_& m);
+void bindAnalyze(py::module_& m);
+
+} // namespace attnscope::python

@@ -1,0 +1,51 @@
+"""Shared by the Python module's tests (tests/python): where the sources, the CLI and ../shared are.
+
+ctest runs them with PYTHONPATH at the build tree's python/ folder and ATTNSCOPE_CLI at the build's attnscope-cli;
+`make python` runs them against the module pip installed into .venv (the CLI comparisons then use build/release's CLI
+when it is there, and skip with their reason when it is not).
+"""
+
+import os
+
+import pytest
+
+SOURCE = os.environ.get("ATTNSCOPE_TEST_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GOLDEN = os.path.join(SOURCE, "tests", "golden")
+SAMPLES = os.path.join(SOURCE, "resources", "samples", "fashion-mnist")
+SHARED = os.environ.get("ATTNSCOPE_SHARED_DIR") or os.path.join(SOURCE, "..", "shared")
+
+
+def golden_tolerance(ref):
+    """The golden files' tolerance (tests/golden/README.md): max|a - ref| <= 1e-4 max|ref|."""
+    import numpy
+
+    return 1e-4 * float(numpy.abs(ref).max())
+
+
+def near(actual, expected, rel=1e-4, floor=1e-2):
+    """AnalysesTest.cpp's rule for one number: relative 1e-4, absolute 1e-6 below 1e-2; NaN equals NaN."""
+    import math
+
+    if math.isnan(expected):
+        return math.isnan(actual)
+    return abs(actual - expected) <= rel * max(abs(expected), floor)
+
+
+@pytest.fixture(scope="session")
+def cli():
+    path = os.environ.get("ATTNSCOPE_CLI") or os.path.join(SOURCE, "build", "release", "app", "attnscope-cli")
+    if not os.access(path, os.X_OK):
+        pytest.skip("no attnscope-cli to compare with (set ATTNSCOPE_CLI, or build build/release)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def fmnist():
+    import attnscope
+
+    return attnscope.load("builtin:fmnist-vit")
+
+
+@pytest.fixture(scope="session")
+def samples():
+    return sorted(os.path.join(SAMPLES, f) for f in os.listdir(SAMPLES) if f.endswith(".png"))
