@@ -8,7 +8,7 @@ BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OUT ?= attnscope-out
 
-.PHONY: all deps deps-headless test-fresh configure build test run clean install screenshots bench bench-gpu fuzz test-asan test-tsan headless test-headless test-avx2 libtorch2 libtorch2-headless get-libtorch get-opencv
+.PHONY: all deps deps-headless python test-fresh configure build test run clean install screenshots bench bench-gpu fuzz test-asan test-tsan headless test-headless test-avx2 libtorch2 libtorch2-headless get-libtorch get-opencv
 
 all: build
 
@@ -40,10 +40,19 @@ install: build
 clean:
 	rm -rf build
 
+# `make python`: the Python module as a new user installs it (docs/python.md): a venv in $(VENV) that sees Debian's
+# numpy, Pillow and torch, `pip install .` into it (scikit-build-core; build/python is kept), then the module's tests
+# with that venv's python. The CLI comparisons use build/release's attnscope-cli when it is built, and skip otherwise.
+VENV ?= .venv
+python: deps-headless
+	@test -x $(VENV)/bin/python || /usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check .
+	cd tests/python && env -u PYTHONPATH $(CURDIR)/$(VENV)/bin/python -m pytest -q -p no:cacheprovider .
+
 # The README's make test as a new user meets it: a bare Debian 12 root (debootstrap), a clean clone of HEAD with
 # ../shared beside it; first the build without Qt, then make test, then the two builds' data files compared.
 # CI runs exactly this (.ci/run), and the engine and CLI tests as on an AVX2 CPU (make test-avx2). Needs root.
-# FRESH_STEPS: a subset of "headless avx2 test compare".
+# FRESH_STEPS: a subset of "headless avx2 python test compare".
 FRESH_STEPS ?=
 test-fresh:
 	./scripts/test-fresh.sh $(FRESH_STEPS)

@@ -7,6 +7,8 @@
 #   scripts/test-fresh.sh [STEPS]     STEPS (default: all) is any of:
 #     headless   make test-headless first, before anything of Qt is installed (proves the build without Qt)
 #     avx2       make test-avx2 on that build: its engine and CLI tests as an AVX2 CPU runs them (after headless)
+#     python     make python: the Python module pip-installed into .venv and its tests (docs/python.md; after headless,
+#                whose CLI its comparisons use)
 #     test       make test (the README's command)
 #     compare    the headless CLI's data files against the Qt build's, byte for byte (scripts/compare-builds.sh)
 #     deps       make deps alone (the packages, no build): to time the install
@@ -19,7 +21,7 @@ set -eu
 main() {
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-steps=${*:-headless avx2 test compare}
+steps=${*:-headless avx2 python test compare}
 cache=${ATTNSCOPE_CI_CACHE:-/var/cache/attnscope-ci}
 base="$cache/bookworm-minbase.tar"
 say() { echo "test-fresh: $*"; }
@@ -125,6 +127,9 @@ for s in $STEPS; do
                   fi
                   retry make deps-headless
                   make test-headless ;;
+        python)   step "make python (pip install . into a venv, then the module's tests)"
+                  retry make deps-headless
+                  make python ;;
         test)     step "make test"
                   retry make deps
                   make test ;;
@@ -134,7 +139,7 @@ for s in $STEPS; do
                   make test-avx2 AVX2_PRESET=headless ;;
         compare)  step "scripts/compare-builds.sh build/release build/headless"
                   scripts/compare-builds.sh build/release build/headless ;;
-        *)        echo "test-fresh: unknown step '$s' (headless, avx2, test, compare, deps)" >&2; exit 2 ;;
+        *)        echo "test-fresh: unknown step '$s' (headless, avx2, python, test, compare, deps)" >&2; exit 2 ;;
     esac
 done
 step "done"

@@ -31,7 +31,7 @@ Prepared = _native.Prepared
 Trace = _native.Trace
 
 __all__ = [
-    "Error", "FileNotFound", "Model", "Prepared", "Trace", "Summary", "Prediction", "load", "builtins", "analyze",
+    "Error", "FileNotFound", "Model", "Prepared", "Trace", "Summary", "Prediction", "load", "builtins", "analyze", "fashion_mnist",
     "set_threads", "token_similarity", "token_cosine_similarity", "token_cosine_matrix", "attention_map", "rollout",
     "rollout_map", "attention_grid", "attention_similarity", "head_centres", "snr", "token_norms", "logit_decomposition",
     "relevance", "TAPS", "ANALYSES",
@@ -234,6 +234,12 @@ def load(path, description=None, device="auto", input_size=None):
 def builtins():
     """The names of the embedded models (load("builtin:NAME"))."""
     return list(_native.builtins())
+
+
+def fashion_mnist(split="test", limit=0, folder=None):
+    """Fashion-MNIST from its IDX files (Debian's dataset-fashion-mnist by default, or `folder`): (images uint8
+    [n, 28, 28], labels int64 [n], class names). `limit` > 0 keeps the first `limit` images."""
+    return _native.fashion_mnist(_os.fspath(folder) if folder else "", split, limit)
 
 
 def set_threads(threads):

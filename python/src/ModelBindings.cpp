@@ -1,6 +1,7 @@
 #include "Bindings.h"
 
 #include <attnscope/Analyses.h>
+#include <attnscope/Datasets.h>
 #include <attnscope/Perturbation.h>
 
 #include <filesystem>
@@ -125,6 +126,26 @@ void bindModel(py::module_& m)
         auto t = threadSetup();
         return py::make_tuple(t.intraOp, t.interOp);
     });
+    m.def(
+        "fashion_mnist",
+        [](const std::string& dir, const std::string& split, int limit) {
+            if (split != "train" && split != "test")
+                raise("split " + split + ": expected train or test");
+            Result<LabelledImages> set = Error {};
+            {
+                py::gil_scoped_release release;
+                set = readFashionMnist(dir.empty() ? kFashionMnistDir : dir, split, limit);
+            }
+            auto data = take(std::move(set), dir.empty() ? kFashionMnistDir : dir);
+            const py::ssize_t n = py::ssize_t(data.images.size());
+            const int h = n ? data.images.front().height : 28, w = n ? data.images.front().width : 28;
+            py::array_t<uint8_t> pixels({ n, py::ssize_t(h), py::ssize_t(w) });
+            for (py::ssize_t i = 0; i < n; ++i)
+                std::copy(data.images[size_t(i)].pixels.begin(), data.images[size_t(i)].pixels.end(), pixels.mutable_data(i));
+            std::vector<int64_t> labels(data.labels.begin(), data.labels.end());
+            return py::make_tuple(pixels, ints(labels), data.classNames);
+        },
+        py::arg("dir"), py::arg("split"), py::arg("limit"));
     m.def(
         "load",
         [](const std::string& path, const std::string& description, const std::string& device, int height, int width) {

@@ -2,7 +2,7 @@
 
 ctest runs them with PYTHONPATH at the build tree's python/ folder and ATTNSCOPE_CLI at the build's attnscope-cli;
 `make python` runs them against the module pip installed into .venv (the CLI comparisons then use build/release's CLI
-when it is there, and skip with their reason when it is not).
+or build/headless's when one is there, and skip with their reason when neither is).
 """
 
 import os
@@ -33,10 +33,11 @@ def near(actual, expected, rel=1e-4, floor=1e-2):
 
 @pytest.fixture(scope="session")
 def cli():
-    path = os.environ.get("ATTNSCOPE_CLI") or os.path.join(SOURCE, "build", "release", "app", "attnscope-cli")
-    if not os.access(path, os.X_OK):
-        pytest.skip("no attnscope-cli to compare with (set ATTNSCOPE_CLI, or build build/release)")
-    return path
+    candidates = [os.environ.get("ATTNSCOPE_CLI")] + [os.path.join(SOURCE, "build", p, "app", "attnscope-cli") for p in ("release", "headless")]
+    for path in candidates:
+        if path and os.access(path, os.X_OK):
+            return path
+    pytest.skip("no attnscope-cli to compare with (set ATTNSCOPE_CLI, or build build/release or build/headless)")
 
 
 @pytest.fixture(scope="session")
