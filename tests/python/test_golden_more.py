@@ -1,0 +1,96 @@
+"""The module's relevance, token norms, rollout options and variants against the golden files of the C++ tests
+(tests/golden/relevance, token_norms, rollout, variants; made by make_relevance.py, make_token_norms.py,
+make_rollout.py and make_variants.py from independent PyTorch code). Tolerances as those tests state them."""
+
+import json
+import os
+
+import numpy
+import pytest
+
+import attnscope
+from conftest import GOLDEN
+
+
+def fixture(name):
+    folder = os.path.join(GOLDEN, "fixtures", name)
+    return attnscope.load(folder), numpy.load(os.path.join(folder, "input.npy"))[0]
+
+
+def close(got, ref, rel=1e-4):
+    got, ref = numpy.asarray(got, dtype=numpy.float64).ravel(), numpy.asarray(ref, dtype=numpy.float64).ravel()
+    assert got.shape == ref.shape
+    assert numpy.abs(got - ref).max() <= rel * numpy.abs(ref).max()
+
+
+def test_relevance():
+    model, x = fixture("tv_grid16")
+    classes = json.load(open(os.path.join(GOLDEN, "relevance", "classes.json")))
+    for target in (-1, classes["other"]):
+        r = attnscope.relevance(model, x, target_class=target)
+        cls = classes["predicted"] if target == -1 else target
+        assert r["target_class"] == cls and r["gradcam_layer"] == 2
+        gae = numpy.load(os.path.join(GOLDEN, "relevance", "gae_%d.npy" % cls))
+        close(r["gae_tokens"], gae)
+        close(r["gae"], gae[1:])
+        close(r["gradcam"], numpy.load(os.path.join(GOLDEN, "relevance", "gradcam_%d_L2.npy" % cls)))
+        first = model.relevance(x, target_class=target, gradcam_layer=1)
+        close(first["gradcam"], numpy.load(os.path.join(GOLDEN, "relevance", "gradcam_%d_L1.npy" % cls)))
+    with pytest.raises(attnscope.Error, match="class 10 is outside the model's 0..9"):
+        attnscope.relevance(model, x, target_class=10)
+
+
+@pytest.mark.parametrize("name", ["tv_grid16", "timm_dinov2_reg"])
+def test_token_norms(name):
+    model, x = fixture(name)
+    folder = os.path.join(GOLDEN, "token_norms", name)
+    summary = json.load(open(os.path.join(folder, "summary.json")))
+    norms_ref = numpy.load(os.path.join(folder, "norms.npy")).astype(numpy.float64)
+    received_ref = numpy.load(os.path.join(folder, "received.npy")).astype(numpy.float64)
+    got = attnscope.token_norms(model.run(x, record=["blocks", "attention"]), model, summary["ratio"])
+    assert list(got["layer"]) == list(range(len(summary["layers"])))
+    flagged = 0
+    for l, ref in enumerate(summary["layers"]):
+        assert numpy.abs(got["norms"][l] - norms_ref[l]).max() <= 1e-5 * norms_ref[l].max()
+        for column, key in (("patch_median", "median"), ("max_ratio", "max_ratio"), ("cls_ratio", "cls_ratio"),
+                            ("register_ratio", "register_ratio")):
+            if ref[key] is None:
+                assert numpy.isnan(got[column][l])
+            else:
+                assert abs(got[column][l] - ref[key]) <= 1e-5 * abs(ref[key])
+        assert list(got["outlier_tokens"][l]) == ref["outliers"] and got["outliers"][l] == len(ref["outliers"])
+        flagged += len(ref["outliers"])
+        if "outlier_attention" in ref:
+            assert numpy.abs(got["attention_received"][l] - received_ref[l]).max() <= 1e-6
+            assert abs(got["outlier_attention"][l] - ref["outlier_attention"]) <= 1e-6
+            assert abs(got["prefix_attention"][l] - ref["prefix_attention"]) <= 1e-6
+        else:
+            assert numpy.isnan(got["outlier_attention"][l]) and numpy.isnan(got["attention_received"][l]).all()
+    assert flagged > 0
+
+
+@pytest.mark.parametrize("fusion", ["mean", "max", "min"])
+@pytest.mark.parametrize("share", ["0.0", "0.5", "0.9"])
+def test_rollout_fusions_and_discards(fusion, share):
+    model, x = fixture("tv_grid16")
+    ref = numpy.load(os.path.join(GOLDEN, "rollout", "rollout_%s_%s.npy" % (fusion, share)))  # rows 0 and 137 of R
+    got = attnscope.rollout(model.run(x, record="attention"), fusion=fusion, discard=float(share))
+    close(got[[0, 137]], ref)
+
+
+VARIANTS = sorted(d for d in os.listdir(os.path.join(GOLDEN, "variants")) if os.path.isdir(os.path.join(GOLDEN, "variants", d)))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_variants(variant):
+    folder = os.path.join(GOLDEN, "variants", variant)
+    model, x = fixture("tv_timm")
+    parts = variant.split("_")
+    options = {parts[i]: float(parts[i + 1]) for i in range(0, len(parts), 2)}
+    trace = model.run(x, **options)
+    close(trace.logits, numpy.load(os.path.join(folder, "logits.npy")))
+    for file in sorted(os.listdir(folder)):
+        if file.startswith("attn_L"):
+            close(trace.attention(int(file[6:-4])), numpy.load(os.path.join(folder, file)))
+        elif file.startswith("block_L"):
+            close(trace.block(int(file[7:-4])), numpy.load(os.path.join(folder, file)))
