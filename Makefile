@@ -8,7 +8,7 @@ BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OUT ?= attnscope-out
 
-.PHONY: all deps deps-headless python test-fresh configure build test run clean install screenshots bench bench-gpu fuzz test-asan test-tsan headless test-headless test-avx2 libtorch2 libtorch2-headless get-libtorch get-opencv
+.PHONY: all deps deps-headless python python-torch test-fresh configure build test run clean install screenshots bench bench-gpu fuzz test-asan test-tsan headless test-headless test-avx2 libtorch2 libtorch2-headless get-libtorch get-opencv
 
 all: build
 
@@ -48,6 +48,14 @@ python: deps-headless
 	@test -x $(VENV)/bin/python || /usr/bin/python3 -m venv --system-site-packages $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check .
 	cd tests/python && env -u PYTHONPATH $(CURDIR)/$(VENV)/bin/python -m pytest -q -p no:cacheprovider .
+
+# `make python-torch TORCH_VENV=DIR`: the module for a Python environment whose torch carries its own LibTorch (a pip
+# torch 2.x; DIR also has scikit-build-core and numpy): built without build isolation, so that CMake sees that torch and
+# links its LibTorch (build/python-torch), installed there, then the module's tests with that Python.
+python-torch:
+	@test -x "$(TORCH_VENV)/bin/python" || { echo "make python-torch: TORCH_VENV=DIR, a venv with torch, numpy and scikit-build-core" >&2; exit 1; }
+	$(TORCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --no-build-isolation --config-settings=build-dir=build/python-torch .
+	cd tests/python && env -u PYTHONPATH $(abspath $(TORCH_VENV))/bin/python -m pytest -q -p no:cacheprovider .
 
 # The README's make test as a new user meets it: a bare Debian 12 root (debootstrap), a clean clone of HEAD with
 # ../shared beside it; first the build without Qt, then make test, then the two builds' data files compared.

@@ -39,39 +39,39 @@ void AnalyzeCommand::addTo(CLI::App& app)
                    "H,W or N: run the models at this input size instead of the trained one (multiples of the patch "
                    "size; the position embedding is resampled as timm does, the images resized and cropped to it)");
     app.add_option("--out", out, "output folder")->capture_default_str();
-    app.add_option("--analyses", analyses, "similarity,attention,centres,snr,decomposition,relevance,norms")->capture_default_str();
-    app.add_option("--noise", noise,
+    app.add_option("--analyses", arguments.analyses, "similarity,attention,centres,snr,decomposition,relevance,norms")->capture_default_str();
+    app.add_option("--noise", arguments.noise,
                    "perturbation for the SNR (several allowed): gaussian:sigma=S, saltpepper:fraction=F, blur:sigma=S, "
                    "jpeg:quality=Q, fgsm:eps=E, pgd:eps=E[,steps=T] (S and E in 0..255 pixel units)");
-    app.add_option("--draws", draws, "perturbation draws per image")->capture_default_str();
-    app.add_option("--seed", seed, "seed of the perturbations")->capture_default_str();
+    app.add_option("--draws", arguments.draws, "perturbation draws per image")->capture_default_str();
+    app.add_option("--seed", arguments.seed, "seed of the perturbations")->capture_default_str();
     app.add_option("--neutreno", neutreno, "also run with NeuTRENO lambda (side by side with the model as trained)");
     app.add_option("--boost", boost, "also run with Boost t (side by side with the model as trained)");
     formats = defaultFigureFormats();
     app.add_option("--formats", formats, "figure formats: png,svg,pdf (none: the data only)")->capture_default_str();
     app.add_option("--shard", shard, "K/N: analyse every N-th image from the K-th (1-based), for job arrays");
     app.add_option("--device", device, "auto, cpu, cuda or cuda:<i> (auto: a GPU when there is one)")->capture_default_str();
-    app.add_option("--batch", batch, "images per forward (0: 64 on a GPU, enough for the CPU's threads on a CPU)")->capture_default_str();
-    app.add_option("--precision", precision, "fp32 (TF32 off: the reference numbers), tf32 (CUDA) or bf16")->capture_default_str();
-    app.add_option("--analyses-on", analysesOn,
+    app.add_option("--batch", arguments.batch, "images per forward (0: 64 on a GPU, enough for the CPU's threads on a CPU)")->capture_default_str();
+    app.add_option("--precision", arguments.precision, "fp32 (TF32 off: the reference numbers), tf32 (CUDA) or bf16")->capture_default_str();
+    app.add_option("--analyses-on", arguments.analysesOn,
                    "where the analyses run: device (batched tensor operations where the forward ran), host (float64 loops"
                    " per image) or auto (the device on a GPU, the host on a CPU)")
         ->capture_default_str();
-    app.add_option("--grid-images", gridImages, "attention grids (layers x heads) of the first N images (0: none)")->capture_default_str();
-    app.add_option("--query", query, "the grids' query: cls (the CLS token, or the centre patch without one) or ROW,COL (a patch, from 0)")
+    app.add_option("--grid-images", arguments.gridImages, "attention grids (layers x heads) of the first N images (0: none)")->capture_default_str();
+    app.add_option("--query", arguments.query, "the grids' query: cls (the CLS token, or the centre patch without one) or ROW,COL (a patch, from 0)")
         ->capture_default_str();
-    app.add_option("--rollout", rollout, "head fusion of the grids' rollout: mean (Abnar & Zuidema), max or min")->capture_default_str();
-    app.add_option("--discard", discard, "share of each layer's fused attention the rollout discards first, lowest first (0 to <1)")
+    app.add_option("--rollout", arguments.rollout, "head fusion of the grids' rollout: mean (Abnar & Zuidema), max or min")->capture_default_str();
+    app.add_option("--discard", arguments.discard, "share of each layer's fused attention the rollout discards first, lowest first (0 to <1)")
         ->capture_default_str();
-    app.add_option("--class", targetClass, "relevance: the class explained (-1: each image's predicted class)")->capture_default_str();
-    app.add_option("--gradcam-layer", gradCamLayer, "relevance: the block output X_l Grad-CAM reads (-1: X_{L-1})")->capture_default_str();
-    app.add_option("--outlier-ratio", outlierRatio,
+    app.add_option("--class", arguments.targetClass, "relevance: the class explained (-1: each image's predicted class)")->capture_default_str();
+    app.add_option("--gradcam-layer", arguments.gradCamLayer, "relevance: the block output X_l Grad-CAM reads (-1: X_{L-1})")->capture_default_str();
+    app.add_option("--outlier-ratio", arguments.outlierRatio,
                    "norms: a patch token whose norm exceeds this times the median patch norm of its layer is a high-norm outlier")
         ->capture_default_str();
     app.add_flag("--strict", strict, "stop at the first image that cannot be read (default: skip it, list it, exit with 3)");
     app.add_flag("--fresh", fresh, "start again, discarding what an unfinished run left in --out (default: resume it)");
-    app.add_option("--checkpoint-seconds", checkpointSeconds, "seconds between the checkpoints a rerun resumes from")->capture_default_str();
-    app.add_flag("--dump-tensors", dumpTensors, "write logits, attention maps and block outputs as .npy");
+    app.add_option("--checkpoint-seconds", arguments.checkpointSeconds, "seconds between the checkpoints a rerun resumes from")->capture_default_str();
+    app.add_flag("--dump-tensors", arguments.dumpTensors, "write logits, attention maps and block outputs as .npy");
     app.add_option("--threads", threads, "CPU threads for the forward (0: the engine's default)");
 }
 
@@ -82,23 +82,6 @@ int AnalyzeCommand::run() const
     attnscope::setNumThreads(threads);
 
     // --- options
-    AnalyzeArguments arguments;
-    arguments.analyses = analyses;
-    arguments.noise = noise;
-    arguments.draws = draws;
-    arguments.seed = seed;
-    arguments.batch = batch;
-    arguments.precision = precision;
-    arguments.analysesOn = analysesOn;
-    arguments.gridImages = gridImages;
-    arguments.query = query;
-    arguments.rollout = rollout;
-    arguments.discard = discard;
-    arguments.targetClass = targetClass;
-    arguments.gradCamLayer = gradCamLayer;
-    arguments.outlierRatio = outlierRatio;
-    arguments.checkpointSeconds = checkpointSeconds;
-    arguments.dumpTensors = dumpTensors;
     const auto dashed = [](const std::string& name) { return "--" + name; };
     ReportRequest request;
     if (auto checked = applyAnalyzeArguments(arguments, dashed, request); !checked)

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "AnalyzeArguments.h"
+
 #include <attnscope/Analyses.h>
 
 #include <memory>
@@ -38,26 +40,11 @@ struct AnalyzeCommand {
     std::vector<std::string> images;
     std::string out = "attnscope-out";
     std::string device = "auto";
-    int batch = 0;                   // images per forward; 0: the device's default (attnscope::defaultBatchSize)
-    std::string precision = "fp32";
-    std::string analysesOn = "auto"; // auto | device | host
-    int gridImages = 1;
-    std::string query = "cls";
-    std::string rollout = "mean";
-    double discard = 0.0;
-    std::string analyses = "similarity,attention,centres,snr";
-    std::vector<std::string> noise;
-    int draws = 1;
-    uint64_t seed = 0;
+    AnalyzeArguments arguments; // the analyses' options, checked where Python's attnscope.analyze checks them
     std::string formats; // --formats; by default defaultFigureFormats(): "png", or "" in the headless build
     std::string shard;
-    bool dumpTensors = false;
     bool strict = false;
     bool fresh = false;
-    int targetClass = -1;
-    int gradCamLayer = -1;
-    double outlierRatio = attnscope::kDefaultOutlierRatio;
-    double checkpointSeconds = 5.0;
     int threads = 0;
     std::optional<double> neutreno;
     std::optional<double> boost;

@@ -2,6 +2,7 @@
 #include "Commands.h"
 #include "FigureDrawing.h"
 
+#include <attnscope/CpuKernels.h>
 #include <attnscope/Model.h>
 
 #include <CLI/CLI.hpp>
@@ -116,7 +117,7 @@ int main(int argc, char** argv)
 {
     passiveWaitingForThreads(argv);
     CLI::App app { "attnscope-cli: attention in vision transformers, headless" };
-    app.set_version_flag("--version", std::string("attnscope ") + attnscope::version());
+    app.set_version_flag("--version", std::string("attnscope ") + attnscope::version() + " (LibTorch " + attnscope::libtorchVersion() + ")");
     app.require_subcommand(1);
 
     InfoCommand info;

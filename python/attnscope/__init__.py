@@ -33,7 +33,7 @@ Trace = _native.Trace
 __all__ = [
     "Error", "FileNotFound", "Model", "Prepared", "Trace", "Summary", "Prediction", "load", "builtins", "analyze", "fashion_mnist",
     "set_threads", "token_similarity", "token_cosine_similarity", "token_cosine_matrix", "attention_map", "rollout",
-    "rollout_map", "attention_grid", "attention_similarity", "head_centres", "snr", "token_norms", "logit_decomposition",
+    "rollout_map", "attention_grid", "attention_similarity", "head_centres", "snr", "token_norms", "head_ablation", "logit_decomposition",
     "relevance", "TAPS", "ANALYSES",
 ]
 
@@ -179,17 +179,25 @@ class Model:
             return x
         return self.prepare(x).input
 
-    def run(self, x, record="all", layers=None, neutreno=None, boost=None, precision="fp32"):
+    def run(self, x, record="all", layers=None, neutreno=None, boost=None, precision="fp32", ablate=None, ablation="zero"):
         """One forward pass with the taps `record` asks for ("all", "none", or some of TAPS), at `layers` (default all).
 
         x: a Prepared, a float32 input [C, H, W] (or a batch [B, C, H, W]), a list of those, or an image prepare() takes.
         neutreno (lambda) and boost (t) run the inference-time variants of ANALYSES.md section 6; precision is fp32, tf32
-        (CUDA) or bf16. Returns a Trace, or a list of Traces for a batch or a list.
+        (CUDA) or bf16. ablate: a head (layer, head) to run with its output ablated (ANALYSES.md section 8; `ablation`
+        zero or mean), or one such head (or None) per input of a batch. Returns a Trace, or a list of Traces for a batch
+        or a list.
         """
         inputs, many = self._inputs(x)
         flags = _record_flags(record)
+        if ablate is None:
+            ablated = []
+        elif len(ablate) == 2 and all(isinstance(v, int) for v in ablate):
+            ablated = [tuple(ablate)] * len(inputs)
+        else:
+            ablated = [(0, 0) if a is None else tuple(a) for a in ablate]
         traces = self._native.run(inputs, "attention" in flags, "attn_branch" in flags, "residual" in flags, "blocks" in flags,
-                                  list(layers or []), neutreno, boost, precision)
+                                  list(layers or []), neutreno, boost, precision, ablated, ablation)
         return traces if many else traces[0]
 
     def predict(self, image, k=5):
@@ -209,6 +217,9 @@ class Model:
     def at_input_size(self, height, width=None):
         """The same model run at another input size (multiples of the patch size), as timm resamples it."""
         return Model(self._native.with_input_size(height, height if width is None else width))
+
+    def ablate_heads(self, image, mode="zero", neutreno=None, boost=None, batch=0):
+        return head_ablation(self, image, mode, neutreno, boost, batch)
 
     def logit_decomposition(self, image):
         return logit_decomposition(self, image)
@@ -319,6 +330,13 @@ def logit_decomposition(model, image):
     """5. Layer 1's attention logits split into token-token, token-position, position-token and position-position
     terms: {"tt", "tp", "pt", "pp", "logits"}, each [H, N, N]."""
     return _native.decompose_logits(model._native, model._input(image))
+
+
+def head_ablation(model, image, mode="zero", neutreno=None, boost=None, batch=0):
+    """8. Every head of every layer ablated in turn (its output zeroed, or with mode="mean" replaced by the mean of its
+    rows): columns layer, head, dlogit, dprob, kl, flip against the clean prediction ("predicted", "probability").
+    batch: ablated forwards per run (0: all L x H at once)."""
+    return _native.head_ablation(model._native, model._input(image), mode, neutreno, boost, batch)
 
 
 def relevance(model, image, target_class=-1, gradcam_layer=-1):

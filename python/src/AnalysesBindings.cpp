@@ -288,6 +288,42 @@ void bindAnalyses(py::module_& m)
         },
         py::arg("model"), py::arg("input"));
     m.def(
+        "head_ablation",
+        [](const PyModel& model, const py::array& input, const std::string& mode, std::optional<double> neutreno, std::optional<double> boost,
+           int batch) {
+            const Tensor x = tensorFrom(input);
+            RunOptions run;
+            run.neutrenoLambda = neutreno;
+            run.boostT = boost;
+            const AblationMode m = take(parseAblationMode(mode));
+            if (batch < 0)
+                raise("batch " + std::to_string(batch) + ": expected 0 (every head at once) or a positive count");
+            const HeadAblation a = take(released([&] { return headAblation(*model.model, x, m, run, batch); }));
+            std::vector<int64_t> layer, head, flip;
+            std::vector<double> dlogit, dprob, kl;
+            for (const auto& e : a.heads) {
+                layer.push_back(e.layer);
+                head.push_back(e.head);
+                dlogit.push_back(e.dlogit);
+                dprob.push_back(e.dprob);
+                kl.push_back(e.kl);
+                flip.push_back(e.flip ? 1 : 0);
+            }
+            py::dict d;
+            d["layer"] = ints(layer);
+            d["head"] = ints(head);
+            d["dlogit"] = doubles(dlogit);
+            d["dprob"] = doubles(dprob);
+            d["kl"] = doubles(kl);
+            d["flip"] = ints(flip);
+            d["predicted"] = a.predicted;
+            d["probability"] = a.probability;
+            d["mode"] = toString(a.mode);
+            return d;
+        },
+        py::arg("model"), py::arg("input"), py::arg("mode") = "zero", py::arg("neutreno") = py::none(), py::arg("boost") = py::none(),
+        py::arg("batch") = 0);
+    m.def(
         "relevance",
         [](const PyModel& model, const py::array& input, int targetClass, int gradCamLayer) {
             const Tensor x = tensorFrom(input);

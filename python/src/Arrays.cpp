@@ -20,6 +20,21 @@ py::object& notFoundClass()
     return *c;
 }
 
+} // namespace
+
+std::vector<py::ssize_t> cStrides(const std::vector<py::ssize_t>& shape, py::ssize_t itemSize)
+{
+    std::vector<py::ssize_t> strides(shape.size());
+    py::ssize_t step = itemSize;
+    for (size_t i = shape.size(); i-- > 0;) {
+        strides[i] = step;
+        step *= shape[i];
+    }
+    return strides;
+}
+
+namespace {
+
 void makeReadOnly(py::array& a)
 {
     py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
@@ -66,7 +81,7 @@ py::array view(const Tensor& tensor)
     auto* keep = new Tensor(tensor);
     py::capsule owner(keep, [](void* p) { delete static_cast<Tensor*>(p); });
     std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
-    py::array a(py::dtype::of<float>(), shape, tensor.data(), owner);
+    py::array a(py::dtype::of<float>(), shape, cStrides(shape, sizeof(float)), tensor.data(), owner);
     makeReadOnly(a);
     return a;
 }
@@ -78,7 +93,7 @@ py::array view(const Image& image, const std::shared_ptr<const void>& owner)
     std::vector<py::ssize_t> shape { image.height, image.width };
     if (image.channels != 1)
         shape.push_back(image.channels);
-    py::array a(py::dtype::of<uint8_t>(), shape, image.pixels.data(), capsule);
+    py::array a(py::dtype::of<uint8_t>(), shape, cStrides(shape, 1), image.pixels.data(), capsule);
     makeReadOnly(a);
     return a;
 }
@@ -96,14 +111,14 @@ py::array doubles(const std::vector<double>& values, std::vector<py::ssize_t> sh
 {
     if (shape.empty())
         shape.push_back(py::ssize_t(values.size()));
-    py::array_t<double> a(shape);
+    py::array_t<double> a(shape, cStrides(shape, sizeof(double)));
     std::copy(values.begin(), values.end(), a.mutable_data());
     return a;
 }
 
 py::array ints(const std::vector<int64_t>& values)
 {
-    py::array_t<int64_t> a(py::ssize_t(values.size()));
+    py::array_t<int64_t> a({ py::ssize_t(values.size()) }, { py::ssize_t(sizeof(int64_t)) });
     std::copy(values.begin(), values.end(), a.mutable_data());
     return a;
 }

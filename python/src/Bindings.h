@@ -39,6 +39,9 @@ T take(Result<T>&& result, const std::string& path = {})
 }
 void registerErrors(py::module_& m);
 
+// pybind11 before 2.12 (Debian's is 2.10) reads a dtype's item size where numpy 1.x keeps it, so that under numpy 2.x
+// the strides it works out for a new array are wrong: every array made here is given its C-order strides explicitly.
+std::vector<py::ssize_t> cStrides(const std::vector<py::ssize_t>& shape, py::ssize_t itemSize);
 // A read-only numpy view of `tensor` (no copy: the array keeps the tensor's data alive).
 py::array view(const Tensor& tensor);
 // A read-only uint8 numpy view of an image's pixels, [H, W] or [H, W, 3], kept alive by `owner`.

@@ -87,7 +87,7 @@ const Tensor& tap(const std::vector<Tensor>& taps, int layer, int first, const T
 
 Image imageFrom(const py::array& pixels)
 {
-    if (!pixels.dtype().is(py::dtype::of<uint8_t>()))
+    if (std::string(py::str(pixels.dtype())) != "uint8")
         raise("expected uint8 pixels (0..255), got dtype " + std::string(py::str(pixels.dtype()))
               + ": convert first, e.g. (x * 255).round().astype(numpy.uint8) for values in 0..1");
     const int dims = int(pixels.ndim());
@@ -139,7 +139,8 @@ void bindModel(py::module_& m)
             auto data = take(std::move(set), dir.empty() ? kFashionMnistDir : dir);
             const py::ssize_t n = py::ssize_t(data.images.size());
             const int h = n ? data.images.front().height : 28, w = n ? data.images.front().width : 28;
-            py::array_t<uint8_t> pixels({ n, py::ssize_t(h), py::ssize_t(w) });
+            const std::vector<py::ssize_t> shape { n, py::ssize_t(h), py::ssize_t(w) };
+            py::array_t<uint8_t> pixels(shape, cStrides(shape, 1));
             for (py::ssize_t i = 0; i < n; ++i)
                 std::copy(data.images[size_t(i)].pixels.begin(), data.images[size_t(i)].pixels.end(), pixels.mutable_data(i));
             std::vector<int64_t> labels(data.labels.begin(), data.labels.end());
@@ -213,7 +214,8 @@ void bindModel(py::module_& m)
         .def(
             "run",
             [](const PyModel& p, const std::vector<py::array>& inputs, bool attention, bool attnBranch, bool residual, bool blocks,
-               const std::vector<int>& layers, std::optional<double> neutreno, std::optional<double> boost, const std::string& precision) {
+               const std::vector<int>& layers, std::optional<double> neutreno, std::optional<double> boost, const std::string& precision,
+               const std::vector<std::pair<int, int>>& ablated, const std::string& ablation) {
                 RunOptions run;
                 run.record.attention = attention;
                 run.record.attnBranch = attnBranch;
@@ -223,6 +225,9 @@ void bindModel(py::module_& m)
                 run.neutrenoLambda = neutreno;
                 run.boostT = boost;
                 run.precision = take(parsePrecision(precision));
+                run.ablation = take(parseAblationMode(ablation));
+                for (const auto& [layer, head] : ablated)
+                    run.ablatedHeads.push_back({ layer, head });
                 std::vector<Tensor> tensors;
                 for (const auto& a : inputs)
                     tensors.push_back(tensorFrom(a));
@@ -242,7 +247,7 @@ void bindModel(py::module_& m)
                 return out;
             },
             py::arg("inputs"), py::arg("attention"), py::arg("attn_branch"), py::arg("residual"), py::arg("blocks"), py::arg("layers"),
-            py::arg("neutreno"), py::arg("boost"), py::arg("precision"))
+            py::arg("neutreno"), py::arg("boost"), py::arg("precision"), py::arg("ablated"), py::arg("ablation"))
         .def(
             "perturb",
             [](const PyModel& p, const Model::Prepared& image, const std::string& spec, uint64_t seed) {

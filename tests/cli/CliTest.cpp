@@ -1,6 +1,8 @@
 // attnscope-cli as a user runs it: exit codes, messages, and the files it writes.
 #include "CliSupport.h"
 
+#include <attnscope/CpuKernels.h>
+
 #include <nlohmann/json.hpp>
 
 
@@ -19,6 +21,7 @@ TEST_F(Cli, VersionAndHelp)
     auto v = cli("--version");
     EXPECT_EQ(v.status, 0);
     EXPECT_NE(v.out.find("attnscope"), std::string::npos);
+    EXPECT_NE(v.out.find("(LibTorch " + attnscope::libtorchVersion() + ")"), std::string::npos) << v.out;
     auto h = cli("--help");
     EXPECT_EQ(h.status, 0);
     EXPECT_NE(h.out.find("analyze"), std::string::npos);

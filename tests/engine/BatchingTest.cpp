@@ -149,6 +149,31 @@ TEST_F(InterOp, BatchAtTwoThreadsIsBitwiseOneThreadForwards)
     EXPECT_GT(maxDifference((*batch)[0].logits, (*batch)[1].logits), 1e-3);
 }
 
+// The same with a head ablated per input: the inter-op path gives each forward its own input's head.
+TEST_F(InterOp, AblatedHeadsFollowTheirInputsAcrossThreads)
+{
+    ASSERT_NO_FATAL_FAILURE(useSamples(4));
+    RunOptions options;
+    options.ablatedHeads = { HeadRef { 1, 0 }, HeadRef {}, HeadRef { 4, 3 }, HeadRef { 3, 2 } };
+    options.ablation = AblationMode::Mean;
+    std::vector<Trace> alone;
+    for (size_t i = 0; i < images.size(); ++i) {
+        RunOptions one = options;
+        one.ablatedHeads = { options.ablatedHeads[i] };
+        auto t = model->run(images[i].input, one);
+        ASSERT_TRUE(t) << t.message();
+        alone.push_back(*t);
+    }
+    TwoThreads threads;
+    auto batch = model->runBatch(inputsOf(images), options);
+    ASSERT_TRUE(batch) << batch.message();
+    for (size_t i = 0; i < alone.size(); ++i)
+        EXPECT_EQ(maxDifference((*batch)[i].logits, alone[i].logits), 0.0) << "image " << i;
+    auto plain = model->run(images[0].input);
+    ASSERT_TRUE(plain);
+    EXPECT_GT(maxDifference(plain->logits, alone[0].logits), 1e-4) << "the ablation changed nothing";
+}
+
 // cleanTraceReady hands each image's clean trace out after the forward and before the analyses (the GUI shows
 // the heatmap while the curves are computed): once per image, in order, the very traces addImages returns.
 TEST_F(Batching, CleanTracesComeOutBeforeTheAnalyses)

@@ -34,8 +34,16 @@ def near(actual, expected, rel=1e-4, floor=1e-2):
 @pytest.fixture(scope="session")
 def cli():
     candidates = [os.environ.get("ATTNSCOPE_CLI")] + [os.path.join(SOURCE, "build", p, "app", "attnscope-cli") for p in ("release", "headless")]
+    import subprocess
+
+    import attnscope
+
     for path in candidates:
         if path and os.access(path, os.X_OK):
+            version = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+            if "(LibTorch %s)" % attnscope._native.torch_version not in version:
+                pytest.skip("%s is built against another LibTorch (%s) than this module (%s): its numbers differ in the last digits"
+                            % (path, version.strip(), attnscope._native.torch_version))
             return path
     pytest.skip("no attnscope-cli to compare with (set ATTNSCOPE_CLI, or build build/release or build/headless)")
 

@@ -94,3 +94,28 @@ def test_variants(variant):
             close(trace.attention(int(file[6:-4])), numpy.load(os.path.join(folder, file)))
         elif file.startswith("block_L"):
             close(trace.block(int(file[7:-4])), numpy.load(os.path.join(folder, file)))
+
+
+@pytest.mark.parametrize("name,golden", [("tv_timm", "tv_timm"), ("tv_hf", "tv_timm"), ("timm_dinov2_reg", "timm_dinov2_reg")])
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_head_ablation(name, golden, mode):
+    import csv
+
+    model, x = fixture(name)
+    with open(os.path.join(GOLDEN, "ablation", "%s_%s.csv" % (golden, mode)), newline="") as f:
+        rows = list(csv.DictReader(f))
+    got = attnscope.head_ablation(model, x, mode=mode)
+    assert got["mode"] == mode and len(got["layer"]) == len(rows)
+    for column in ("dlogit", "dprob", "kl"):
+        ref = numpy.array([float(r[column]) for r in rows])
+        assert numpy.abs(got[column] - ref).max() <= 1e-4 * numpy.abs(ref).max(), column
+    assert list(got["flip"]) == [int(r["flip"]) for r in rows]
+    # One ablated run, as the window makes it: its logit of the clean class moves by dlogit.
+    clean = model.run(x, record="none").logits
+    c = int(numpy.argmax(clean))
+    assert got["predicted"] == c
+    i = int(numpy.argmax(numpy.abs(got["dlogit"])))
+    one = model.run(x, record="none", ablate=(int(got["layer"][i]), int(got["head"][i])), ablation=mode).logits
+    assert abs((one[c] - clean[c]) - got["dlogit"][i]) <= 1e-4 * numpy.abs(got["dlogit"]).max()
+    with pytest.raises(attnscope.Error, match="unknown ablation"):
+        model.run(x, ablate=(1, 0), ablation="half")

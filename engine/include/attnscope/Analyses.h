@@ -180,4 +180,28 @@ struct TokenNorms {
 // which prefix token is the CLS token and which are registers.
 TokenNorms tokenNorms(const Trace& trace, const ModelConfig& config, double outlierRatio = kDefaultOutlierRatio);
 
+// ---- 8. Head ablation (Michel et al. 2019, "Are Sixteen Heads Really Better than One?")
+
+// What ablating one head does to one image's prediction: with z the clean logits, c = argmax z and z' the ablated
+// forward's, dlogit = z'_c - z_c, dprob = softmax(z')_c - softmax(z)_c, kl = KL(softmax(z) || softmax(z')), and
+// whether argmax z' differs from c. In float64.
+struct HeadAblationEffect {
+    int layer = 0, head = 0;
+    double dlogit = 0, dprob = 0, kl = 0;
+    bool flip = false;
+};
+HeadAblationEffect ablationEffect(const Tensor& cleanLogits, const Tensor& ablatedLogits);
+
+struct HeadAblation {
+    AblationMode mode = AblationMode::Zero;
+    int predicted = 0;          // c
+    double probability = 0;     // softmax(z)_c
+    std::vector<HeadAblationEffect> heads; // every layer's every head, layer by layer
+};
+// One image's input [C, H, W] with each head of each layer ablated in turn: L x H forwards (plus the clean one), `batch`
+// of them per runBatch (0: all at once), with `run`'s variants and precision. Errors: a model without a classification
+// head (nothing to predict), a failed forward.
+Result<HeadAblation> headAblation(const Model& model, const Tensor& input, AblationMode mode = AblationMode::Zero,
+                                  const RunOptions& run = {}, int batch = 0);
+
 } // namespace attnscope

@@ -81,11 +81,25 @@ struct RecordSpec {
 // the references give; TF32 lets CUDA's matrix products round their inputs to 10-bit mantissas (CUDA only); BF16 runs the
 // matrix products in bfloat16 (autocast; layer norms and softmax stay float32). The analyses run in float64 either way.
 enum class Precision { Fp32, Tf32, Bf16 };
+// Head ablation (ANALYSES.md section 8): an ablated head's output O_l[h] ([N, d], before the output projection) is
+// replaced by zeros (the projection's bias stays), or by the mean of its rows over the tokens.
+enum class AblationMode { Zero, Mean };
+const char* toString(AblationMode m); // zero | mean
+Result<AblationMode> parseAblationMode(const std::string& name);
+// One head: layer 1..L, head 0..H-1; layer 0 names none.
+struct HeadRef {
+    int layer = 0;
+    int head = 0;
+};
 const char* toString(Precision p); // fp32 | tf32 | bf16
 Result<Precision> parsePrecision(const std::string& name);
 
 struct RunOptions {
     RecordSpec record;
+    // Head ablation: one entry per input of the run (Model::runBatch), the head that input runs with ablated ({0, 0}:
+    // none), as `ablation` says. Empty: nothing ablated. The ablations of a batch are independent forwards side by side.
+    std::vector<HeadRef> ablatedHeads;
+    AblationMode ablation = AblationMode::Zero;
     Precision precision = Precision::Fp32;
     // Inference-time variants (ANALYSES.md section 6); unset: what the model was trained with (0 for most).
     std::optional<double> neutrenoLambda; // O_l = A_l V_l + lambda (V_1 - V_l), per head, before the projection

@@ -38,6 +38,10 @@ struct AttentionContext {
     bool isFirstLayer = false;
     at::Tensor positions; // bilateral: the position embedding of every token [1, N, D], kept out of the stream
     int gridH = 0, gridW = 0, prefix = 0;
+    // Head ablation (ANALYSES.md section 8): [B, H], 0 where a head's output is ablated (zeros, or with ablateMean the
+    // mean of its rows); undefined: none.
+    at::Tensor headMask;
+    bool ablateMean = false;
     PackedLinears* linears = nullptr;      // the inference forward's linear layers (PackedLinear.h)
     AttentionProducts* products = nullptr; // ... and attention products (AttentionProducts.h)
 };
@@ -49,7 +53,8 @@ public:
     virtual at::Tensor forward(const at::Tensor& x, AttentionContext& ctx) = 0;
 
 protected:
-    // softmax rows, record, A V with the NeuTRENO term, heads concatenated: [B, H, N, N] x [B, H, N, d] -> [B, N, D]
+    // softmax rows, record, A V with the NeuTRENO term, the ablated heads replaced, heads concatenated:
+    // [B, H, N, N] x [B, H, N, d] -> [B, N, D]
     at::Tensor mix(const at::Tensor& logits, const at::Tensor& v, AttentionContext& ctx) const;
 };
 

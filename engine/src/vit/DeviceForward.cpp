@@ -85,6 +85,16 @@ Result<Precision> parsePrecision(const std::string& name)
     return Error { "unknown precision \"" + name + "\" (fp32, tf32, bf16)" };
 }
 
+const char* toString(AblationMode m) { return m == AblationMode::Mean ? "mean" : "zero"; }
+
+Result<AblationMode> parseAblationMode(const std::string& name)
+{
+    for (AblationMode m : { AblationMode::Zero, AblationMode::Mean })
+        if (name == toString(m))
+            return m;
+    return Error { "unknown ablation \"" + name + "\" (zero, mean)" };
+}
+
 BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const RunOptions& options)
 {
     const Model::Impl& impl = implOf(model);
@@ -105,6 +115,15 @@ BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const Ru
     state.knownPositions = impl.positions;
     state.knownGridH = c.gridHeight();
     state.knownGridW = c.gridWidth();
+    if (!options.ablatedHeads.empty()) { // checked by Model::runBatch: one entry per input, in range
+        auto mask = at::ones({ c.depth + 1, inputs.size(0), c.numHeads }, at::kFloat);
+        auto m = mask.accessor<float, 3>();
+        for (size_t b = 0; b < options.ablatedHeads.size(); ++b)
+            if (options.ablatedHeads[b].layer > 0)
+                m[options.ablatedHeads[b].layer][int64_t(b)][options.ablatedHeads[b].head] = 0.0f;
+        state.headMask = mask.to(impl.device);
+        state.ablateMean = options.ablation == AblationMode::Mean;
+    }
     at::Tensor x = inputs;
     if (x.device() != impl.device) // from pinned host memory the copy runs beside the host's next work
         x = x.to(impl.device, /*non_blocking=*/x.is_pinned());

@@ -367,6 +367,14 @@ Result<std::vector<Trace>> Model::runBatch(const std::vector<Tensor>& inputs, co
                            + " (recorded taps " + formatBytes(taps) + ", working " + formatBytes(working)
                            + ") but only " + formatBytes(available) + " is available (MemAvailable); record fewer layers or use a smaller input" };
     }
+    if (!options.ablatedHeads.empty()) {
+        if (options.ablatedHeads.size() != xs.size())
+            return Error { "head ablation: " + std::to_string(options.ablatedHeads.size()) + " heads named for " + std::to_string(xs.size()) + " inputs" };
+        for (const HeadRef& h : options.ablatedHeads)
+            if (h.layer < 0 || h.layer > c.depth || h.head < 0 || h.head >= c.numHeads)
+                return Error { "head ablation: layer " + std::to_string(h.layer) + " head " + std::to_string(h.head) + " is outside the model's layers 1.."
+                               + std::to_string(c.depth) + " and heads 0.." + std::to_string(c.numHeads - 1) };
+    }
     return catchForwardErrors([&]() -> Result<std::vector<Trace>> {
         const int threads = m_impl->device.is_cpu() ? interOpThreads() : 1;
         if (threads <= 1 || xs.size() < 2)
@@ -375,7 +383,15 @@ Result<std::vector<Trace>> Model::runBatch(const std::vector<Tensor>& inputs, co
         // free thread, which keeps every core in the matrix kernels instead of waiting at each operator's join
         // (docs/performance.md, Thread policy). The traces are those of one forward at a time, in input order.
         std::vector<Trace> traces(xs.size());
-        runInterOp(xs.size(), threads, [&](size_t i) { traces[i] = std::move(forwardGroup(*this, { xs[i] }, options).front()); });
+        runInterOp(xs.size(), threads, [&](size_t i) {
+            if (options.ablatedHeads.empty()) {
+                traces[i] = std::move(forwardGroup(*this, { xs[i] }, options).front());
+                return;
+            }
+            RunOptions one = options; // the head this input runs with ablated
+            one.ablatedHeads = { options.ablatedHeads[i] };
+            traces[i] = std::move(forwardGroup(*this, { xs[i] }, one).front());
+        });
         return traces;
     });
 }

@@ -89,6 +89,10 @@ at::Tensor BlockImpl::forward(const at::Tensor& x, int layer, ForwardState& stat
     ctx.gridW = state.gridW;
     ctx.linears = state.linears;
     ctx.products = state.products;
+    if (state.headMask.defined()) {
+        ctx.headMask = state.headMask[layer];
+        ctx.ablateMean = state.ablateMean;
+    }
     const auto record = [&](const at::Tensor& u, const at::Tensor& r) {
         if (keep && state.spec.attnBranch)
             state.attnBranch[size_t(layer)] = u;

@@ -25,6 +25,9 @@ struct ForwardState {
     double neutrenoLambda = 0.0;
     double boostT = 0.0;
     std::vector<at::Tensor> attention, attnBranch, residual, blocks;
+    // Head ablation: [L + 1, B, H], 1 keeps a head's output and 0 ablates it (row l for layer l); undefined: none.
+    at::Tensor headMask;
+    bool ablateMean = false;
 
     at::Tensor x0;          // X_0, for Boost
     at::Tensor firstValues; // V_1, for NeuTRENO
