@@ -24,6 +24,11 @@ attnscope::Status applyAnalyzeArguments(const AnalyzeArguments& a, const OptionS
     base.decomposition = wants("decomposition");
     base.relevance = wants("relevance");
     base.norms = wants("norms");
+    base.ablation = wants("ablation");
+    auto ablation = attnscope::parseAblationMode(a.ablation);
+    if (!ablation)
+        return Error { spell("ablation") + ": " + ablation.message() };
+    base.ablationMode = *ablation;
     if (!(a.outlierRatio > 1.0) || !std::isfinite(a.outlierRatio))
         return Error { spell("outlier-ratio") + " " + attnscope::csvNumber(a.outlierRatio) + ": expected a number above 1" };
     base.outlierRatio = a.outlierRatio;

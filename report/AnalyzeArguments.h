@@ -29,6 +29,7 @@ struct AnalyzeArguments {
     int targetClass = -1;
     int gradCamLayer = -1;
     double outlierRatio = attnscope::kDefaultOutlierRatio;
+    std::string ablation = "zero"; // head ablation's mode: zero | mean
     double checkpointSeconds = 5.0;
     bool dumpTensors = false;
 };

@@ -201,6 +201,8 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                             { "shard", std::to_string(request.shardIndex) + "/" + std::to_string(request.shardCount) } };
     if (request.inputHeight > 0) // only when given: the journals of runs without it stay resumable
         identity["options"]["input_size"] = { request.inputHeight, request.inputWidth };
+    if (base.ablation) // what an ablated head's output becomes
+        identity["options"]["ablation"] = attnscope::toString(base.ablationMode);
     if (base.norms) // the outlier count depends on it
         identity["options"]["outlier_ratio"] = base.outlierRatio;
     auto opened = RunJournal::open(out, identity, paths, request.resume);
@@ -451,6 +453,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                        { "grid_images", request.gridImages }, { "query", request.gridQuery },
                        { "class", request.relevance.targetClass }, { "gradcam_layer", request.relevance.gradCamLayer },
                        { "outlier_ratio", base.outlierRatio },
+                       { "ablation", base.ablation ? nlohmann::json(attnscope::toString(base.ablationMode)) : nlohmann::json() },
                        { "rollout", attnscope::toString(request.rollout.fusion) }, { "discard", request.rollout.discard },
                        { "analyses_on", runs.front().analysis->analysesOnDevice() ? "device" : "host" }, { "dump_tensors", dumping }, { "threads", request.threads },
                        { "intra_op_threads", threads.intraOp }, { "inter_op_threads", threads.interOp },

@@ -39,7 +39,7 @@ void AnalyzeCommand::addTo(CLI::App& app)
                    "H,W or N: run the models at this input size instead of the trained one (multiples of the patch "
                    "size; the position embedding is resampled as timm does, the images resized and cropped to it)");
     app.add_option("--out", out, "output folder")->capture_default_str();
-    app.add_option("--analyses", arguments.analyses, "similarity,attention,centres,snr,decomposition,relevance,norms")->capture_default_str();
+    app.add_option("--analyses", arguments.analyses, "similarity,attention,centres,snr,decomposition,relevance,norms,ablation")->capture_default_str();
     app.add_option("--noise", arguments.noise,
                    "perturbation for the SNR (several allowed): gaussian:sigma=S, saltpepper:fraction=F, blur:sigma=S, "
                    "jpeg:quality=Q, fgsm:eps=E, pgd:eps=E[,steps=T] (S and E in 0..255 pixel units)");
@@ -65,6 +65,9 @@ void AnalyzeCommand::addTo(CLI::App& app)
         ->capture_default_str();
     app.add_option("--class", arguments.targetClass, "relevance: the class explained (-1: each image's predicted class)")->capture_default_str();
     app.add_option("--gradcam-layer", arguments.gradCamLayer, "relevance: the block output X_l Grad-CAM reads (-1: X_{L-1})")->capture_default_str();
+    app.add_option("--ablation", arguments.ablation,
+                   "ablation: what an ablated head's output becomes, zero or mean (of its rows over the tokens)")
+        ->capture_default_str();
     app.add_option("--outlier-ratio", arguments.outlierRatio,
                    "norms: a patch token whose norm exceeds this times the median patch norm of its layer is a high-norm outlier")
         ->capture_default_str();

@@ -40,7 +40,7 @@ __all__ = [
 # The taps a run can record (ANALYSES.md notation): A_l, U_l, R_l, X_l.
 TAPS = ("attention", "attn_branch", "residual", "blocks")
 # The analyses of a dataset run (attnscope-cli analyze --analyses).
-ANALYSES = ("similarity", "attention", "centres", "snr", "decomposition", "relevance", "norms")
+ANALYSES = ("similarity", "attention", "centres", "snr", "decomposition", "relevance", "norms", "ablation")
 
 
 def _loaded_libtorch():
@@ -373,7 +373,7 @@ def _progress_bar(progress):
 def analyze(model, images, analyses=("similarity", "attention", "centres", "snr"), noise=None, compare=None, batch=None,
             out=None, progress=True, neutreno=None, boost=None, draws=1, seed=0, precision="fp32", analyses_on="auto",
             grid_images=1, query="cls", rollout="mean", discard=0.0, target_class=-1, gradcam_layer=-1,
-            outlier_ratio=4.0, dump_tensors=False, strict=False, fresh=False, checkpoint_seconds=5.0):
+            outlier_ratio=4.0, ablation="zero", dump_tensors=False, strict=False, fresh=False, checkpoint_seconds=5.0):
     """The dataset run of `attnscope-cli analyze`: every image through the model (and `compare`, and the variant
     `neutreno` or `boost` beside the model as trained), batched, on the model's device, into the statistics of
     ANALYSES.md. Returns a Summary (its .tables named as the CLI's CSVs).
@@ -400,7 +400,7 @@ def analyze(model, images, analyses=("similarity", "attention", "centres", "snr"
         outcome = _native.analyze(
             model._native, _image_list(images), folder, analyses, noise, draws, seed,
             compare._native if compare is not None else None, neutreno, boost, 0 if batch is None else batch, precision,
-            analyses_on, grid_images, query, rollout, discard, target_class, gradcam_layer, outlier_ratio, dump_tensors,
+            analyses_on, grid_images, query, rollout, discard, target_class, gradcam_layer, outlier_ratio, ablation, dump_tensors,
             strict, fresh, checkpoint_seconds, update, skipped.append)
         return Summary.read(folder, outcome, skipped, None if temporary else folder)
     finally:

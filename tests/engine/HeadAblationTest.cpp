@@ -6,6 +6,8 @@
 #include "TestSupport.h"
 
 #include <attnscope/Analyses.h>
+#include <attnscope/AnalysisRun.h>
+#include <attnscope/Summary.h>
 
 #include <gtest/gtest.h>
 
@@ -110,4 +112,48 @@ TEST(HeadAblation, RunOptionsAreChecked)
     EXPECT_NE(count.message().find("1 heads named for 2 inputs"), std::string::npos) << count.message();
     EXPECT_EQ(parseAblationMode("mean").value(), AblationMode::Mean);
     EXPECT_FALSE(parseAblationMode("half"));
+}
+
+// A dataset run's ablation statistics: the means of headAblation over the images, the same on the host and the
+// device path (which on a CPU runs the same forwards), and nothing else recorded when nothing else is asked.
+TEST(HeadAblation, DatasetStatisticsAreThePerImageMeans)
+{
+    auto model = Model::load("builtin:fmnist-vit-d4");
+    ASSERT_TRUE(model) << model.message();
+    const auto images = fashionSamples(**model, 3);
+    ASSERT_EQ(images.size(), 3u);
+    AnalysisOptions options;
+    options.similarity = options.attention = options.centres = options.snr = false;
+    options.ablation = true;
+    options.ablationMode = AblationMode::Zero;
+    std::vector<StatsTable> tables;
+    for (bool onDevice : { false, true }) {
+        options.analysesOnDevice = onDevice;
+        AnalysisRun run(*model, options);
+        ASSERT_TRUE(run.addImages({ &images[0], &images[1] }, { 0, 1 }));
+        ASSERT_TRUE(run.addImage(images[2], 2));
+        tables.push_back(run.statistics());
+    }
+    ASSERT_EQ(tables[0].size(), tables[1].size());
+    for (const auto& [key, stats] : tables[0]) {
+        EXPECT_EQ(key.rfind("ab/", 0), 0u) << key;
+        EXPECT_NEAR(stats.mean(), tables[1].at(key).mean(), 1e-12 * std::max(1.0, std::fabs(stats.mean()))) << key;
+    }
+    const AnalysisSummary summary = summarise(tables[0], 3, 3);
+    ASSERT_EQ(summary.ablation.size(), 16u);
+    double kl[16] = {}, flips[16] = {};
+    for (const auto& image : images) {
+        auto a = headAblation(**model, image.input, AblationMode::Zero);
+        ASSERT_TRUE(a) << a.message();
+        for (size_t i = 0; i < a->heads.size(); ++i) {
+            kl[i] += a->heads[i].kl / 3;
+            flips[i] += a->heads[i].flip / 3.0;
+        }
+    }
+    for (size_t i = 0; i < 16; ++i) {
+        EXPECT_EQ(summary.ablation[i].kl.n, 3);
+        EXPECT_NEAR(summary.ablation[i].kl.mean, kl[i], 1e-12 * std::max(1.0, kl[i]));
+        EXPECT_NEAR(summary.ablation[i].flipShare, flips[i], 1e-12);
+    }
+    EXPECT_TRUE(summary.tokenSimilarity.empty() && summary.headCentres.empty());
 }

@@ -129,3 +129,16 @@ def test_bad_options_and_files_are_named(fmnist, samples, tmp_path):
     assert len(summary.skipped) == 1 and "bad.png" in summary.skipped[0]
     with pytest.raises(attnscope.Error, match="bad.png"):
         attnscope.analyze(fmnist, broken, analyses="similarity", strict=True, progress=False)
+
+
+def test_ablation_over_a_set_is_the_mean_of_its_images(fmnist, samples):
+    summary = attnscope.analyze(fmnist, samples[:3], analyses="ablation", ablation="mean", progress=False)
+    table = summary.tables["ablation"]
+    assert len(table["layer"]) == 12 * 4 and (table["n"] == 3).all()
+    assert summary.manifest["options"]["ablation"] == "mean"
+    per_image = [fmnist.ablate_heads(s, mode="mean") for s in samples[:3]]
+    expected = numpy.mean([a["kl"] for a in per_image], axis=0)
+    numpy.testing.assert_allclose(table["kl_mean"], expected, rtol=1e-6, atol=1e-10)  # the CSV's 10 digits
+    numpy.testing.assert_allclose(table["flip_share"], numpy.mean([a["flip"] for a in per_image], axis=0), atol=1e-9)
+    with pytest.raises(attnscope.Error, match="ablation: unknown ablation"):
+        attnscope.analyze(fmnist, samples[:1], analyses="ablation", ablation="half", progress=False)

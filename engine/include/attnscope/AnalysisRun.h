@@ -24,6 +24,8 @@ struct AnalysisOptions {
     bool decomposition = false;
     bool relevance = false;    // class relevance of the first images (a per-image figure, Analyses.h section 6)
     bool norms = false;        // token norms, high-norm outliers and attention sinks (Analyses.h section 7)
+    bool ablation = false;     // head ablation: every head of every layer ablated in turn (Analyses.h section 8)
+    AblationMode ablationMode = AblationMode::Zero;
     double outlierRatio = kDefaultOutlierRatio; // a patch token above this times the patch median is an outlier
     std::vector<Perturbation> perturbations;
     int draws = 1;             // perturbation draws per image
@@ -103,6 +105,7 @@ private:
     Status analyseOnDevice(const StagedBatch::Impl& staged, const RunOptions& run, std::vector<Trace>* cleanTraces);
     Status analyseOnHost(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
                                std::vector<Trace>* cleanTraces);
+    Status addAblations(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run);
 
     std::shared_ptr<const Model> m_model;
     AnalysisOptions m_options;

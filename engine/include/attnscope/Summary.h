@@ -60,6 +60,14 @@ struct TokenNormRow {
     Estimate outliers, patchMedian, maxRatio, clsRatio, registerRatio, outlierAttention, prefixAttention;
 };
 
+// Head ablation (Analyses.h section 8) of one head over the images: the changes of the clean class's logit and
+// probability, the KL divergence of the prediction, and the share of images whose prediction flips.
+struct HeadAblationRow {
+    int layer = 0, head = 0;
+    Estimate dlogit, dprob, kl;
+    double flipShare = 0;
+};
+
 // One model (or one variant of a model) over a set of images.
 struct AnalysisSummary {
     std::string model;   // name shown in figures
@@ -73,6 +81,7 @@ struct AnalysisSummary {
     std::vector<SnrRow> snr;
     std::vector<SnrDiagnosticsRow> snrDiagnostics;
     std::vector<TokenNormRow> tokenNorms;
+    std::vector<HeadAblationRow> ablation;
 };
 
 // One image's class relevance (Analyses.h, section 6) with what its figure names.
@@ -97,8 +106,8 @@ struct TokenNormsFigure {
 // Turns statistics (of one run or merged shards) into the rows of the CSVs and figures.
 AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius);
 
-// Writes token_similarity.csv, head_centres.csv, attention_similarity.csv, snr.csv, snr_diagnostics.csv and token_norms.csv
-// (DESIGN.md, Output directory) for what the summary holds; with several perturbations the SNR files are named
+// Writes token_similarity.csv, head_centres.csv, attention_similarity.csv, snr.csv, snr_diagnostics.csv, token_norms.csv
+// and ablation.csv (DESIGN.md, Output directory) for what the summary holds; with several perturbations the SNR files are named
 // snr_<slug>.csv. Returns the files written. Every file goes through a temporary name.
 Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const AnalysisSummary& summary);
 

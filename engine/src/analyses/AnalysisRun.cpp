@@ -46,11 +46,11 @@ void addValue(StatsTable& stats, const std::string& key, double value)
 
 Result<std::vector<std::string>> AnalysisOptions::parseList(const std::string& list)
 {
-    static const std::set<std::string> known { "similarity", "attention", "centres", "snr", "decomposition", "relevance", "norms" };
+    static const std::set<std::string> known { "similarity", "attention", "centres", "snr", "decomposition", "relevance", "norms", "ablation" };
     std::vector<std::string> out;
     for (const auto& name : keys::split(list, ',')) {
         if (!known.count(name))
-            return Error { "unknown analysis \"" + name + "\" (similarity, attention, centres, snr, decomposition, relevance, norms)" };
+            return Error { "unknown analysis \"" + name + "\" (similarity, attention, centres, snr, decomposition, relevance, norms, ablation)" };
         out.push_back(name);
     }
     return out;
@@ -246,7 +246,43 @@ Status AnalysisRun::addStaged(const StagedBatch& batch, const std::function<bool
     if (analysesOnDevice() != staged->stacked.defined())
         return Error { "addStaged: a batch staged for another run" };
     const RunOptions run = runOptions(isCancelled);
-    return analysesOnDevice() ? analyseOnDevice(*staged, run, cleanTraces) : analyseOnHost(staged->inputs, staged->images, run, cleanTraces);
+    // The ablations first: a failed or cancelled one leaves the statistics as they were.
+    StatsTable before;
+    if (m_options.ablation)
+        before = m_stats;
+    if (auto ablated = addAblations(staged->inputs, staged->images, run); !ablated) {
+        m_stats = std::move(before);
+        return ablated;
+    }
+    auto analysed = analysesOnDevice() ? analyseOnDevice(*staged, run, cleanTraces) : analyseOnHost(staged->inputs, staged->images, run, cleanTraces);
+    if (!analysed && m_options.ablation) {
+        m_stats = std::move(before);
+        m_columnKeys.clear(); // the cached pointers were into the table replaced
+        m_columnStats.clear();
+    }
+    return analysed;
+}
+
+// Head ablation (Analyses.h section 8) of each clean input: L x H ablated forwards (and the clean one) per image, batched
+// along the batch dimension on the model's device, into "ab/<layer>/<head>/<field>".
+Status AnalysisRun::addAblations(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run)
+{
+    if (!m_options.ablation)
+        return Done {};
+    RunOptions plain = run;
+    plain.record = {};
+    const size_t stride = inputs.size() / images;
+    for (size_t i = 0; i < images; ++i) {
+        auto ablated = headAblation(*m_model, inputs[i * stride], m_options.ablationMode, plain);
+        if (!ablated)
+            return ablated.error();
+        for (const auto& e : ablated->heads) {
+            const double values[] = { e.dlogit, e.dprob, e.kl, e.flip ? 1.0 : 0.0 };
+            for (size_t f = 0; f < std::size(keys::kAblationFields); ++f)
+                addValue(m_stats, keys::ablation(e.layer, e.head, keys::kAblationFields[f]), values[f]);
+        }
+    }
+    return Done {};
 }
 
 Status AnalysisRun::analyseOnHost(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,

@@ -58,4 +58,11 @@ constexpr const char* kNormFields[] = { "outliers", "patch_median", "max_ratio",
                                         "outlier_attention", "prefix_attention" };
 inline std::string tokenNorm(int layer, const char* field) { return "tn/" + std::to_string(layer) + "/" + field; }
 
+// "ab/<layer>/<head>/<field>": head ablation (Analyses.h section 8), fields in this order (flip: 1 or 0):
+constexpr const char* kAblationFields[] = { "dlogit", "dprob", "kl", "flip" };
+inline std::string ablation(int layer, int head, const char* field)
+{
+    return "ab/" + std::to_string(layer) + "/" + std::to_string(head) + "/" + field;
+}
+
 } // namespace attnscope::keys

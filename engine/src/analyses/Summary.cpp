@@ -89,6 +89,17 @@ Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const 
         if (!write("token_norms.csv", csv))
             return fail("token_norms.csv");
     }
+    if (!s.ablation.empty()) {
+        std::string csv = "layer,head,dlogit_mean,dlogit_sd,dlogit_ci95,dprob_mean,dprob_sd,dprob_ci95,kl_mean,kl_sd,kl_ci95,flip_share,n\n";
+        for (const auto& r : s.ablation) {
+            csv += std::to_string(r.layer) + "," + std::to_string(r.head);
+            for (const Estimate* e : { &r.dlogit, &r.dprob, &r.kl })
+                csv += "," + csvNumber(e->mean) + "," + csvNumber(e->sd) + "," + csvNumber(e->ci95);
+            csv += "," + csvNumber(r.flipShare) + "," + std::to_string(r.kl.n) + "\n";
+        }
+        if (!write("ablation.csv", csv))
+            return fail("ablation.csv");
+    }
     std::vector<std::string> specs;
     for (const auto& r : s.snr)
         if (std::find(specs.begin(), specs.end(), r.perturbation) == specs.end())
@@ -152,6 +163,7 @@ AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius)
     std::set<std::tuple<std::string, int, int>> snr; // spec, layer, tap
     std::set<std::pair<std::string, int>> snrd;
     std::set<int> tn;
+    std::set<std::pair<int, int>> ab; // layer, head
     for (const auto& [key, value] : stats) {
         const auto p = split(key, '/');
         if (p[0] == "ts" && p.size() == 4)
@@ -166,6 +178,8 @@ AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius)
             snrd.insert({ p[1], std::stoi(p[2]) });
         else if (p[0] == "tn" && p.size() == 3)
             tn.insert(std::stoi(p[1]));
+        else if (p[0] == "ab" && p.size() == 4)
+            ab.insert({ std::stoi(p[1]), std::stoi(p[2]) });
     }
     for (const auto& [layer, tap, tokens] : ts) {
         const Tap t = Tap(tap);
@@ -238,6 +252,16 @@ AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius)
         for (size_t i = 0; i < std::size(keys::kNormFields); ++i)
             *fields[i] = estimate(stats, keys::tokenNorm(layer, keys::kNormFields[i]));
         s.tokenNorms.push_back(r);
+    }
+    for (const auto& [layer, head] : ab) {
+        HeadAblationRow r;
+        r.layer = layer;
+        r.head = head;
+        r.dlogit = estimate(stats, keys::ablation(layer, head, "dlogit"));
+        r.dprob = estimate(stats, keys::ablation(layer, head, "dprob"));
+        r.kl = estimate(stats, keys::ablation(layer, head, "kl"));
+        r.flipShare = estimate(stats, keys::ablation(layer, head, "flip")).mean;
+        s.ablation.push_back(r);
     }
     return s;
 }
