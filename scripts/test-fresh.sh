@@ -145,11 +145,21 @@ done
 step "done"
 EOF
 
+# pip in the root (make python fetches scikit-build-core from PyPI) goes out through the host's network, as apt does: where
+# the host's pip trusts a certificate bundle of its own (PIP_CERT, or pip.conf's cert: a proxy that inspects HTTPS has
+# its CA there), the root's pip is given a copy, as resolv.conf above. Nothing is installed by it.
+hostcert=${PIP_CERT:-$(python3 -m pip config get global.cert 2>/dev/null || true)}
+pipcert=""
+if [ -n "$hostcert" ] && [ -f "$hostcert" ]; then
+    cp "$hostcert" "$root/etc/host-pip-ca.crt"
+    pipcert=/etc/host-pip-ca.crt
+fi
+
 say "testing $(git -C "$repo" rev-parse --short HEAD) in $root: steps $steps"
 # A private mount namespace and PID namespace: the mounts and every process started inside (Xvfb, tests) end
 # with the run, whatever happens.
 env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TERM=dumb \
-    STEPS="$steps" CI="${CI:-}" ROOT="$root" \
+    STEPS="$steps" CI="${CI:-}" ROOT="$root" ${pipcert:+PIP_CERT=$pipcert} \
     ${OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE} ${OPENBLAS_L2_SIZE:+OPENBLAS_L2_SIZE=$OPENBLAS_L2_SIZE} \
     unshare --mount --pid --fork --kill-child sh -euc '
         mount --make-rprivate /
