@@ -33,7 +33,7 @@ Trace = _native.Trace
 __all__ = [
     "Error", "FileNotFound", "Model", "Prepared", "Trace", "Summary", "Prediction", "load", "builtins", "analyze", "fashion_mnist",
     "set_threads", "token_similarity", "token_cosine_similarity", "token_cosine_matrix", "attention_map", "rollout",
-    "rollout_map", "attention_grid", "attention_similarity", "head_centres", "snr", "token_norms", "head_ablation", "logit_decomposition",
+    "rollout_map", "attention_grid", "attention_similarity", "head_centres", "snr", "token_norms", "head_ablation", "query_key_map", "logit_decomposition",
     "relevance", "TAPS", "ANALYSES",
 ]
 
@@ -337,6 +337,14 @@ def head_ablation(model, image, mode="zero", neutreno=None, boost=None, batch=0)
     rows): columns layer, head, dlogit, dprob, kl, flip against the clean prediction ("predicted", "probability").
     batch: ablated forwards per run (0: all L x H at once)."""
     return _native.head_ablation(model._native, model._input(image), mode, neutreno, boost, batch)
+
+
+def query_key_map(model, images, layer, head):
+    """9. The query-key joint embedding of one head over a set of images (AttentionViz): every token's query and key,
+    normalised and projected by PCA: columns image, token, kind (query|key), row, col (-1 for prefix tokens), x, y;
+    "scale", "agreement" (the mean rank correlation of q . k with closeness in the plane), "components" [2, d]."""
+    images = images if isinstance(images, (list, tuple)) else [images]
+    return _native.query_key_map(model._native, [model._input(i) for i in images], layer, head)
 
 
 def relevance(model, image, target_class=-1, gradcam_layer=-1):

@@ -1,6 +1,7 @@
 #include "Bindings.h"
 
 #include <attnscope/Analyses.h>
+#include <attnscope/QueryKey.h>
 
 #include <limits>
 
@@ -323,6 +324,41 @@ void bindAnalyses(py::module_& m)
         },
         py::arg("model"), py::arg("input"), py::arg("mode") = "zero", py::arg("neutreno") = py::none(), py::arg("boost") = py::none(),
         py::arg("batch") = 0);
+    m.def(
+        "query_key_map",
+        [](const PyModel& model, const std::vector<py::array>& inputs, int layer, int head) {
+            std::vector<Tensor> xs;
+            for (const auto& a : inputs)
+                xs.push_back(tensorFrom(a));
+            const QueryKeyMap map = take(released([&] { return queryKeyMap(*model.model, xs, layer, head); }));
+            std::vector<int64_t> image, token, row, col;
+            std::vector<std::string> kind;
+            std::vector<double> x, y;
+            for (const auto& p : map.points) {
+                image.push_back(p.image);
+                token.push_back(p.token);
+                kind.push_back(p.key ? "key" : "query");
+                row.push_back(p.row);
+                col.push_back(p.col);
+                x.push_back(p.x);
+                y.push_back(p.y);
+            }
+            py::dict d;
+            d["image"] = ints(image);
+            d["token"] = ints(token);
+            d["kind"] = strings(kind);
+            d["row"] = ints(row);
+            d["col"] = ints(col);
+            d["x"] = doubles(x);
+            d["y"] = doubles(y);
+            d["layer"] = map.layer;
+            d["head"] = map.head;
+            d["scale"] = map.scale;
+            d["agreement"] = map.agreement;
+            d["components"] = doubles(map.components, { 2, py::ssize_t(map.components.size() / 2) });
+            return d;
+        },
+        py::arg("model"), py::arg("inputs"), py::arg("layer"), py::arg("head"));
     m.def(
         "relevance",
         [](const PyModel& model, const py::array& input, int targetClass, int gradCamLayer) {

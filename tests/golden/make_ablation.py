@@ -33,8 +33,9 @@ OUT = os.path.join(HERE, "ablation")
 FIXTURES = ["tv_timm", "timm_dinov2_reg"]
 
 
-def forward(w, x, heads, eps, ablate=None, mode="zero"):
-    """x [1, C, H, W] -> logits [K] (float64). ablate = (layer 1..L, head) or None."""
+def forward(w, x, heads, eps, ablate=None, mode="zero", capture=None):
+    """x [1, C, H, W] -> logits [K] (float64). ablate = (layer 1..L, head) or None. capture: a dict that receives each
+    layer's queries and keys, capture[l] = (q, k), [H, N, d] each (make_qkmap.py)."""
     p = w["patch_embed.proj.weight"].shape[-1]
     patches = F.conv2d(x, w["patch_embed.proj.weight"], w["patch_embed.proj.bias"], stride=p).flatten(2).transpose(1, 2)
     prefix = [w["cls_token"]] + ([w["reg_token"]] if "reg_token" in w else [])
@@ -51,6 +52,8 @@ def forward(w, x, heads, eps, ablate=None, mode="zero"):
         qkv = F.linear(h, w[b + "attn.qkv.weight"], w[b + "attn.qkv.bias"])
         n = qkv.shape[1]
         q, k, v = qkv.reshape(1, n, 3, heads, d).permute(2, 0, 3, 1, 4)
+        if capture is not None:
+            capture[l] = (q[0], k[0])
         o = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), -1) @ v  # [1, H, N, d]
         if ablate is not None and ablate[0] == l:
             o = o.clone()

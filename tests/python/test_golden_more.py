@@ -119,3 +119,19 @@ def test_head_ablation(name, golden, mode):
     assert abs((one[c] - clean[c]) - got["dlogit"][i]) <= 1e-4 * numpy.abs(got["dlogit"]).max()
     with pytest.raises(attnscope.Error, match="unknown ablation"):
         model.run(x, ablate=(1, 0), ablation="half")
+
+
+@pytest.mark.parametrize("name", ["tv_timm", "timm_dinov2_reg"])
+def test_query_key_map(name):
+    model, x = fixture(name)
+    golden = json.load(open(os.path.join(GOLDEN, "qkmap", name + ".json")))
+    images = [x, numpy.ascontiguousarray(x[..., ::-1])]  # the input and its mirror, as make_qkmap.py
+    for ref in golden["heads"]:
+        got = attnscope.query_key_map(model, images, ref["layer"], ref["head"])
+        assert abs(got["scale"] - ref["scale"]) <= 1e-5 * ref["scale"]
+        assert abs(got["agreement"] - ref["agreement"]) <= 1e-3
+        largest = max(numpy.abs(ref["x"]).max(), numpy.abs(ref["y"]).max())
+        assert numpy.abs(got["x"] - ref["x"]).max() <= 1e-4 * largest
+        assert numpy.abs(got["y"] - ref["y"]).max() <= 1e-4 * largest
+        n = len(got["x"]) // 4
+        assert list(got["kind"][:2 * n]) == ["query"] * (2 * n) and got["image"][n] == 1 and got["row"][0] == -1

@@ -1,0 +1,178 @@
+// The query-key joint embedding (ANALYSES.md section 9): the rows from the recorded X_{l-1} through the block's own
+// norm and projection, their normalisation, the joint PCA with its sign rule and the rank agreement.
+
+#include "attnscope/QueryKey.h"
+
+#include "io/TensorImpl.h"
+#include "vit/Attention.h"
+#include "vit/ModelImpl.h"
+#include "vit/VisionTransformer.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace attnscope {
+
+namespace {
+
+// Ranks 1..n of `v`, ties given their mean rank.
+std::vector<double> ranks(const std::vector<double>& v)
+{
+    std::vector<size_t> order(v.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+    std::vector<double> r(v.size());
+    for (size_t i = 0; i < order.size();) {
+        size_t j = i;
+        while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]])
+            ++j;
+        const double mean = (double(i) + double(j)) / 2 + 1;
+        for (size_t k = i; k <= j; ++k)
+            r[order[k]] = mean;
+        i = j + 1;
+    }
+    return r;
+}
+
+double pearson(const std::vector<double>& a, const std::vector<double>& b)
+{
+    const double n = double(a.size());
+    const double ma = std::accumulate(a.begin(), a.end(), 0.0) / n, mb = std::accumulate(b.begin(), b.end(), 0.0) / n;
+    double sab = 0, saa = 0, sbb = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        sab += (a[i] - ma) * (b[i] - mb);
+        saa += (a[i] - ma) * (a[i] - ma);
+        sbb += (b[i] - mb) * (b[i] - mb);
+    }
+    return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : std::nan("");
+}
+
+} // namespace
+
+Result<QueryKeyRows> queryKeyRows(const Model& model, const std::vector<Tensor>& inputs, int layer, int head)
+{
+    const ModelConfig& c = model.config();
+    if (layer < 1 || layer > c.depth || head < 0 || head >= c.numHeads)
+        return Error { "query-key map: layer " + std::to_string(layer) + " head " + std::to_string(head) + " is outside the model's layers 1.."
+                       + std::to_string(c.depth) + " and heads 0.." + std::to_string(c.numHeads - 1) };
+    if (c.attention == AttentionKind::Quadratic)
+        return Error { "query-key map: quadratic attention has no queries and keys (its logits come from relative positions alone)" };
+    RunOptions run;
+    run.record.blocks = true;
+    run.record.layers = { layer - 1 };
+    auto traces = model.runBatch(inputs, run);
+    if (!traces)
+        return traces.error();
+    try {
+        c10::InferenceMode guard;
+        const auto net = implOf(model).net.ptr();
+        auto& block = *net->blocks->ptr<BlockImpl>(size_t(layer - 1));
+        const auto* attention = dynamic_cast<const StandardAttention*>(block.attn.get());
+        if (!attention)
+            return Error { "query-key map: this attention kind has no queries and keys" };
+        const at::Tensor w = attention->qkv->weight.to(at::kCPU, at::kDouble);
+        const at::Tensor b = attention->qkv->bias.defined() ? attention->qkv->bias.to(at::kCPU, at::kDouble) : at::Tensor();
+        const int64_t D = c.width, d = c.headDim();
+        QueryKeyRows rows;
+        for (const Trace& t : *traces) {
+            at::Tensor x = unwrap(t.blocks[size_t(layer - 1)]);
+            // What the attention reads: norm1(X_{l-1}) in a pre-norm block, X_{l-1} itself otherwise.
+            if (block.kind == BlockKind::Standard && block.placement == BlockNorm::Pre)
+                x = block.norm1->forward(x.to(block.norm1->weight.device())).to(at::kCPU);
+            const at::Tensor qkv = at::linear(x.to(at::kDouble), w, b); // [N, 3D]
+            rows.queries.push_back(wrap(qkv.slice(1, head * d, (head + 1) * d).to(at::kFloat).contiguous()));
+            rows.keys.push_back(wrap(qkv.slice(1, D + head * d, D + (head + 1) * d).to(at::kFloat).contiguous()));
+        }
+        return rows;
+    } catch (const c10::Error& e) {
+        return Error { std::string("query-key map failed: ") + e.what_without_backtrace() };
+    }
+}
+
+Result<QueryKeyMap> queryKeyMap(const Model& model, const std::vector<Tensor>& inputs, int layer, int head)
+{
+    auto rows = queryKeyRows(model, inputs, layer, head);
+    if (!rows)
+        return rows.error();
+    try {
+        c10::InferenceMode guard;
+        std::vector<at::Tensor> qs, ks;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+            qs.push_back(unwrap(rows->queries[i]).to(at::kDouble));
+            ks.push_back(unwrap(rows->keys[i]).to(at::kDouble));
+        }
+        const at::Tensor q = at::cat(qs), k = at::cat(ks); // [M N, d]
+        // Translation and scale that leave every attention row as it is (AttentionViz).
+        const at::Tensor kShifted = k - k.mean(0, true) + q.mean(0, true);
+        const double a = std::sqrt(kShifted.norm(2, 1).mean().item<double>() / q.norm(2, 1).mean().item<double>());
+        const at::Tensor joint = at::cat({ q * a, kShifted / a });
+        const at::Tensor centred = joint - joint.mean(0, true);
+        // Principal directions: the eigenvectors of the covariance with the two largest eigenvalues.
+        const auto [values, vectors] = at::linalg_eigh(centred.t().mm(centred));
+        at::Tensor top = vectors.index_select(1, at::tensor({ vectors.size(1) - 1, vectors.size(1) - 2 }, at::kLong)).t().contiguous(); // [2, d]
+        for (int64_t r = 0; r < 2; ++r) {
+            const at::Tensor row = top[r];
+            const int64_t largest = row.abs().argmax().item<int64_t>();
+            if (row[largest].item<double>() < 0)
+                top[r].neg_();
+        }
+        const at::Tensor xy = centred.mm(top.t()).contiguous(); // [2 M N, 2]
+        const ModelConfig& c = model.config();
+        const int64_t n = qs.front().size(0), m = int64_t(inputs.size());
+        const int prefix = c.numPrefixTokens();
+        const int gridW = int(unwrap(inputs.front()).size(-1) / c.patchSize);
+        QueryKeyMap out;
+        out.layer = layer;
+        out.head = head;
+        out.images = int(m);
+        out.tokens = int(n);
+        out.scale = a;
+        out.components.assign(top.data_ptr<double>(), top.data_ptr<double>() + top.numel());
+        const double* p = xy.data_ptr<double>();
+        for (int kind = 0; kind < 2; ++kind)
+            for (int64_t image = 0; image < m; ++image)
+                for (int64_t token = 0; token < n; ++token, p += 2) {
+                    QueryKeyPoint point;
+                    point.image = int(image);
+                    point.token = int(token);
+                    point.key = kind == 1;
+                    if (token >= prefix) {
+                        point.row = int(token - prefix) / gridW;
+                        point.col = int(token - prefix) % gridW;
+                    }
+                    point.x = p[0];
+                    point.y = p[1];
+                    out.points.push_back(point);
+                }
+        // The plane's agreement with the attention order of each query over its image's keys.
+        const at::Tensor scores = q.view({ m, n, -1 }).bmm(k.view({ m, n, -1 }).transpose(1, 2)).contiguous(); // [M, N, N]
+        const double* s = scores.data_ptr<double>();
+        double sum = 0;
+        int64_t counted = 0;
+        for (int64_t image = 0; image < m; ++image)
+            for (int64_t i = 0; i < n; ++i) {
+                const QueryKeyPoint& query = out.points[size_t(image * n + i)];
+                std::vector<double> score(static_cast<size_t>(n)), closeness(static_cast<size_t>(n));
+                for (int64_t j = 0; j < n; ++j) {
+                    const QueryKeyPoint& key = out.points[size_t(m * n + image * n + j)];
+                    score[size_t(j)] = s[(image * n + i) * n + j];
+                    closeness[size_t(j)] = -std::hypot(query.x - key.x, query.y - key.y);
+                }
+                const double rho = pearson(ranks(score), ranks(closeness));
+                if (std::isfinite(rho)) {
+                    sum += rho;
+                    ++counted;
+                }
+            }
+        out.agreement = counted ? sum / double(counted) : std::nan("");
+        return out;
+    } catch (const c10::Error& e) {
+        return Error { std::string("query-key map failed: ") + e.what_without_backtrace() };
+    }
+}
+
+} // namespace attnscope
