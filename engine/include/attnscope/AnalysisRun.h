@@ -105,7 +105,7 @@ private:
     Status analyseOnDevice(const StagedBatch::Impl& staged, const RunOptions& run, std::vector<Trace>* cleanTraces);
     Status analyseOnHost(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
                                std::vector<Trace>* cleanTraces);
-    Status addAblations(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run);
+    Result<std::vector<HeadAblation>> ablate(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run) const;
 
     std::shared_ptr<const Model> m_model;
     AnalysisOptions m_options;

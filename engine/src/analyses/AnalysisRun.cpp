@@ -246,29 +246,30 @@ Status AnalysisRun::addStaged(const StagedBatch& batch, const std::function<bool
     if (analysesOnDevice() != staged->stacked.defined())
         return Error { "addStaged: a batch staged for another run" };
     const RunOptions run = runOptions(isCancelled);
-    // The ablations first: a failed or cancelled one leaves the statistics as they were.
-    StatsTable before;
-    if (m_options.ablation)
-        before = m_stats;
-    if (auto ablated = addAblations(staged->inputs, staged->images, run); !ablated) {
-        m_stats = std::move(before);
-        return ablated;
-    }
+    // The ablations are computed first and enter the statistics only once the batch's analyses have too: a failed or
+    // cancelled batch leaves them as they were.
+    auto ablations = ablate(staged->inputs, staged->images, run);
+    if (!ablations)
+        return ablations.error();
     auto analysed = analysesOnDevice() ? analyseOnDevice(*staged, run, cleanTraces) : analyseOnHost(staged->inputs, staged->images, run, cleanTraces);
-    if (!analysed && m_options.ablation) {
-        m_stats = std::move(before);
-        m_columnKeys.clear(); // the cached pointers were into the table replaced
-        m_columnStats.clear();
-    }
+    if (!analysed)
+        return analysed;
+    for (const HeadAblation& image : *ablations)
+        for (const auto& e : image.heads) {
+            const double values[] = { e.dlogit, e.dprob, e.kl, e.flip ? 1.0 : 0.0 };
+            for (size_t f = 0; f < std::size(keys::kAblationFields); ++f)
+                addValue(m_stats, keys::ablation(e.layer, e.head, keys::kAblationFields[f]), values[f]);
+        }
     return analysed;
 }
 
 // Head ablation (Analyses.h section 8) of each clean input: L x H ablated forwards (and the clean one) per image, batched
-// along the batch dimension on the model's device, into "ab/<layer>/<head>/<field>".
-Status AnalysisRun::addAblations(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run)
+// along the batch dimension on the model's device; into "ab/<layer>/<head>/<field>" by addStaged. None without ablation.
+Result<std::vector<HeadAblation>> AnalysisRun::ablate(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run) const
 {
+    std::vector<HeadAblation> out;
     if (!m_options.ablation)
-        return Done {};
+        return out;
     RunOptions plain = run;
     plain.record = {};
     const size_t stride = inputs.size() / images;
@@ -276,13 +277,9 @@ Status AnalysisRun::addAblations(const std::vector<Tensor>& inputs, size_t image
         auto ablated = headAblation(*m_model, inputs[i * stride], m_options.ablationMode, plain);
         if (!ablated)
             return ablated.error();
-        for (const auto& e : ablated->heads) {
-            const double values[] = { e.dlogit, e.dprob, e.kl, e.flip ? 1.0 : 0.0 };
-            for (size_t f = 0; f < std::size(keys::kAblationFields); ++f)
-                addValue(m_stats, keys::ablation(e.layer, e.head, keys::kAblationFields[f]), values[f]);
-        }
+        out.push_back(std::move(*ablated));
     }
-    return Done {};
+    return out;
 }
 
 Status AnalysisRun::analyseOnHost(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
