@@ -1,6 +1,7 @@
 #include "AnalyzeArguments.h"
 
 #include "Figures.h"
+#include "QueryKeyReport.h"
 
 #include <attnscope/Files.h>
 #include <attnscope/Perturbation.h>
@@ -29,6 +30,27 @@ attnscope::Status applyAnalyzeArguments(const AnalyzeArguments& a, const OptionS
     if (!ablation)
         return Error { spell("ablation") + ": " + ablation.message() };
     base.ablationMode = *ablation;
+    // The query-key maps' options are checked whether or not the analysis runs, and given without it they are a mistake.
+    auto qkMethod = attnscope::parseQueryKeyMethod(a.qkMethod);
+    if (!qkMethod)
+        return Error { spell("qk-method") + ": " + qkMethod.message() };
+    if (a.qkImages < 1)
+        return Error { spell("qk-images") + " " + std::to_string(a.qkImages) + ": expected 1 or more" };
+    const AnalyzeArguments plain;
+    if (!wants("qkmap") && (a.qkLayer != plain.qkLayer || a.qkHead != plain.qkHead || a.qkImages != plain.qkImages || a.qkMethod != plain.qkMethod))
+        return Error { spell("qk-layer") + ", " + spell("qk-head") + ", " + spell("qk-images") + " and " + spell("qk-method")
+                       + " are options of the qkmap analysis, which the analyses do not include" };
+    request.queryKey.enabled = wants("qkmap");
+    request.queryKey.layer = a.qkLayer;
+    request.queryKey.head = a.qkHead;
+    request.queryKey.images = a.qkImages;
+    request.queryKey.options.method = *qkMethod;
+    request.queryKey.options.seed = a.seed;
+    if (request.model) {
+        auto heads = queryKeyHeads(request.queryKey, request.model->config(), spell("qk-layer"), spell("qk-head"));
+        if (!heads)
+            return heads.error();
+    }
     if (!(a.outlierRatio > 1.0) || !std::isfinite(a.outlierRatio))
         return Error { spell("outlier-ratio") + " " + attnscope::csvNumber(a.outlierRatio) + ": expected a number above 1" };
     base.outlierRatio = a.outlierRatio;

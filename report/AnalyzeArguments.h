@@ -30,6 +30,11 @@ struct AnalyzeArguments {
     int gradCamLayer = -1;
     double outlierRatio = attnscope::kDefaultOutlierRatio;
     std::string ablation = "zero"; // head ablation's mode: zero | mean
+    // The query-key maps ("qkmap"): layer (0: every layer), head (-1: every head), the first images, pca | tsne.
+    int qkLayer = 0;
+    int qkHead = -1;
+    int qkImages = 16;
+    std::string qkMethod = "pca";
     double checkpointSeconds = 5.0;
     bool dumpTensors = false;
 };

@@ -3,6 +3,7 @@
 
 #include <FigureCatalog.h>
 #include <FigureExport.h>
+#include <QueryKeyFigure.h>
 #include <QApplication>
 #include <RuntimeDir.h>
 #include <filesystem>
@@ -57,6 +58,13 @@ Status drawFigures(const std::string& dir, const FigureData& data, const ImageFi
         for (const auto& n : images.norms)
             if (auto w = write(renderFigure(n.figure), n.name); !w)
                 return w;
+        if (images.queryKey) {
+            if (auto w = write(renderQueryKeyFigure(*images.queryKey), "qkmap"); !w)
+                return w;
+            if (images.queryKey->maps.size() > 1)
+                if (auto w = write(renderQueryKeyGrid(*images.queryKey), "qkmap_grid"); !w)
+                    return w;
+        }
         return Done {};
     });
     for (Figure figure : allFigures()) {

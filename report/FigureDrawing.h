@@ -6,7 +6,9 @@
 // CSVs do not come through here: writeFigures (Figures.h) writes them in both builds.
 
 #include <FigureData.h>
+#include <attnscope/QueryKey.h>
 #include <attnscope/Summary.h>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,11 +25,12 @@ struct NamedTokenNorms {
     std::string name; // "token_norms" or "token_norms_<stem>"
     attnscope::TokenNormsFigure figure;
 };
-// The per-image figures of a report beside its dataset plots.
+// The per-image figures of a report beside its dataset plots, and the query-key maps of its first images.
 struct ImageFigures {
     std::vector<NamedGrid> grids;
     std::vector<NamedRelevance> relevances;
     std::vector<NamedTokenNorms> norms;
+    std::optional<attnscope::QueryKeyFigure> queryKey;
 };
 
 // "" where this build draws figures; otherwise why it cannot, as a phrase ("figures need the Qt build ...").

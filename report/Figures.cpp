@@ -105,6 +105,13 @@ Status writeFigures(const std::string& outDir, const std::vector<RunOutput>& run
         if (auto w = writeNpy((dir / (n.name + ".npy")).string(), Tensor::fromVector({ int64_t(t.layers.size()), tokens }, std::move(all))); !w)
             return w;
     }
+    if (images.queryKey) {
+        if (auto w = writeTextFile((dir / "qkmap.csv").string(), figureCsv(*images.queryKey)); !w)
+            return w;
+        if (images.queryKey->maps.size() > 1)
+            if (auto w = writeTextFile((dir / "qkmap_grid.csv").string(), queryKeyGridCsv(*images.queryKey)); !w)
+                return w;
+    }
     return formats.empty() ? Status(Done {}) : drawFigures(dir.string(), data, images, formats);
 }
 

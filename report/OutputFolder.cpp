@@ -42,6 +42,7 @@ attnscope::AnalysisSummary summaryOf(const RunOutput& run)
     if (!run.options.value("noise", std::string()).empty())
         add(run.options.value("noise", std::string()) + ", seed " + std::to_string(run.options.value("seed", 0)));
     s.options = opts;
+    s.ablationMode = run.options.value("ablation", std::string());
     return s;
 }
 

@@ -3,9 +3,11 @@
 #include "BatchPrefetch.h"
 #include "Figures.h"
 #include "OutputFolder.h"
+#include "QueryKeyReport.h"
 #include "RunJournal.h"
 
 #include <attnscope/CpuKernels.h>
+#include <attnscope/Datasets.h>
 #include <attnscope/Files.h>
 #include <attnscope/Image.h>
 #include <attnscope/Npy.h>
@@ -85,6 +87,7 @@ struct ReportResults {
     std::vector<NamedRelevance> relevances;
     std::vector<NamedTokenNorms> norms;
     std::optional<attnscope::LogitDecomposition> decomposition;
+    std::optional<attnscope::QueryKeyFigure> queryKey;
     nlohmann::json manifest;           // all but the images,
     std::shared_ptr<RunJournal> journal; // the images, which finishReport writes into it
     double analysisSeconds = 0;
@@ -136,6 +139,15 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         for (const auto& p : o.perturbations)
             noises += (noises.empty() ? "" : " ") + p.spec();
         r.output.options["noise"] = o.snr ? noises : "";
+        if (o.ablation) {
+            // The accuracy change counts the images whose class folder names one of this model's classes.
+            auto classes = std::make_shared<std::vector<int>>();
+            for (const auto& path : request.images)
+                classes->push_back(attnscope::classOfFolder(path, i.labels));
+            r.output.options["ablation"] = attnscope::toString(o.ablationMode);
+            r.output.options["labelled_images"] = std::count_if(classes->begin(), classes->end(), [](int c) { return c >= 0; });
+            o.trueClass = [classes](int64_t index) { return index >= 0 && size_t(index) < classes->size() ? (*classes)[size_t(index)] : -1; };
+        }
         r.output.radius = o.radius;
         r.output.patchSize = i.config.patchSize;
         r.analysis = std::make_unique<attnscope::AnalysisRun>(m, o);
@@ -388,10 +400,23 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
             return c.error();
 
     // --- outputs
+    auto results = std::make_shared<ReportResults>();
+    nlohmann::json queryKeyRecord;
+    if (request.queryKey.enabled && outcome.complete) {
+        std::vector<std::string> myPaths, myStems;
+        for (size_t i : mine) {
+            myPaths.push_back(paths[i]);
+            myStems.push_back(stems[i]);
+        }
+        auto maps = writeQueryKeyMaps(request, primary, myPaths, myStems);
+        if (!maps)
+            return maps.error();
+        results->queryKey = std::move(maps->figure);
+        queryKeyRecord = std::move(maps->record);
+    }
     if (classify)
         if (auto w = journal->writePredictions((fs::path(out) / "predictions.csv").string(), "image,rank,class,label,prob\n"); !w)
             return w.error();
-    auto results = std::make_shared<ReportResults>();
     nlohmann::json runList = nlohmann::json::array();
     for (auto& run : runs) {
         run.output.stats = run.analysis->statistics();
@@ -445,6 +470,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         { "skipped", state.skipped },
         { "relevance", relevanceList },
         { "token_norms", normsList },
+        { "query_key", queryKeyRecord },
         { "resumed_at", outcome.resumedAt },
         { "options", { { "analyses", request.analysesText }, { "noise", runs.front().output.options["noise"] }, { "draws", base.draws },
                        { "seed", base.seed }, { "device", info.device }, { "batch", batch },
@@ -488,7 +514,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
 attnscope::Result<ReportOutcome> finishReport(const ReportRequest& request, const ReportResults& results)
 {
     const auto start = std::chrono::steady_clock::now();
-    if (auto drawn = writeFigures(request.out, results.outputs, { results.grids, results.relevances, results.norms },
+    if (auto drawn = writeFigures(request.out, results.outputs, { results.grids, results.relevances, results.norms, results.queryKey },
                                   results.decomposition ? &*results.decomposition : nullptr, request.formats);
         !drawn)
         return drawn.error();

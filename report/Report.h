@@ -7,6 +7,7 @@
 
 #include <attnscope/AnalysisRun.h>
 #include <attnscope/Model.h>
+#include <attnscope/QueryKey.h>
 #include <attnscope/Result.h>
 
 #include <functional>
@@ -14,6 +15,16 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+// The query-key maps of an output folder (ANALYSES.md section 9): of the model's heads (layer 0: every layer; head -1:
+// every head) over its first `images` images.
+struct QueryKeyRequest {
+    bool enabled = false;
+    int layer = 0;
+    int head = -1;
+    int images = 16;
+    attnscope::QueryKeyOptions options;
+};
 
 struct ReportRequest {
     std::shared_ptr<const attnscope::Model> model;
@@ -39,6 +50,7 @@ struct ReportRequest {
     // With options.relevance, the class relevance of the same first images (at least one): of `relevance.targetClass`
     // (-1: each image's predicted class), Grad-CAM on block output `relevance.gradCamLayer` (-1: X_{L-1}).
     attnscope::RelevanceOptions relevance;
+    QueryKeyRequest queryKey; // the "qkmap" analysis
     // An image that cannot be read (corrupt, truncated, not an image) is skipped, reported through `skipped` (one line:
     // the file and why) and listed in the manifest; with `strict` the run stops at the first instead.
     bool strict = false;

@@ -19,7 +19,15 @@ trap 'rm -rf "$tmp"' EXIT
 # The same image at another input size: 56x44 instead of 28x28 (a 14x11 grid).
 "$build/app/attnscope-cli" analyze --model builtin:fmnist-vit-d4 --images "$tmp/images/$(ls "$tmp/images" | head -1)" \
     --out "$tmp/size" --input-size 56,44 --analyses attention --grid-images 1 --query 7,5 --formats png
+# Head ablation of both models over the same images in class folders (the accuracy change), and the query-key maps.
+"$build/app/attnscope-train" export-images --split test --count 200 --class-folders --out "$tmp/classes"
+"$build/app/attnscope-cli" analyze --model builtin:fmnist-vit --compare builtin:fmnist-neutreno --images "$tmp/classes" \
+    --out "$tmp/ablation" --analyses ablation --formats png
+"$build/app/attnscope-cli" analyze --model builtin:fmnist-vit --images "$tmp/images" --out "$tmp/qkmap" --analyses qkmap \
+    --grid-images 0 --formats png
 mkdir -p docs/figures
+cp "$tmp/ablation/figures/head_ablation.png" docs/figures/
+cp "$tmp/qkmap/figures/qkmap.png" "$tmp/qkmap/figures/qkmap_grid.png" docs/figures/
 cp "$tmp/size/figures/attention_grid.png" docs/figures/input_size_grid.png
 cp "$tmp/relevance/figures/relevance.png" docs/figures/relevance.png
 cp "$tmp/norms/figures/token_norms.png" docs/figures/token_norms.png

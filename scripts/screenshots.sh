@@ -29,4 +29,9 @@ run_small compare-variant-1280x800.png builtin:fmnist-vit $samples --compare bui
 run_small snr-diagnostics-1280x800.png builtin:fmnist-vit $samples --compare builtin:fmnist-quadratic --variant 0.6,0.3 --figure 2
 run_small head-kernels-1280x800.png builtin:fmnist-vit $samples --figure 7
 run_small tiles-12-layers-1280x800.png builtin:fmnist-vit $samples --layer 7 --head 2 --query 24
+# Head importance (issue 35): the set's ablation on the tiles, one head ablated, the Query-key map dock; and at 1600 x 1000.
+run_small head-importance-1280x800.png builtin:fmnist-vit $samples --analyse-set --set-ablation --set-figure 8 --layer 2 --head 0 \
+    --ablate 1,0 --query-key-map
+XDG_CONFIG_HOME=$(mktemp -d) xvfb-run -a -s "-screen 0 1600x1000x24" "$build/app/attnscope" --screenshot docs/screenshots/head-importance-1600x1000.png \
+    builtin:fmnist-vit $samples --analyse-set --set-ablation --set-figure 8 --layer 2 --head 0 --ablate 1,0
 echo "screenshots in docs/screenshots/"

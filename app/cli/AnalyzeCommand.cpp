@@ -39,7 +39,7 @@ void AnalyzeCommand::addTo(CLI::App& app)
                    "H,W or N: run the models at this input size instead of the trained one (multiples of the patch "
                    "size; the position embedding is resampled as timm does, the images resized and cropped to it)");
     app.add_option("--out", out, "output folder")->capture_default_str();
-    app.add_option("--analyses", arguments.analyses, "similarity,attention,centres,snr,decomposition,relevance,norms,ablation")->capture_default_str();
+    app.add_option("--analyses", arguments.analyses, "similarity,attention,centres,snr,decomposition,relevance,norms,ablation,qkmap")->capture_default_str();
     app.add_option("--noise", arguments.noise,
                    "perturbation for the SNR (several allowed): gaussian:sigma=S, saltpepper:fraction=F, blur:sigma=S, "
                    "jpeg:quality=Q, fgsm:eps=E, pgd:eps=E[,steps=T] (S and E in 0..255 pixel units)");
@@ -67,6 +67,11 @@ void AnalyzeCommand::addTo(CLI::App& app)
     app.add_option("--gradcam-layer", arguments.gradCamLayer, "relevance: the block output X_l Grad-CAM reads (-1: X_{L-1})")->capture_default_str();
     app.add_option("--ablation", arguments.ablation,
                    "ablation: what an ablated head's output becomes, zero or mean (of its rows over the tokens)")
+        ->capture_default_str();
+    app.add_option("--qk-layer", arguments.qkLayer, "qkmap: the layer whose heads are mapped (0: every layer)")->capture_default_str();
+    app.add_option("--qk-head", arguments.qkHead, "qkmap: the head mapped (-1: every head)")->capture_default_str();
+    app.add_option("--qk-images", arguments.qkImages, "qkmap: the first N images, every token of each")->capture_default_str();
+    app.add_option("--qk-method", arguments.qkMethod, "qkmap: pca (exact, signs fixed) or tsne (exact, perplexity 30, seeded with --seed)")
         ->capture_default_str();
     app.add_option("--outlier-ratio", arguments.outlierRatio,
                    "norms: a patch token whose norm exceeds this times the median patch norm of its layer is a high-norm outlier")

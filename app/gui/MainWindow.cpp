@@ -14,6 +14,7 @@
 #include <attnscope/AnalysisRun.h>
 
 #include <QAction>
+#include <QCheckBox>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
@@ -102,7 +103,14 @@ MainWindow::MainWindow(QWidget* parent)
     setCorner(Qt::TopRightCorner, Qt::RightDockWidgetArea);
 }
 
-MainWindow::~MainWindow() { m_worker.cancelAll(); }
+MainWindow::~MainWindow()
+{
+    m_worker.cancelAll();
+    // The docks hide as the window goes: nothing may answer them with members already gone.
+    if (m_queryKeyDock)
+        m_queryKeyDock->disconnect(this);
+    m_images->disconnect(this);
+}
 
 void MainWindow::connectSlot(int index)
 {
@@ -332,6 +340,7 @@ void MainWindow::refreshMaps()
         m_tilesQuery = m_query;
     }
     m_tiles->setSelection(std::clamp(m_layer, 1, t.depth), std::max(m_head, -2));
+    refreshQueryKeyMap();
     statusBar()->showMessage(tr("%1 · layer %2 · %3").arg(QFileInfo(primary->path).fileName()).arg(m_layer).arg(m_controls->headText()));
 }
 
@@ -362,6 +371,7 @@ void MainWindow::refreshPredictions()
                               showVariant ? tr("With NeuTRENO %1, Boost %2").arg(v->neutrenoLambda).arg(v->boostT) : QString(),
                               showVariant ? topClasses(variant->trace.logits, 5) : std::vector<ClassProbability> {});
     }
+    refreshAblation();
 }
 
 void MainWindow::refreshImagePlots()
@@ -428,7 +438,7 @@ void MainWindow::analyseImageSet()
     if (!mixed.isEmpty())
         statusBar()->showMessage(mixed, 15000);
     for (ModelSlot* slot : m_slots)
-        slot->analyseSet(m_images->paths());
+        slot->analyseSet(m_images->paths(), m_setAblation->isChecked());
     m_setButton->setText(tr("Cancel"));
     m_setProgress->setRange(0, m_images->rowCount());
     m_setProgress->setValue(0);

@@ -8,6 +8,7 @@
 #include <EngineWorker.h>
 #include <FigurePanel.h>
 #include <ImageListModel.h>
+#include <QueryKeyMapView.h>
 
 #include <ViewFooter.h>
 
@@ -17,6 +18,8 @@
 #include <memory>
 
 struct Session;
+class QCheckBox;
+class QDockWidget;
 class QComboBox;
 class QLabel;
 class QListView;
@@ -78,6 +81,17 @@ public:
     // the background by the CLI's own code (Report.h); exportFinished reports the outcome.
     void exportAll(const QString& dir);
     void showSetFigure(int index); // 0 token similarity, 1 SNR, 2 SNR diagnostics, 3 head centres, 4 distance
+    // Head importance (ANALYSES.md section 8): whether "Analyse image set" also ablates every head, and whether the tiles
+    // show the image set's result; ablating one head on the current image shows the prediction it leaves in the footer
+    // (layer 0: every head restored).
+    void setSetAblation(bool on);
+    void setHeadImportance(bool on);
+    void ablateHead(int layer, int head);
+    // The "Query-key map" dock: the selected head's queries and keys over the strip's first images (up to 16), by PCA
+    // or t-SNE; clicking a point selects its image and makes its token the query.
+    void setQueryKeyMethod(attnscope::QueryKeyMethod method);
+    void selectQueryKeyPoint(int image, int token);
+    attnscope::QueryKeyMapView* queryKeyView() const { return m_queryKeyView; }
     // Sessions (docs/sessions.md): the models with their descriptions, the images, the selection, query, layer, head,
     // drawing, variant, noise, figures and dock layout. Opening one replaces what is open; files that moved are left
     // out and named (errorShown), the rest opens. sessionOpened once its model is loaded and the state applied.
@@ -120,6 +134,8 @@ signals:
     void exportFinished(bool ok);
     void errorShown(const QString& message);
     void sessionOpened();
+    void ablationShown();    // the footer's ablation line is up to date
+    void queryKeyMapShown(); // the Query-key map dock shows the selected head's map (or why not)
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
@@ -145,6 +161,10 @@ private:
     void applyPerturbation();
     QString currentPath() const;
     void refreshImageCount();
+    void buildHeadDocks(QDockWidget* besideDock); // the Query-key map dock, tabbed with besideDock, and the connections
+    void refreshImportance();
+    void refreshAblation();    // the footer line and the crossed-out tile, for the image shown only
+    void refreshQueryKeyMap(); // starts the map of the selected head when it is not the one shown or coming
     // "" or one line saying the strip mixes image sizes or grey and colour, for an image-set run to say before it starts.
     QString mixedImagesNote() const;
     QImage composedViews() const; // both views side by side (compare mode)
@@ -180,4 +200,17 @@ private:
     QProgressBar* m_setProgress = nullptr;
     QStringList m_setSkipped; // the image set's files that could not be read, with why
     QPushButton* m_setButton = nullptr;
+    // Head importance and the query-key map (MainWindowHeads.cpp).
+    struct ShownAblation;
+    struct ShownQueryKey;
+    QCheckBox* m_setAblation = nullptr;
+    QCheckBox* m_importance = nullptr;
+    std::shared_ptr<ShownAblation> m_ablation, m_pendingAblation;
+    quint64 m_ablationJob = 0;
+    QDockWidget* m_queryKeyDock = nullptr;
+    attnscope::QueryKeyMapView* m_queryKeyView = nullptr;
+    QComboBox* m_queryKeyColouring = nullptr;
+    QComboBox* m_queryKeyMethod = nullptr;
+    std::shared_ptr<ShownQueryKey> m_queryKey, m_pendingQueryKey;
+    quint64 m_queryKeyJob = 0;
 };

@@ -6,6 +6,7 @@
 #include <attnscope/Model.h>
 
 #include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFileInfo>
 #include <QMenu>
@@ -261,14 +262,29 @@ void MainWindow::buildDocks()
     m_tiles = new AttentionTileGrid;
     scrollTiles->setWidget(m_tiles);
     scrollTiles->setWidgetResizable(true); // the tiles shrink to show the whole grid (AttentionTileGrid::minimumSizeHint)
-    auto* tilesDock = dock(tr("Layers × heads"), "tilesDock", scrollTiles, Qt::BottomDockWidgetArea);
+    // Above the tiles, whether they show the image set's head importance (its head ablation).
+    auto* tilesWidget = new QWidget;
+    auto* tilesLayout = new QVBoxLayout(tilesWidget);
+    tilesLayout->setContentsMargins(0, 0, 0, 0);
+    tilesLayout->setSpacing(0);
+    m_importance = new QCheckBox(tr("Head importance"), tilesWidget);
+    m_importance->setToolTip(tr("A bar under each head: its mean KL when ablated over the image set (Image set, \"Head ablation\"); "
+                                "the heads that flip the most predictions numbered. Right-click a head to ablate it on this image."));
+    tilesLayout->addWidget(m_importance);
+    tilesLayout->addWidget(scrollTiles, 1);
+    auto* tilesDock = dock(tr("Layers × heads"), "tilesDock", tilesWidget, Qt::BottomDockWidgetArea);
     connect(m_tiles, &AttentionTileGrid::tileClicked, this, [this](int layer, int head) {
         m_layer = layer;
         m_controls->setLayer(layer);
         setHead(head);
     });
 
-    m_imagePanel = new FigurePanel(allFigures());
+    // Every figure but the head ablation, which is of an image set (the current image's is the footer's, one head at a time).
+    std::vector<Figure> imageFigures;
+    for (Figure f : allFigures())
+        if (f != Figure::HeadAblation)
+            imageFigures.push_back(f);
+    m_imagePanel = new FigurePanel(imageFigures);
     auto* imageDock = dock(tr("This image"), "imageDock", m_imagePanel, Qt::BottomDockWidgetArea);
     splitDockWidget(tilesDock, imageDock, Qt::Horizontal);
     resizeDocks({ tilesDock, imageDock }, { 420, 700 }, Qt::Horizontal);
@@ -288,15 +304,20 @@ void MainWindow::buildDocks()
     m_setProgress->setFormat(tr("every image in the strip")); // short: the bar's text does not wrap
     m_setProgress->setToolTip(tr("Analyses every image in the strip, with the SNR noise chosen under Variant and noise"));
     m_setProgress->setValue(0);
+    m_setAblation = new QCheckBox(tr("Head ablation"), setWidget);
+    m_setAblation->setToolTip(tr("Also ablate every head of every layer on each image (layers × heads forwards per image): "
+                                 "the Head ablation figure and the tiles' head importance"));
     setRow->addWidget(m_setButton);
+    setRow->addWidget(m_setAblation);
     setRow->addWidget(m_setProgress, 1);
     m_setPanel = new FigurePanel({ Figure::TokenSimilarity, Figure::Snr, Figure::SnrDiagnostics, Figure::HeadCentres,
-                                   Figure::AttentionDistance, Figure::AttentionSimilarity, Figure::HeadKernels, Figure::TokenNorms },
+                                   Figure::AttentionDistance, Figure::AttentionSimilarity, Figure::HeadKernels, Figure::TokenNorms, Figure::HeadAblation },
                                  setWidget);
     setLayout->addLayout(setRow);
     setLayout->addWidget(m_setPanel, 1);
     auto* setDock = dock(tr("Image set"), "setDock", setWidget, Qt::BottomDockWidgetArea);
     tabifyDockWidget(imageDock, setDock);
+    buildHeadDocks(setDock);
     imageDock->raise();
     for (FigurePanel* panel : { m_imagePanel, m_setPanel }) {
         connect(panel, &FigurePanel::exportFailed, this, &MainWindow::showError);

@@ -1,5 +1,7 @@
 #include "ModelSlot.h"
 
+#include <attnscope/Datasets.h>
+
 #include <QFileInfo>
 
 using namespace attnscope;
@@ -279,13 +281,20 @@ void ModelSlot::runVariant()
     runImage(1); // NeuTRENO and Boost change the trace as well as the analyses
 }
 
-void ModelSlot::analyseSet(const QStringList& paths)
+void ModelSlot::analyseSet(const QStringList& paths, bool ablation)
 {
     if (!m_model || paths.isEmpty())
         return;
     const int every = std::max(1, int(paths.size()) / 20);
     AnalysisOptions o = m_options;
     o.decomposition = false;
+    o.ablation = ablation && m_model->config().numClasses > 0 && !m_model->config().headIsProjection;
+    if (o.ablation) {
+        auto classes = std::make_shared<std::vector<int>>();
+        for (const QString& path : paths)
+            classes->push_back(classOfFolder(path.toStdString(), m_model->info().labels));
+        o.trueClass = [classes](int64_t i) { return i >= 0 && size_t(i) < classes->size() ? (*classes)[size_t(i)] : -1; };
+    }
     m_setSummary = m_variantSetSummary = nullptr;
     m_setJob = m_worker->analyseSet(m_model, paths, o, every, channel(2));
     m_variantSetJob = m_variant ? m_worker->analyseSet(m_model, paths, optionsFor(1), every, channel(3)) : 0;
@@ -327,6 +336,8 @@ std::vector<AnalysisSummary> ModelSlot::labelled(const AnalysisSummary* own, con
         series.back().model = name().toStdString();
         series.back().label = (s == own ? name() : variantLabel()).toStdString();
         series.back().options = options;
+        if (!s->ablation.empty())
+            series.back().ablationMode = toString(AblationMode::Zero);
     }
     return series;
 }

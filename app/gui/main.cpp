@@ -13,6 +13,7 @@
 #include <QStatusBar>
 #include <QCommandLineParser>
 #include <QElapsedTimer>
+#include <QDockWidget>
 #include <QTimer>
 
 #include <cstdio>
@@ -114,7 +115,7 @@ int main(int argc, char** argv)
     QCommandLineOption variant("variant", "also run with NeuTRENO lambda and Boost t", "LAMBDA,T");
     QCommandLineOption figure("figure", "figure of the image dock: 0 token similarity ... 5 logit decomposition, 6 attention similarity, 7 head kernels, 8 high-norm tokens", "N");
     QCommandLineOption set("analyse-set", "analyse the image set (before the screenshot)");
-    QCommandLineOption setFigure("set-figure", "figure of the image-set dock (raised): 0 token similarity ... 4 distance, 5 attention similarity, 6 head kernels, 7 high-norm tokens", "N");
+    QCommandLineOption setFigure("set-figure", "figure of the image-set dock (raised): 0 token similarity ... 4 distance, 5 attention similarity, 6 head kernels, 7 high-norm tokens, 8 head ablation", "N");
     QCommandLineOption lastSession("last-session", "reopen the session the window last closed with (File -> Reopen last session)");
     // Not "--session": QGuiApplication takes -session for X11 session management and removes it from the arguments.
     QCommandLineOption session("open-session", "open a saved session (File -> Save session as)", "FILE");
@@ -123,7 +124,11 @@ int main(int argc, char** argv)
                                   "once the first image is analysed, select it again N times, PAUSE ms apart (default 50); print the "
                                   "milliseconds from each selection to its heatmap drawn and to its analysis, then quit",
                                   "N[,PAUSE]");
-    parser.addOptions({ lastSession, session, compare, screenshot, layer, head, query, variant, figure, set, setFigure, timeStartup, timeSelect });
+    QCommandLineOption setAblation("set-ablation", "with --analyse-set: also ablate every head, and show the head importance on the tiles");
+    QCommandLineOption ablate("ablate", "ablate head H of layer L on the first image (before the screenshot)", "L,H");
+    QCommandLineOption queryKey("query-key-map", "raise the Query-key map dock (before the screenshot)");
+    parser.addOptions({ lastSession, session, compare, screenshot, layer, head, query, variant, figure, set, setFigure, timeStartup, timeSelect,
+                        setAblation, ablate, queryKey });
     parser.process(app);
     const LaunchArguments launch = splitLaunchArguments(parser.positionalArguments());
     MainWindow window;
@@ -163,6 +168,8 @@ int main(int argc, char** argv)
                 const QStringList v = parser.value(variant).split(',');
                 window.runVariant(v.value(0).toDouble(), v.value(1).toDouble());
             }
+            if (parser.isSet(setAblation))
+                window.setSetAblation(true);
             if (parser.isSet(set))
                 window.analyseImageSet();
             auto* poll = new QTimer(&window);
@@ -180,10 +187,25 @@ int main(int argc, char** argv)
                     window.imagePanel()->setFigure(attnscope::allFigures().at(size_t(parser.value(figure).toInt())));
                 if (parser.isSet(setFigure))
                     window.showSetFigure(parser.value(setFigure).toInt());
-                QTimer::singleShot(300, &window, [&] {
-                    window.grab().save(parser.value(screenshot));
-                    app.quit();
+                if (parser.isSet(setAblation))
+                    window.setHeadImportance(true);
+                if (parser.isSet(ablate))
+                    window.ablateHead(parser.value(ablate).section(',', 0, 0).toInt(), parser.value(ablate).section(',', 1, 1).toInt());
+                if (parser.isSet(queryKey))
+                    if (auto* dock = window.findChild<QDockWidget*>("queryKeyDock"))
+                        dock->raise();
+                // What those asked for (an ablation, a map) is done before the picture.
+                auto* settle = new QTimer(&window);
+                QObject::connect(settle, &QTimer::timeout, &window, [&, settle] {
+                    if (window.busy())
+                        return;
+                    settle->stop();
+                    QTimer::singleShot(300, &window, [&] {
+                        window.grab().save(parser.value(screenshot));
+                        app.quit();
+                    });
                 });
+                QTimer::singleShot(200, settle, [settle] { settle->start(100); });
             });
             poll->start(100);
         });

@@ -87,6 +87,10 @@ int main(int argc, char** argv)
     exportImages->add_option("--split", exportSplit, "train or test")->capture_default_str();
     exportImages->add_option("--count", exportCount, "how many, from the first")->capture_default_str();
     exportImages->add_option("--out", exportOut, "output folder")->required();
+    bool classFolders = false;
+    exportImages->add_flag("--class-folders", classFolders,
+                           "a folder per class, named after it (\"T-shirt_top\"): analyze then knows each image's class (the "
+                           "ablation's accuracy change)");
     // `conv` does not need the training options' --out
     app.get_option("--out")->required(false);
 
@@ -105,7 +109,16 @@ int main(int argc, char** argv)
         for (size_t i = 0; i < data->images.size(); ++i) {
             char name[64];
             std::snprintf(name, sizeof name, "/%s-%05zu-class%d.png", exportSplit.c_str(), i, data->labels[i]);
-            auto w = attnscope::writeImage(exportOut + name, data->images[i]);
+            std::string folder = exportOut;
+            if (classFolders) {
+                std::string className = data->classNames[size_t(data->labels[i])];
+                for (char& ch : className)
+                    if (ch == '/' || ch == ' ')
+                        ch = '_';
+                folder += "/" + className;
+                std::filesystem::create_directories(folder);
+            }
+            auto w = attnscope::writeImage(folder + name, data->images[i]);
             if (!w)
                 return fail(w.message());
         }

@@ -40,7 +40,7 @@ __all__ = [
 # The taps a run can record (ANALYSES.md notation): A_l, U_l, R_l, X_l.
 TAPS = ("attention", "attn_branch", "residual", "blocks")
 # The analyses of a dataset run (attnscope-cli analyze --analyses).
-ANALYSES = ("similarity", "attention", "centres", "snr", "decomposition", "relevance", "norms", "ablation")
+ANALYSES = ("similarity", "attention", "centres", "snr", "decomposition", "relevance", "norms", "ablation", "qkmap")
 
 
 def _loaded_libtorch():
@@ -339,12 +339,13 @@ def head_ablation(model, image, mode="zero", neutreno=None, boost=None, batch=0)
     return _native.head_ablation(model._native, model._input(image), mode, neutreno, boost, batch)
 
 
-def query_key_map(model, images, layer, head):
+def query_key_map(model, images, layer, head, method="pca", seed=0):
     """9. The query-key joint embedding of one head over a set of images (AttentionViz): every token's query and key,
-    normalised and projected by PCA: columns image, token, kind (query|key), row, col (-1 for prefix tokens), x, y;
-    "scale", "agreement" (the mean rank correlation of q . k with closeness in the plane), "components" [2, d]."""
+    normalised and projected by `method`, "pca" (exact, signs fixed) or "tsne" (exact, perplexity 30, seeded): columns
+    image, token, kind (query|key), row, col (-1 for prefix tokens), x, y; "scale", "agreement" (the mean rank
+    correlation of q . k with closeness in the plane), "components" [2, d] (PCA; empty for t-SNE)."""
     images = images if isinstance(images, (list, tuple)) else [images]
-    return _native.query_key_map(model._native, [model._input(i) for i in images], layer, head)
+    return _native.query_key_map(model._native, [model._input(i) for i in images], layer, head, method, seed)
 
 
 def relevance(model, image, target_class=-1, gradcam_layer=-1):
@@ -381,7 +382,8 @@ def _progress_bar(progress):
 def analyze(model, images, analyses=("similarity", "attention", "centres", "snr"), noise=None, compare=None, batch=None,
             out=None, progress=True, neutreno=None, boost=None, draws=1, seed=0, precision="fp32", analyses_on="auto",
             grid_images=1, query="cls", rollout="mean", discard=0.0, target_class=-1, gradcam_layer=-1,
-            outlier_ratio=4.0, ablation="zero", dump_tensors=False, strict=False, fresh=False, checkpoint_seconds=5.0):
+            outlier_ratio=4.0, ablation="zero", qk_layer=0, qk_head=-1, qk_images=16, qk_method="pca", dump_tensors=False,
+            strict=False, fresh=False, checkpoint_seconds=5.0):
     """The dataset run of `attnscope-cli analyze`: every image through the model (and `compare`, and the variant
     `neutreno` or `boost` beside the model as trained), batched, on the model's device, into the statistics of
     ANALYSES.md. Returns a Summary (its .tables named as the CLI's CSVs).
@@ -408,7 +410,8 @@ def analyze(model, images, analyses=("similarity", "attention", "centres", "snr"
         outcome = _native.analyze(
             model._native, _image_list(images), folder, analyses, noise, draws, seed,
             compare._native if compare is not None else None, neutreno, boost, 0 if batch is None else batch, precision,
-            analyses_on, grid_images, query, rollout, discard, target_class, gradcam_layer, outlier_ratio, ablation, dump_tensors,
+            analyses_on, grid_images, query, rollout, discard, target_class, gradcam_layer, outlier_ratio, ablation,
+            qk_layer, qk_head, qk_images, qk_method, dump_tensors,
             strict, fresh, checkpoint_seconds, update, skipped.append)
         return Summary.read(folder, outcome, skipped, None if temporary else folder)
     finally:

@@ -300,9 +300,11 @@ void bindAnalyses(py::module_& m)
             if (batch < 0)
                 raise("batch " + std::to_string(batch) + ": expected 0 (every head at once) or a positive count");
             const HeadAblation a = take(released([&] { return headAblation(*model.model, x, m, run, batch); }));
-            std::vector<int64_t> layer, head, flip;
-            std::vector<double> dlogit, dprob, kl;
+            std::vector<int64_t> layer, head, flip, predicted;
+            std::vector<double> dlogit, dprob, kl, probability;
             for (const auto& e : a.heads) {
+                predicted.push_back(e.predicted);
+                probability.push_back(e.probability);
                 layer.push_back(e.layer);
                 head.push_back(e.head);
                 dlogit.push_back(e.dlogit);
@@ -316,6 +318,8 @@ void bindAnalyses(py::module_& m)
             d["dlogit"] = doubles(dlogit);
             d["dprob"] = doubles(dprob);
             d["kl"] = doubles(kl);
+            d["ablated_class"] = ints(predicted);
+            d["ablated_probability"] = doubles(probability);
             d["flip"] = ints(flip);
             d["predicted"] = a.predicted;
             d["probability"] = a.probability;
@@ -326,11 +330,14 @@ void bindAnalyses(py::module_& m)
         py::arg("batch") = 0);
     m.def(
         "query_key_map",
-        [](const PyModel& model, const std::vector<py::array>& inputs, int layer, int head) {
+        [](const PyModel& model, const std::vector<py::array>& inputs, int layer, int head, const std::string& method, uint64_t seed) {
             std::vector<Tensor> xs;
             for (const auto& a : inputs)
                 xs.push_back(tensorFrom(a));
-            const QueryKeyMap map = take(released([&] { return queryKeyMap(*model.model, xs, layer, head); }));
+            QueryKeyOptions options;
+            options.method = take(parseQueryKeyMethod(method));
+            options.seed = seed;
+            const QueryKeyMap map = take(released([&] { return queryKeyMap(*model.model, xs, layer, head, options); }));
             std::vector<int64_t> image, token, row, col;
             std::vector<std::string> kind;
             std::vector<double> x, y;
@@ -356,9 +363,10 @@ void bindAnalyses(py::module_& m)
             d["scale"] = map.scale;
             d["agreement"] = map.agreement;
             d["components"] = doubles(map.components, { 2, py::ssize_t(map.components.size() / 2) });
+            d["method"] = toString(map.method);
             return d;
         },
-        py::arg("model"), py::arg("inputs"), py::arg("layer"), py::arg("head"));
+        py::arg("model"), py::arg("inputs"), py::arg("layer"), py::arg("head"), py::arg("method") = "pca", py::arg("seed") = 0);
     m.def(
         "relevance",
         [](const PyModel& model, const py::array& input, int targetClass, int gradCamLayer) {

@@ -72,7 +72,7 @@ void bindAnalyze(py::module_& m)
            const std::vector<std::string>& noise, int draws, uint64_t seed, const PyModel* compare, std::optional<double> neutreno,
            std::optional<double> boost, int batch, const std::string& precision, const std::string& analysesOn, int gridImages,
            const std::string& query, const std::string& rollout, double discard, int targetClass, int gradCamLayer,
-           double outlierRatio, const std::string& ablation, bool dumpTensors, bool strict, bool fresh, double checkpointSeconds, const py::object& progress,
+           double outlierRatio, const std::string& ablation, int qkLayer, int qkHead, int qkImages, const std::string& qkMethod, bool dumpTensors, bool strict, bool fresh, double checkpointSeconds, const py::object& progress,
            const py::object& skipped) {
             ReportRequest request;
             request.model = model.model;
@@ -105,6 +105,10 @@ void bindAnalyze(py::module_& m)
             arguments.gradCamLayer = gradCamLayer;
             arguments.outlierRatio = outlierRatio;
             arguments.ablation = ablation;
+            arguments.qkLayer = qkLayer;
+            arguments.qkHead = qkHead;
+            arguments.qkImages = qkImages;
+            arguments.qkMethod = qkMethod;
             arguments.checkpointSeconds = checkpointSeconds;
             arguments.dumpTensors = dumpTensors;
             if (auto checked = applyAnalyzeArguments(arguments, pythonSpelling, request); !checked)
@@ -153,7 +157,8 @@ void bindAnalyze(py::module_& m)
         py::arg("model"), py::arg("images"), py::arg("out"), py::arg("analyses"), py::arg("noise"), py::arg("draws"), py::arg("seed"),
         py::arg("compare"), py::arg("neutreno"), py::arg("boost"), py::arg("batch"), py::arg("precision"), py::arg("analyses_on"),
         py::arg("grid_images"), py::arg("query"), py::arg("rollout"), py::arg("discard"), py::arg("target_class"), py::arg("gradcam_layer"),
-        py::arg("outlier_ratio"), py::arg("ablation"), py::arg("dump_tensors"), py::arg("strict"), py::arg("fresh"), py::arg("checkpoint_seconds"),
+        py::arg("outlier_ratio"), py::arg("ablation"), py::arg("qk_layer"), py::arg("qk_head"), py::arg("qk_images"), py::arg("qk_method"),
+        py::arg("dump_tensors"), py::arg("strict"), py::arg("fresh"), py::arg("checkpoint_seconds"),
         py::arg("progress"), py::arg("skipped"));
 }
 

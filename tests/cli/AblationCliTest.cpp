@@ -4,6 +4,7 @@
 #include "CliSupport.h"
 
 #include <attnscope/Analyses.h>
+#include <attnscope/Datasets.h>
 #include <attnscope/Image.h>
 
 #include <nlohmann/json.hpp>
@@ -55,6 +56,65 @@ TEST_F(Cli, AblationWritesEveryHeadsMeanEffect)
     auto bad = cli("analyze --model builtin:fmnist-vit-d4 --images " + kSamples + " --analyses ablation --ablation half --out " + (m_dir / "bad").string());
     EXPECT_EQ(bad.status, 2);
     EXPECT_NE(bad.err.find("--ablation: unknown ablation \"half\" (zero, mean)"), std::string::npos) << bad.err;
+}
+
+// Images in class folders: ablation.csv gives each head's accuracy change over the images whose folder names a class
+// ("t-shirt" names none of Fashion-MNIST's: its class is "T-shirt/top"), and the head_ablation figure and its CSV.
+TEST_F(Cli, AblationAccuracyChangeCountsTheImagesOfKnownClass)
+{
+    auto model = Model::load("builtin:fmnist-vit-d4");
+    ASSERT_TRUE(model) << model.message();
+    const auto& labels = (*model)->info().labels;
+    const fs::path set = m_dir / "set";
+    std::map<std::pair<int, int>, double> change;
+    int labelled = 0;
+    for (const auto& e : fs::directory_iterator(kSamples)) {
+        const std::string stem = e.path().stem().string(); // test-0000-ankle-boot
+        const fs::path folder = set / stem.substr(10);
+        fs::create_directories(folder);
+        fs::copy_file(e.path(), folder / e.path().filename());
+        const int truth = classOfFolder((folder / e.path().filename()).string(), labels);
+        EXPECT_EQ(truth < 0, stem.substr(10) == "t-shirt") << stem;
+        if (truth < 0)
+            continue;
+        auto image = decodeImage(e.path().string());
+        ASSERT_TRUE(image) << image.message();
+        auto prepared = (*model)->prepare(*image);
+        ASSERT_TRUE(prepared);
+        auto a = headAblation(**model, prepared->input);
+        ASSERT_TRUE(a) << a.message();
+        for (const auto& h : a->heads)
+            change[{ h.layer, h.head }] += double(h.predicted == truth) - double(a->predicted == truth);
+        ++labelled;
+    }
+    ASSERT_EQ(labelled, 9);
+    const fs::path out = m_dir / "out";
+    auto r = cli("analyze --model builtin:fmnist-vit-d4 --images " + set.string() + " --analyses ablation --formats png,svg --out " + out.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto rows = readCsv(out / "ablation.csv");
+    ASSERT_EQ(rows.size(), 16u);
+    bool anyChange = false;
+    for (const auto& row : rows) {
+        const std::pair<int, int> at { std::stoi(row.at("layer")), std::stoi(row.at("head")) };
+        EXPECT_EQ(row.at("n"), "10");
+        EXPECT_EQ(row.at("labelled"), "9");
+        EXPECT_NEAR(std::stod(row.at("acc_change")), change[at] / labelled, 1e-9) << row.at("layer") << "/" << row.at("head");
+        anyChange = anyChange || change[at] != 0;
+    }
+    EXPECT_TRUE(anyChange) << "no head changes the accuracy: the test cannot tell a wrong sign";
+    const auto manifest = nlohmann::json::parse(slurp(out / "manifest.json"));
+    EXPECT_EQ(manifest["runs"][0]["options"]["labelled_images"], 9);
+    const auto figure = readCsv(out / "figures" / "head_ablation.csv");
+    EXPECT_EQ(figure.size(), 16u);
+    for (const auto& row : figure)
+        EXPECT_EQ(row.at("labelled"), "9");
+    EXPECT_EQ(fs::exists(out / "figures" / "head_ablation.png"), kCliDrawsFigures);
+    if (kCliDrawsFigures) {
+        auto png = decodeImage((out / "figures" / "head_ablation.png").string());
+        ASSERT_TRUE(png) << png.message();
+        EXPECT_GT(png->width, 600);
+        EXPECT_TRUE(fs::exists(out / "figures" / "head_ablation.svg"));
+    }
 }
 
 } // namespace

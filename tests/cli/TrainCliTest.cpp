@@ -3,6 +3,9 @@
 // last core is one that uses them, whatever OpenBLAS picked first; a core the user sets is kept.
 #include "CliSupport.h"
 
+#include <attnscope/Datasets.h>
+#include <attnscope/Model.h>
+
 #include <cstdlib>
 #include <regex>
 
@@ -114,6 +117,31 @@ TEST_F(Cli, TrainingInPartsGoesOnWhereEachPartStopped)
 
     const TrainRun refused = train(m_dir, "", "--epochs-this-run 0", 3);
     EXPECT_NE(refused.status, 0) << refused.output;
+}
+
+// export-images --class-folders: each image in a folder named after its class, which analyze reads back as that class
+// (classOfFolder, the ablation's accuracy change).
+TEST_F(Cli, ExportedClassFoldersNameEachImagesClass)
+{
+    if (!fs::exists("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"))
+        GTEST_SKIP() << "Fashion-MNIST (dataset-fashion-mnist) is not installed";
+    const fs::path out = m_dir / "images";
+    const std::string cmd = ATTNSCOPE_TRAIN " export-images --count 30 --class-folders --out " + out.string() + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    auto model = attnscope::Model::load("builtin:fmnist-vit-d4");
+    ASSERT_TRUE(model) << model.message();
+    int files = 0;
+    const std::regex label("-class([0-9])\\.png$");
+    for (const auto& e : fs::recursive_directory_iterator(out)) {
+        if (!e.is_regular_file())
+            continue;
+        std::smatch m;
+        const std::string name = e.path().filename().string();
+        ASSERT_TRUE(std::regex_search(name, m, label)) << name;
+        EXPECT_EQ(attnscope::classOfFolder(e.path().string(), (*model)->info().labels), std::stoi(m[1])) << e.path();
+        ++files;
+    }
+    EXPECT_EQ(files, 30);
 }
 
 } // namespace

@@ -117,3 +117,66 @@ TEST(QueryKey, TheRowsGiveTheRecordedAttention)
     ASSERT_FALSE(none);
     EXPECT_NE(none.message().find("quadratic attention has no queries and keys"), std::string::npos) << none.message();
 }
+
+// Every head of a model from one forward (the global view) is each head's own map exactly.
+TEST(QueryKey, ManyHeadsFromOneForwardAreEachHeadsMap)
+{
+    auto model = Model::load("builtin:fmnist-vit-d4");
+    ASSERT_TRUE(model) << model.message();
+    std::vector<Tensor> inputs;
+    for (const auto& s : fashionSamples(**model, 3))
+        inputs.push_back(s.input);
+    ASSERT_EQ(inputs.size(), 3u);
+    const std::vector<HeadRef> heads { { 1, 0 }, { 3, 2 }, { 3, 1 }, { 4, 3 } };
+    auto maps = queryKeyMaps(**model, inputs, heads);
+    ASSERT_TRUE(maps) << maps.message();
+    ASSERT_EQ(maps->size(), heads.size());
+    for (size_t i = 0; i < heads.size(); ++i) {
+        auto one = queryKeyMap(**model, inputs, heads[i].layer, heads[i].head);
+        ASSERT_TRUE(one) << one.message();
+        const QueryKeyMap& m = (*maps)[i];
+        EXPECT_EQ(m.layer, heads[i].layer);
+        EXPECT_EQ(m.head, heads[i].head);
+        EXPECT_EQ(m.agreement, one->agreement);
+        ASSERT_EQ(m.points.size(), one->points.size());
+        for (size_t p = 0; p < m.points.size(); ++p)
+            ASSERT_EQ(m.points[p].x, one->points[p].x) << p;
+    }
+    auto bad = queryKeyMaps(**model, inputs, { { 1, 0 }, { 5, 0 } });
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.message().find("layer 5 head 0 is outside the model's layers 1..4"), std::string::npos) << bad.message();
+}
+
+// t-SNE through the map (Tsne.h has its own invariants): seeded, every point placed, and its plane keeps more of each
+// query's attention order than chance; the PCA plane's components are not given for it.
+TEST(QueryKey, TsneMapIsSeededAndKeepsTheAttentionOrder)
+{
+    auto model = Model::load("builtin:fmnist-vit-d4");
+    ASSERT_TRUE(model) << model.message();
+    std::vector<Tensor> inputs;
+    for (const auto& s : fashionSamples(**model, 2))
+        inputs.push_back(s.input);
+    QueryKeyOptions options;
+    options.method = QueryKeyMethod::Tsne;
+    options.seed = 7;
+    options.iterations = 400;
+    auto a = queryKeyMap(**model, inputs, 2, 1, options);
+    auto b = queryKeyMap(**model, inputs, 2, 1, options);
+    ASSERT_TRUE(a) << a.message();
+    ASSERT_TRUE(b) << b.message();
+    EXPECT_EQ(a->method, QueryKeyMethod::Tsne);
+    EXPECT_TRUE(a->components.empty());
+    ASSERT_EQ(a->points.size(), size_t(2 * 2 * a->tokens));
+    for (size_t i = 0; i < a->points.size(); ++i) {
+        ASSERT_EQ(a->points[i].x, b->points[i].x);
+        ASSERT_TRUE(std::isfinite(a->points[i].x) && std::isfinite(a->points[i].y));
+    }
+    EXPECT_GT(a->tsneKl, 0);
+    EXPECT_GT(a->agreement, 0.05);
+    options.seed = 8;
+    auto c = queryKeyMap(**model, inputs, 2, 1, options);
+    ASSERT_TRUE(c);
+    EXPECT_NE(c->points.front().x, a->points.front().x);
+    EXPECT_EQ(std::string(toString(QueryKeyMethod::Tsne)), "tsne");
+    EXPECT_FALSE(parseQueryKeyMethod("umap"));
+}

@@ -57,7 +57,7 @@ private slots:
         QVERIFY(data.decomposition != nullptr);
 
         QTemporaryDir dir;
-        for (Figure f : allFigures()) {
+        for (Figure f : w.imagePanel()->figures()) {
             QVERIFY2(figureHasData(f, data), qPrintable(figureTitle(f)));
             w.imagePanel()->setFigure(f);
             const QString base = dir.filePath(QString::fromStdString(figureFileName(f)));

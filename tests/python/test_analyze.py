@@ -142,3 +142,22 @@ def test_ablation_over_a_set_is_the_mean_of_its_images(fmnist, samples):
     numpy.testing.assert_allclose(table["flip_share"], numpy.mean([a["flip"] for a in per_image], axis=0), atol=1e-9)
     with pytest.raises(attnscope.Error, match="ablation: unknown ablation"):
         attnscope.analyze(fmnist, samples[:1], analyses="ablation", ablation="half", progress=False)
+
+
+def test_query_key_maps_are_the_engines_over_the_first_images(fmnist, samples):
+    summary = attnscope.analyze(fmnist, samples[:4], analyses="qkmap", qk_layer=2, qk_head=1, qk_images=3, progress=False)
+    table = summary.tables["qkmap"]
+    one = attnscope.query_key_map(fmnist, samples[:3], 2, 1)
+    assert len(table["x"]) == len(one["x"]) == 2 * 3 * 50
+    numpy.testing.assert_allclose(table["x"], one["x"], rtol=1e-9, atol=1e-12)  # the CSV's 10 digits
+    assert list(table["kind"][:1]) == ["query"] and (table["layer"] == 2).all()
+    assert summary.manifest["query_key"]["heads"] == 1
+    heads = summary.tables["qkmap_heads"]
+    numpy.testing.assert_allclose(heads["agreement"], [one["agreement"]], rtol=1e-9)
+    tsne = attnscope.query_key_map(fmnist, samples[:2], 2, 1, method="tsne", seed=4)
+    assert tsne["method"] == "tsne" and tsne["components"].size == 0
+    numpy.testing.assert_array_equal(tsne["x"], attnscope.query_key_map(fmnist, samples[:2], 2, 1, method="tsne", seed=4)["x"])
+    with pytest.raises(attnscope.Error, match="qk_layer 13: the model has layers 1..12"):
+        attnscope.analyze(fmnist, samples[:1], analyses="qkmap", qk_layer=13, progress=False)
+    with pytest.raises(attnscope.Error, match="are options of the qkmap analysis"):
+        attnscope.analyze(fmnist, samples[:1], analyses="similarity", qk_head=1, progress=False)

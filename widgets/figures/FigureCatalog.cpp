@@ -4,6 +4,7 @@
 #include "AttentionGridFigure.h"
 #include "AttentionSimilarityPlot.h"
 #include "FigureSizes.h"
+#include "HeadAblationPlot.h"
 #include "HeadCentresPlot.h"
 #include "HeadKernelPlot.h"
 #include "LogitDecompositionPlot.h"
@@ -38,6 +39,11 @@ int layersOf(const AnalysisSummary& s)
     return layers;
 }
 
+int ablatedSeries(const FigureData& data)
+{
+    return int(std::count_if(data.series.begin(), data.series.end(), [](const AnalysisSummary& s) { return !s.ablation.empty(); }));
+}
+
 QString missing(Figure figure)
 {
     switch (figure) {
@@ -47,6 +53,7 @@ QString missing(Figure figure)
     case Figure::AttentionDistance: return QObject::tr("No head centres yet.");
     case Figure::AttentionSimilarity: return QObject::tr("No attention similarity yet.");
     case Figure::TokenNorms: return QObject::tr("No token norms yet (the \"norms\" analysis).");
+    case Figure::HeadAblation: return QObject::tr("No head ablation yet (the \"ablation\" analysis).");
     case Figure::LogitDecomposition: return QObject::tr("No logit decomposition for this model and image.");
     case Figure::HeadKernels:
         return QObject::tr("No head kernels yet: they need head centres on a patch grid wider than the offset window.");
@@ -68,6 +75,7 @@ QString figureTitle(Figure figure)
     case Figure::LogitDecomposition: return QObject::tr("Logit decomposition");
     case Figure::HeadKernels: return QObject::tr("Head kernels");
     case Figure::TokenNorms: return QObject::tr("High-norm tokens");
+    case Figure::HeadAblation: return QObject::tr("Head ablation");
     }
     return {};
 }
@@ -79,6 +87,7 @@ QSize figureSize(Figure figure, const FigureData& data)
     case Figure::TokenNorms: return tokenNormsFigureSize();
     case Figure::HeadCentres: return headCentresFigureSize(data.series.empty() ? 1 : layersOf(data.series.front()));
     case Figure::LogitDecomposition: return logitDecompositionFigureSize();
+    case Figure::HeadAblation: return headAblationFigureSize(ablatedSeries(data));
     case Figure::HeadKernels:
         return data.series.empty() ? headKernelsFigureSize(1, 1)
                                    : headKernelsFigureSize(layersOf(data.series.front()), headsOf(data.series.front()));
@@ -105,6 +114,7 @@ void buildFigure(QCustomPlot* plot, Figure figure, const FigureData& data, const
     case Figure::AttentionSimilarity: buildAttentionSimilarityPlot(plot, data.series, style); break;
     case Figure::HeadKernels: buildHeadKernelPlot(plot, data.series.front(), style); break;
     case Figure::TokenNorms: buildTokenNormsPlot(plot, data.series, style); break;
+    case Figure::HeadAblation: buildHeadAblationPlot(plot, data.series, style); break;
     case Figure::LogitDecomposition:
         buildLogitDecompositionFigure(plot, *data.decomposition, data.decompositionHead, data.decompositionInfo, style);
         break;

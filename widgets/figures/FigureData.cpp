@@ -37,7 +37,8 @@ const std::vector<Figure>& allFigures()
 {
     static const std::vector<Figure> all { Figure::TokenSimilarity, Figure::Snr, Figure::SnrDiagnostics, Figure::HeadCentres,
                                            Figure::AttentionDistance, Figure::LogitDecomposition, Figure::AttentionSimilarity,
-                                           Figure::HeadKernels, Figure::TokenNorms };
+                                           Figure::HeadKernels, Figure::TokenNorms,
+                                           Figure::HeadAblation };
     return all;
 }
 
@@ -53,6 +54,7 @@ std::string figureFileName(Figure figure)
     case Figure::LogitDecomposition: return "logit_decomposition";
     case Figure::HeadKernels: return "head_kernels";
     case Figure::TokenNorms: return "high_norm_tokens";
+    case Figure::HeadAblation: return "head_ablation";
     }
     return {};
 }
@@ -70,6 +72,8 @@ bool figureHasData(Figure figure, const FigureData& data)
     case Figure::LogitDecomposition: return data.decomposition != nullptr;
     case Figure::HeadKernels: return s && std::any_of(s->headCentres.begin(), s->headCentres.end(), hasOffsetMap);
     case Figure::TokenNorms: return s && !s->tokenNorms.empty();
+    case Figure::HeadAblation:
+        return std::any_of(data.series.begin(), data.series.end(), [](const AnalysisSummary& x) { return !x.ablation.empty(); });
     }
     return false;
 }
@@ -171,6 +175,16 @@ std::string figureCsv(Figure figure, const FigureData& data)
                     + csvNumber(r.registerRatio.mean) + "," + csvNumber(r.outlierAttention.mean) + ","
                     + csvNumber(r.prefixAttention.mean) + "," + std::to_string(r.outliers.n) + "\n";
         break;
+    case Figure::HeadAblation:
+        // The map's cells (mean KL) with what the caption names: the share of flips and the accuracy change.
+        csv = "label,layer,head,kl_mean,kl_ci95,dprob_mean,flip_share,acc_change,labelled,n\n";
+        for (const auto& s : data.series)
+            for (const auto& r : s.ablation)
+                csv += quoted(s.label) + "," + std::to_string(r.layer) + "," + std::to_string(r.head) + "," + csvNumber(r.kl.mean) + ","
+                    + csvNumber(r.kl.ci95) + "," + csvNumber(r.dprob.mean) + "," + csvNumber(r.flipShare) + ","
+                    + csvNumber(r.accuracy.n > 0 ? r.accuracy.mean : std::nan("")) + "," + std::to_string(r.accuracy.n) + ","
+                    + std::to_string(r.kl.n) + "\n";
+        break;
     case Figure::LogitDecomposition:
         csv = "term,query,key,value\n";
         if (const LogitDecomposition* d = data.decomposition; d && d->tt.dim() == 3) {
@@ -243,6 +257,28 @@ std::string figureCsv(const TokenNormsFigure& f)
                 + (l.attentionReceived.empty() ? std::string("nan") : csvNumber(l.attentionReceived[i])) + "\n";
         }
     }
+    return csv;
+}
+
+std::string figureCsv(const QueryKeyFigure& f)
+{
+    std::string csv = "layer,head,image,token,kind,row,col,x,y\n";
+    if (f.maps.empty())
+        return csv;
+    const QueryKeyMap& m = f.maps[std::min(f.focus, f.maps.size() - 1)];
+    for (const auto& p : m.points)
+        csv += std::to_string(m.layer) + "," + std::to_string(m.head) + "," + quoted(size_t(p.image) < f.images.size() ? f.images[size_t(p.image)] : "")
+            + "," + std::to_string(p.token) + "," + (p.key ? "key," : "query,") + std::to_string(p.row) + "," + std::to_string(p.col) + ","
+            + csvNumber(p.x) + "," + csvNumber(p.y) + "\n";
+    return csv;
+}
+
+std::string queryKeyGridCsv(const QueryKeyFigure& f)
+{
+    std::string csv = "layer,head,method,scale,agreement\n";
+    for (const auto& m : f.maps)
+        csv += std::to_string(m.layer) + "," + std::to_string(m.head) + "," + toString(m.method) + "," + csvNumber(m.scale) + ","
+            + csvNumber(m.agreement) + "\n";
     return csv;
 }
 

@@ -7,6 +7,7 @@
 #include "LogitDecompositionInfo.h"
 
 #include <attnscope/Analyses.h>
+#include <attnscope/QueryKey.h>
 #include <attnscope/Summary.h>
 #include <string>
 #include <vector>
@@ -14,7 +15,7 @@
 namespace attnscope {
 
 enum class Figure { TokenSimilarity, Snr, SnrDiagnostics, HeadCentres, AttentionDistance, LogitDecomposition, AttentionSimilarity,
-                    HeadKernels, TokenNorms };
+                    HeadKernels, TokenNorms, HeadAblation };
 
 // What the figures are drawn from: one summary per curve (model, variant, compared model), and for the logit
 // decomposition one image's decomposition (optional, not owned).
@@ -43,5 +44,9 @@ std::string figureCsv(Figure figure, const FigureData& data);
 std::string figureCsv(const AttentionGrid& grid);
 std::string figureCsv(const RelevanceFigure& figure);
 std::string figureCsv(const TokenNormsFigure& figure);
+// The query-key maps: the one-head figure's points (layer,head,image,token,kind query|key,row,col,x,y; row and col -1
+// for prefix tokens), and the global view's heads (layer,head,method,scale,agreement).
+std::string figureCsv(const QueryKeyFigure& figure);
+std::string queryKeyGridCsv(const QueryKeyFigure& figure);
 
 } // namespace attnscope

@@ -17,6 +17,13 @@ inline QSize tokenNormsFigureSize() { return { 1250, 480 }; }
 // Four square heatmaps and a colour bar.
 inline QSize logitDecompositionFigureSize() { return { 1300, 400 }; }
 
+// One layers x heads map per model side by side with three caption lines under each, and a colour bar.
+inline QSize headAblationFigureSize(int models)
+{
+    models = std::max(1, models);
+    return { std::max(640, 90 + models * 440 + 90), 530 };
+}
+
 // Square panels of ~160 px, six to a row at most (buildHeadCentresPlot's arrangement).
 inline QSize headCentresFigureSize(int layers)
 {

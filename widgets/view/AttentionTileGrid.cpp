@@ -1,15 +1,19 @@
 #include "AttentionTileGrid.h"
 
 #include "AttentionOverlay.h"
+#include "HeadAblationPlot.h"
 #include "PlotHover.h"
 
 #include <attnscope/Analyses.h>
 
+#include <QContextMenuEvent>
+#include <QMenu>
 #include <QMouseEvent>
 #include <QPainter>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace attnscope {
 
@@ -89,6 +93,40 @@ void AttentionTileGrid::setSelection(int layer, int head)
 
 void AttentionTileGrid::setColormap(Colormap colormap) { m_colormap = colormap; }
 
+void AttentionTileGrid::setImportance(std::vector<HeadAblationRow> rows, const QString& source)
+{
+    m_importance = std::move(rows);
+    m_importanceSource = source;
+    m_mostImportant.clear();
+    // The bars' log scale: the largest mean KL and four decades under it at most, as the head_ablation figure's.
+    m_klHigh = 0;
+    m_klLow = std::numeric_limits<double>::infinity();
+    for (const auto& r : m_importance)
+        if (std::isfinite(r.kl.mean) && r.kl.mean > 0) {
+            m_klHigh = std::max(m_klHigh, r.kl.mean);
+            m_klLow = std::min(m_klLow, r.kl.mean);
+        }
+    if (!(m_klHigh > 0))
+        m_klHigh = 1, m_klLow = 1e-4;
+    m_klLow = std::max(m_klLow, m_klHigh * 1e-4);
+    if (m_klLow >= m_klHigh)
+        m_klLow = m_klHigh / 10;
+    if (!m_importance.empty()) {
+        AnalysisSummary s;
+        s.ablation = m_importance;
+        for (const HeadAblationRow* r : mostImportantHeads(s))
+            m_mostImportant.push_back(&m_importance[size_t(r - s.ablation.data())]);
+    }
+    update();
+}
+
+void AttentionTileGrid::setAblatedHead(int layer, int head)
+{
+    m_ablatedLayer = layer;
+    m_ablatedHead = head;
+    update();
+}
+
 QSize AttentionTileGrid::sizeHint() const
 {
     const int rows = int(m_tiles.size()), cols = m_tiles.empty() ? 0 : int(m_tiles.front().size());
@@ -127,6 +165,12 @@ QString AttentionTileGrid::hoverText(const QPoint& pos) const
     text += tr(" · token %1 · patch (%2, %3)").arg(m_prefix + row * m_gridW + col).arg(row).arg(col);
     if (map.numel() == int64_t(m_gridH) * m_gridW)
         text += tr(" · attention %1").arg(double(map.data()[row * m_gridW + col]), 0, 'g', 4);
+    for (const auto& r : m_importance)
+        if (r.layer == tile->first && r.head == tile->second)
+            text += tr("\nablated over %1: KL %2 · %3% of predictions flipped").arg(m_importanceSource).arg(r.kl.mean, 0, 'g', 3).arg(100.0 * r.flipShare, 0, 'f', 1)
+                + (r.accuracy.n > 0 ? tr(" · accuracy %1 pt").arg(100.0 * r.accuracy.mean, 0, 'f', 1) : QString());
+    if (tile->second >= 0)
+        text += tr("\nright-click: ablate this head on the image");
     return text;
 }
 
@@ -161,12 +205,42 @@ void AttentionTileGrid::paintEvent(QPaintEvent*)
         p.drawText(QRect(tile.center().x() - w / 2, 0, w, kLabel), Qt::AlignCenter,
                    mean ? tr("mean") : roomy ? tr("h%1").arg(c) : QString::number(c));
     }
+    // Head importance: a bar along the tile's bottom, its colour and length by the head's mean KL (log scale), the
+    // most important heads numbered; the head ablated on this image crossed out.
+    const auto paintImportance = [&](const QRect& r, int layer, int head) {
+        for (const auto& row : m_importance) {
+            if (row.layer != layer || row.head != head)
+                continue;
+            const double v = std::isfinite(row.kl.mean) ? std::clamp(row.kl.mean, m_klLow, m_klHigh) : m_klLow;
+            const double t = std::log(v / m_klLow) / std::log(m_klHigh / m_klLow);
+            const int h = std::max(3, m_tile / 8);
+            p.fillRect(QRect(r.left(), r.bottom() - h + 1, r.width(), h), QColor(0, 0, 0, 140));
+            p.fillRect(QRect(r.left(), r.bottom() - h + 1, std::max(1, int(std::round(t * r.width()))), h),
+                       QColor::fromRgb(colormapColor(Colormap::Magma, 0.25 + 0.75 * t)));
+            for (size_t k = 0; k < m_mostImportant.size(); ++k)
+                if (m_mostImportant[k] == &row) {
+                    const QRect badge(r.left() + 1, r.top() + 1, std::max(12, m_tile / 4), std::max(12, m_tile / 4));
+                    p.fillRect(badge, QColor(0, 0, 0, 170));
+                    p.setPen(Qt::white);
+                    p.drawText(badge, Qt::AlignCenter, QString::number(k + 1));
+                    p.setPen(palette().windowText().color());
+                }
+        }
+        if (layer == m_ablatedLayer && head == m_ablatedHead) {
+            p.setPen(QPen(QColor(0xd5, 0x5e, 0x00), 3));
+            p.drawLine(r.topLeft() + QPoint(3, 3), r.bottomRight() - QPoint(3, 3));
+            p.drawLine(r.topRight() + QPoint(-3, 3), r.bottomLeft() + QPoint(3, -3));
+            p.setPen(palette().windowText().color());
+        }
+    };
     for (size_t l = 0; l < m_tiles.size(); ++l) {
         p.drawText(QRect(0, tileRect(int(l), 0).top(), kLabel - 2, m_tile), Qt::AlignRight | Qt::AlignVCenter, QString::number(l + 1));
         for (int c = 0; c < cols; ++c) {
             const QRect r = tileRect(int(l), c);
             p.drawImage(r, m_tiles[l][size_t(c)]);
             const int head = c == cols - 1 ? -1 : c;
+            if (head >= 0)
+                paintImportance(r, int(l) + 1, head);
             if (int(l) + 1 == m_layer && head == m_head) {
                 p.setPen(QPen(palette().highlight().color(), 3));
                 p.drawRect(r.adjusted(-1, -1, 1, 1));
@@ -174,6 +248,19 @@ void AttentionTileGrid::paintEvent(QPaintEvent*)
             }
         }
     }
+}
+
+void AttentionTileGrid::contextMenuEvent(QContextMenuEvent* event)
+{
+    const auto tile = tileAt(event->pos());
+    if (!tile || tile->second < 0)
+        return;
+    QMenu menu(this);
+    const int layer = tile->first, head = tile->second;
+    menu.addAction(tr("Ablate layer %1 head %2 on this image").arg(layer).arg(head), this, [this, layer, head] { emit ablationRequested(layer, head); });
+    if (m_ablatedLayer > 0)
+        menu.addAction(tr("Restore every head"), this, [this] { emit ablationRequested(0, 0); });
+    menu.exec(event->globalPos());
 }
 
 void AttentionTileGrid::mousePressEvent(QMouseEvent* event)

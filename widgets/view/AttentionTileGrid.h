@@ -3,6 +3,7 @@
 #include "Colormap.h"
 
 #include <attnscope/Model.h>
+#include <attnscope/Summary.h>
 
 #include <QImage>
 #include <QWidget>
@@ -12,7 +13,9 @@
 namespace attnscope {
 
 // The layers x heads thumbnails of the current query's attention (plus a head-mean column); clicking a tile
-// selects that layer and head.
+// selects that layer and head. With head importance set (an image set's head ablation, ANALYSES.md section 8), a bar
+// under each head's tile shows its mean KL on a log scale and the heads that flip the most predictions are numbered;
+// a head's context menu asks to ablate it on the current image.
 class AttentionTileGrid : public QWidget {
     Q_OBJECT
 public:
@@ -23,6 +26,11 @@ public:
     bool isEmpty() const { return m_tiles.empty(); }
     void setSelection(int layer, int head);
     void setColormap(Colormap colormap);
+    // The ablation result to show (empty: none) and what it is of ("200 images"), for the bars and the hover text.
+    void setImportance(std::vector<HeadAblationRow> rows, const QString& source);
+    bool hasImportance() const { return !m_importance.empty(); }
+    // The head ablated on the current image, crossed out (layer 0: none).
+    void setAblatedHead(int layer, int head);
     QSize sizeHint() const override;        // every tile at full size
     QSize minimumSizeHint() const override; // every tile at the smallest size drawn; below it the dock scrolls
     int tileSize() const { return m_tile; }  // the side tiles are drawn at: as large as fits, up to full size
@@ -33,12 +41,15 @@ public:
 
 signals:
     void tileClicked(int layer, int head);
+    // From a head's context menu: ablate it on the current image (layer 0: restore every head).
+    void ablationRequested(int layer, int head);
 
 protected:
     void paintEvent(QPaintEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
     void mouseMoveEvent(QMouseEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
+    void contextMenuEvent(QContextMenuEvent* event) override;
 
 private:
     QRect tileRect(int layerIndex, int column) const;
@@ -50,6 +61,11 @@ private:
     int m_layer = 1, m_head = -1;
     Colormap m_colormap = Colormap::Viridis;
     int m_tile = 56;
+    std::vector<HeadAblationRow> m_importance;
+    QString m_importanceSource;
+    std::vector<const HeadAblationRow*> m_mostImportant;
+    double m_klLow = 0, m_klHigh = 1;
+    int m_ablatedLayer = 0, m_ablatedHead = 0;
 };
 
 } // namespace attnscope

@@ -59,14 +59,20 @@ ViewFooter::ViewFooter(QWidget* parent)
     m_prediction->setTextFormat(Qt::RichText);
     m_prediction->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_prediction->setWordWrap(true);
+    m_ablation = new QLabel(this);
+    m_ablation->setObjectName("ablation");
+    m_ablation->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_ablation->setWordWrap(true);
+    m_ablation->setToolTip(tr("The prediction with one head's output ablated (ANALYSES.md section 8); right-click a head's tile"));
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.9); // two short lines: the view keeps the height
-    for (QLabel* label : { m_preparation, m_prediction }) {
+    for (QLabel* label : { m_preparation, m_prediction, m_ablation }) {
         label->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred); // never widens the view's column
         label->setFont(small);
     }
     layout->addWidget(m_preparation);
     layout->addWidget(m_prediction);
+    layout->addWidget(m_ablation);
     clear();
 }
 
@@ -102,7 +108,16 @@ void ViewFooter::clear()
 {
     m_preparation->setText(tr("Input: no image"));
     setNoPrediction(tr("Prediction: no image"));
+    setAblation({});
 }
+
+void ViewFooter::setAblation(const QString& text)
+{
+    m_ablation->setText(text);
+    m_ablation->setVisible(!text.isEmpty());
+}
+
+QString ViewFooter::ablationText() const { return m_ablation->text(); }
 
 QString ViewFooter::preparationText() const { return m_preparation->text(); }
 

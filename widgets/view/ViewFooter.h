@@ -34,16 +34,20 @@ public:
                        const std::vector<ClassProbability>& variantTop = {});
     // No prediction to show: the model has no classification head, or the image could not be run.
     void setNoPrediction(const QString& reason);
+    // A head ablated on the image and what it does to the prediction (one line; "" hides it).
+    void setAblation(const QString& text);
     void clear(); // no image
 
     QString preparationText() const;
     QString predictionText() const; // as shown, without markup
+    QString ablationText() const;
     const std::vector<Entry>& entries() const { return m_entries; }
     const std::vector<Entry>& variantEntries() const { return m_variantEntries; }
 
 private:
     QLabel* m_preparation = nullptr;
     QLabel* m_prediction = nullptr;
+    QLabel* m_ablation = nullptr;
     std::vector<Entry> m_entries, m_variantEntries;
 };
 

@@ -189,6 +189,8 @@ struct HeadAblationEffect {
     int layer = 0, head = 0;
     double dlogit = 0, dprob = 0, kl = 0;
     bool flip = false;
+    int predicted = 0;       // argmax z', the class predicted with the head ablated
+    double probability = 0;  // softmax(z')_predicted
 };
 HeadAblationEffect ablationEffect(const Tensor& cleanLogits, const Tensor& ablatedLogits);
 
@@ -199,9 +201,10 @@ struct HeadAblation {
     std::vector<HeadAblationEffect> heads; // every layer's every head, layer by layer
 };
 // One image's input [C, H, W] with each head of each layer ablated in turn: L x H forwards (plus the clean one), `batch`
-// of them per runBatch (0: all at once), with `run`'s variants and precision. Errors: a model without a classification
-// head (nothing to predict), a failed forward.
+// of them per runBatch (0: all at once), with `run`'s variants and precision; `heads` given: only those heads, in that
+// order (the window's one head on the current image). Errors: a model without a classification head (nothing to
+// predict), a head outside the model, a failed forward.
 Result<HeadAblation> headAblation(const Model& model, const Tensor& input, AblationMode mode = AblationMode::Zero,
-                                  const RunOptions& run = {}, int batch = 0);
+                                  const RunOptions& run = {}, int batch = 0, const std::vector<HeadRef>& heads = {});
 
 } // namespace attnscope

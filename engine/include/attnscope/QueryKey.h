@@ -2,7 +2,8 @@
 
 // The query-key joint embedding of ANALYSES.md section 9 (AttentionViz, Yeh et al. 2023): for one layer and head, the
 // query and key rows of every token of a set of images, normalised (keys translated onto the queries' mean, queries
-// and keys scaled to equal mean norms, neither of which changes the attention) and projected jointly to a plane.
+// and keys scaled to equal mean norms, neither of which changes the attention) and projected jointly to a plane, by
+// principal components or by t-SNE.
 
 #include "attnscope/Model.h"
 #include "attnscope/Result.h"
@@ -21,6 +22,16 @@ struct QueryKeyRows {
 // keys (quadratic: its logits come from positions alone).
 Result<QueryKeyRows> queryKeyRows(const Model& model, const std::vector<Tensor>& inputs, int layer, int head);
 
+enum class QueryKeyMethod { Pca, Tsne };
+const char* toString(QueryKeyMethod method); // pca | tsne
+Result<QueryKeyMethod> parseQueryKeyMethod(const std::string& name);
+
+struct QueryKeyOptions {
+    QueryKeyMethod method = QueryKeyMethod::Pca;
+    uint64_t seed = 0;     // t-SNE's initial embedding
+    int iterations = 1000; // t-SNE's
+};
+
 struct QueryKeyPoint {
     int image = 0;     // position among the inputs
     int token = 0;     // 0.. N-1, prefix tokens first
@@ -32,16 +43,32 @@ struct QueryKeyPoint {
 struct QueryKeyMap {
     int layer = 0, head = 0;
     int images = 0, tokens = 0;
+    QueryKeyMethod method = QueryKeyMethod::Pca;
     double scale = 1;            // a: q'' = a q, k'' = (k - mean k + mean q) / a
-    std::vector<double> components; // the two principal directions, 2 x d row-major, each signed so that its
-                                    // largest-magnitude loading is positive
+    std::vector<double> components; // PCA: the two principal directions, 2 x d row-major, each signed so that its
+                                    // largest-magnitude loading is positive; t-SNE: none
+    double tsneKl = 0;               // t-SNE: KL(P || Q) of the embedding
     std::vector<QueryKeyPoint> points; // every image's queries, then every image's keys, tokens in order
     // The mean over queries (of every image) of the Spearman rank correlation, over the keys of the query's image,
     // between q . k and minus the distance of q'' and k'' in the plane: 1 when the plane keeps each query's order of
     // attention exactly.
     double agreement = 0;
 };
-// The joint PCA of the normalised rows of head `head` (0-based) of layer `layer` (1..L) over `inputs`, in float64.
-Result<QueryKeyMap> queryKeyMap(const Model& model, const std::vector<Tensor>& inputs, int layer, int head);
+// The maps of one model's heads over a set of images, with what their figures name: the one-head figure draws
+// maps[focus], the global view every map as a layers x heads grid.
+struct QueryKeyFigure {
+    std::string model;
+    std::vector<std::string> images; // the images' names (file stems), by QueryKeyPoint::image
+    std::vector<QueryKeyMap> maps;
+    size_t focus = 0;
+};
+
+// The joint embedding of the normalised rows of head `head` (0-based) of layer `layer` (1..L) over `inputs`, in
+// float64: PCA, or t-SNE (exact, perplexity 30, seeded; at most 10,000 points, 2 x images x tokens).
+Result<QueryKeyMap> queryKeyMap(const Model& model, const std::vector<Tensor>& inputs, int layer, int head,
+                                const QueryKeyOptions& options = {});
+// Several heads from one batched forward of `inputs` (the global view: every head of every layer); in `heads`' order.
+Result<std::vector<QueryKeyMap>> queryKeyMaps(const Model& model, const std::vector<Tensor>& inputs, const std::vector<HeadRef>& heads,
+                                              const QueryKeyOptions& options = {});
 
 } // namespace attnscope

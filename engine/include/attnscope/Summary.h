@@ -66,6 +66,9 @@ struct HeadAblationRow {
     int layer = 0, head = 0;
     Estimate dlogit, dprob, kl;
     double flipShare = 0;
+    // The accuracy with the head ablated minus the clean accuracy, over the accuracy.n images of known class (their
+    // class folders); n 0 when none was known.
+    Estimate accuracy;
 };
 
 // One model (or one variant of a model) over a set of images.
@@ -82,6 +85,7 @@ struct AnalysisSummary {
     std::vector<SnrDiagnosticsRow> snrDiagnostics;
     std::vector<TokenNormRow> tokenNorms;
     std::vector<HeadAblationRow> ablation;
+    std::string ablationMode; // "zero" or "mean" when the ablation ran ("" unknown)
 };
 
 // One image's class relevance (Analyses.h, section 6) with what its figure names.

@@ -46,11 +46,11 @@ void addValue(StatsTable& stats, const std::string& key, double value)
 
 Result<std::vector<std::string>> AnalysisOptions::parseList(const std::string& list)
 {
-    static const std::set<std::string> known { "similarity", "attention", "centres", "snr", "decomposition", "relevance", "norms", "ablation" };
+    static const std::set<std::string> known { "similarity", "attention", "centres", "snr", "decomposition", "relevance", "norms", "ablation", "qkmap" };
     std::vector<std::string> out;
     for (const auto& name : keys::split(list, ',')) {
         if (!known.count(name))
-            return Error { "unknown analysis \"" + name + "\" (similarity, attention, centres, snr, decomposition, relevance, norms, ablation)" };
+            return Error { "unknown analysis \"" + name + "\" (similarity, attention, centres, snr, decomposition, relevance, norms, ablation, qkmap)" };
         out.push_back(name);
     }
     return out;
@@ -158,6 +158,7 @@ struct StagedBatch::Impl {
     std::vector<Tensor> inputs;
     at::Tensor stacked;
     size_t images = 0;
+    std::vector<int> classes; // each image's known class, -1 unknown (AnalysisOptions::trueClass)
 };
 
 Status AnalysisRun::addImages(const std::vector<const Model::Prepared*>& images, const std::vector<int64_t>& indices,
@@ -180,6 +181,8 @@ Result<StagedBatch> AnalysisRun::stage(const std::vector<const Model::Prepared*>
     auto impl = std::make_shared<StagedBatch::Impl>();
     impl->images = images.size();
     impl->inputs.resize(images.size() * stride);
+    for (int64_t index : indices)
+        impl->classes.push_back(m_options.trueClass ? m_options.trueClass(index) : -1);
     // On the device path the rows go straight into one stacked tensor, page-locked for a GPU, so that its copy to
     // the device can overlap the host's work.
     if (analysesOnDevice() && !images.empty()) {
@@ -254,12 +257,19 @@ Status AnalysisRun::addStaged(const StagedBatch& batch, const std::function<bool
     auto analysed = analysesOnDevice() ? analyseOnDevice(*staged, run, cleanTraces) : analyseOnHost(staged->inputs, staged->images, run, cleanTraces);
     if (!analysed)
         return analysed;
-    for (const HeadAblation& image : *ablations)
+    for (size_t i = 0; i < ablations->size(); ++i) {
+        const HeadAblation& image = (*ablations)[i];
+        const int truth = staged->classes[i];
         for (const auto& e : image.heads) {
             const double values[] = { e.dlogit, e.dprob, e.kl, e.flip ? 1.0 : 0.0 };
             for (size_t f = 0; f < std::size(keys::kAblationFields); ++f)
                 addValue(m_stats, keys::ablation(e.layer, e.head, keys::kAblationFields[f]), values[f]);
+            // Its mean over the images of known class: the accuracy with the head ablated minus the clean accuracy.
+            if (truth >= 0)
+                addValue(m_stats, keys::ablation(e.layer, e.head, keys::kAccuracyChange),
+                         double(e.predicted == truth) - double(image.predicted == truth));
         }
+    }
     return analysed;
 }
 

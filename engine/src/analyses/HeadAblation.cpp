@@ -37,11 +37,14 @@ HeadAblationEffect ablationEffect(const Tensor& clean, const Tensor& ablated)
     e.dprob = std::exp(lq[size_t(c)]) - std::exp(lp[size_t(c)]);
     for (size_t i = 0; i < lp.size(); ++i)
         e.kl += std::exp(lp[i]) * (lp[i] - lq[i]);
-    e.flip = argmax(ablated) != c;
+    e.predicted = argmax(ablated);
+    e.probability = std::exp(lq[size_t(e.predicted)]);
+    e.flip = e.predicted != c;
     return e;
 }
 
-Result<HeadAblation> headAblation(const Model& model, const Tensor& input, AblationMode mode, const RunOptions& run, int batch)
+Result<HeadAblation> headAblation(const Model& model, const Tensor& input, AblationMode mode, const RunOptions& run, int batch,
+                                  const std::vector<HeadRef>& only)
 {
     const ModelConfig& c = model.config();
     if (c.numClasses <= 0 || c.headIsProjection)
@@ -50,9 +53,16 @@ Result<HeadAblation> headAblation(const Model& model, const Tensor& input, Ablat
     options.record = {};
     options.ablation = mode;
     std::vector<HeadRef> heads { HeadRef {} }; // the clean forward first
-    for (int l = 1; l <= c.depth; ++l)
-        for (int h = 0; h < c.numHeads; ++h)
-            heads.push_back({ l, h });
+    for (const HeadRef& h : only) {
+        if (h.layer < 1 || h.layer > c.depth || h.head < 0 || h.head >= c.numHeads)
+            return Error { "head ablation: layer " + std::to_string(h.layer) + " head " + std::to_string(h.head)
+                           + " is outside the model's layers 1.." + std::to_string(c.depth) + " and heads 0.." + std::to_string(c.numHeads - 1) };
+        heads.push_back(h);
+    }
+    if (only.empty())
+        for (int l = 1; l <= c.depth; ++l)
+            for (int h = 0; h < c.numHeads; ++h)
+                heads.push_back({ l, h });
     const size_t step = batch > 0 ? size_t(batch) : heads.size();
     std::vector<Tensor> logits;
     for (size_t first = 0; first < heads.size(); first += step) {

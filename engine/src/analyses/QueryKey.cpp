@@ -7,6 +7,7 @@
 #include "vit/Attention.h"
 #include "vit/ModelImpl.h"
 #include "vit/VisionTransformer.h"
+#include "analyses/Tsne.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -51,66 +52,72 @@ double pearson(const std::vector<double>& a, const std::vector<double>& b)
     return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : std::nan("");
 }
 
-} // namespace
+// Q and K of every head of `layer` for each trace, [N, D] in float64 each, from the recorded X_{l-1} through the
+// block's own norm1 and qkv.
+struct LayerRows {
+    std::vector<at::Tensor> q, k;
+};
 
-Result<QueryKeyRows> queryKeyRows(const Model& model, const std::vector<Tensor>& inputs, int layer, int head)
+Status checkHead(const ModelConfig& c, int layer, int head)
 {
-    const ModelConfig& c = model.config();
     if (layer < 1 || layer > c.depth || head < 0 || head >= c.numHeads)
         return Error { "query-key map: layer " + std::to_string(layer) + " head " + std::to_string(head) + " is outside the model's layers 1.."
                        + std::to_string(c.depth) + " and heads 0.." + std::to_string(c.numHeads - 1) };
     if (c.attention == AttentionKind::Quadratic)
         return Error { "query-key map: quadratic attention has no queries and keys (its logits come from relative positions alone)" };
-    RunOptions run;
-    run.record.blocks = true;
-    run.record.layers = { layer - 1 };
-    auto traces = model.runBatch(inputs, run);
-    if (!traces)
-        return traces.error();
-    try {
-        c10::InferenceMode guard;
-        const auto net = implOf(model).net.ptr();
-        auto& block = *net->blocks->ptr<BlockImpl>(size_t(layer - 1));
-        const auto* attention = dynamic_cast<const StandardAttention*>(block.attn.get());
-        if (!attention)
-            return Error { "query-key map: this attention kind has no queries and keys" };
-        const at::Tensor w = attention->qkv->weight.to(at::kCPU, at::kDouble);
-        const at::Tensor b = attention->qkv->bias.defined() ? attention->qkv->bias.to(at::kCPU, at::kDouble) : at::Tensor();
-        const int64_t D = c.width, d = c.headDim();
-        QueryKeyRows rows;
-        for (const Trace& t : *traces) {
-            at::Tensor x = unwrap(t.blocks[size_t(layer - 1)]);
-            // What the attention reads: norm1(X_{l-1}) in a pre-norm block, X_{l-1} itself otherwise.
-            if (block.kind == BlockKind::Standard && block.placement == BlockNorm::Pre)
-                x = block.norm1->forward(x.to(block.norm1->weight.device())).to(at::kCPU);
-            const at::Tensor qkv = at::linear(x.to(at::kDouble), w, b); // [N, 3D]
-            rows.queries.push_back(wrap(qkv.slice(1, head * d, (head + 1) * d).to(at::kFloat).contiguous()));
-            rows.keys.push_back(wrap(qkv.slice(1, D + head * d, D + (head + 1) * d).to(at::kFloat).contiguous()));
-        }
-        return rows;
-    } catch (const c10::Error& e) {
-        return Error { std::string("query-key map failed: ") + e.what_without_backtrace() };
-    }
+    return Done {};
 }
 
-Result<QueryKeyMap> queryKeyMap(const Model& model, const std::vector<Tensor>& inputs, int layer, int head)
+Result<LayerRows> layerRows(const Model& model, const std::vector<Trace>& traces, int layer)
 {
-    auto rows = queryKeyRows(model, inputs, layer, head);
-    if (!rows)
-        return rows.error();
-    try {
-        c10::InferenceMode guard;
-        std::vector<at::Tensor> qs, ks;
-        for (size_t i = 0; i < inputs.size(); ++i) {
-            qs.push_back(unwrap(rows->queries[i]).to(at::kDouble));
-            ks.push_back(unwrap(rows->keys[i]).to(at::kDouble));
-        }
-        const at::Tensor q = at::cat(qs), k = at::cat(ks); // [M N, d]
-        // Translation and scale that leave every attention row as it is (AttentionViz).
-        const at::Tensor kShifted = k - k.mean(0, true) + q.mean(0, true);
-        const double a = std::sqrt(kShifted.norm(2, 1).mean().item<double>() / q.norm(2, 1).mean().item<double>());
-        const at::Tensor joint = at::cat({ q * a, kShifted / a });
-        const at::Tensor centred = joint - joint.mean(0, true);
+    const auto net = implOf(model).net.ptr();
+    auto& block = *net->blocks->ptr<BlockImpl>(size_t(layer - 1));
+    const auto* attention = dynamic_cast<const StandardAttention*>(block.attn.get());
+    if (!attention)
+        return Error { "query-key map: this attention kind has no queries and keys" };
+    const at::Tensor w = attention->qkv->weight.to(at::kCPU, at::kDouble);
+    const at::Tensor b = attention->qkv->bias.defined() ? attention->qkv->bias.to(at::kCPU, at::kDouble) : at::Tensor();
+    const int64_t D = model.config().width;
+    LayerRows rows;
+    for (const Trace& t : traces) {
+        at::Tensor x = unwrap(t.blocks[size_t(layer - 1)]);
+        // What the attention reads: norm1(X_{l-1}) in a pre-norm block, X_{l-1} itself otherwise.
+        if (block.kind == BlockKind::Standard && block.placement == BlockNorm::Pre)
+            x = block.norm1->forward(x.to(block.norm1->weight.device())).to(at::kCPU);
+        const at::Tensor qkv = at::linear(x.to(at::kDouble), w, b); // [N, 3D]
+        rows.q.push_back(qkv.slice(1, 0, D));
+        rows.k.push_back(qkv.slice(1, D, 2 * D));
+    }
+    return rows;
+}
+
+// The forward of `inputs` with the block inputs of `layers` (1-based) recorded.
+Result<std::vector<Trace>> recordBlocks(const Model& model, const std::vector<Tensor>& inputs, std::vector<int> layers)
+{
+    RunOptions run;
+    run.record.blocks = true;
+    for (int& l : layers)
+        l -= 1;
+    run.record.layers = std::move(layers);
+    return model.runBatch(inputs, run);
+}
+
+// The embedding of one head from its rows, [M N, d] in float64 each.
+Result<QueryKeyMap> embed(const Model& model, const at::Tensor& q, const at::Tensor& k, int64_t m, int gridW, int layer, int head,
+                          const QueryKeyOptions& options)
+{
+    // Translation and scale that leave every attention row as it is (AttentionViz).
+    const at::Tensor kShifted = k - k.mean(0, true) + q.mean(0, true);
+    const double a = std::sqrt(kShifted.norm(2, 1).mean().item<double>() / q.norm(2, 1).mean().item<double>());
+    const at::Tensor joint = at::cat({ q * a, kShifted / a });
+    const at::Tensor centred = joint - joint.mean(0, true);
+    QueryKeyMap out;
+    out.layer = layer;
+    out.head = head;
+    out.method = options.method;
+    out.scale = a;
+    at::Tensor xy;
+    if (options.method == QueryKeyMethod::Pca) {
         // Principal directions: the eigenvectors of the covariance with the two largest eigenvalues.
         const auto [values, vectors] = at::linalg_eigh(centred.t().mm(centred));
         at::Tensor top = vectors.index_select(1, at::tensor({ vectors.size(1) - 1, vectors.size(1) - 2 }, at::kLong)).t().contiguous(); // [2, d]
@@ -120,59 +127,154 @@ Result<QueryKeyMap> queryKeyMap(const Model& model, const std::vector<Tensor>& i
             if (row[largest].item<double>() < 0)
                 top[r].neg_();
         }
-        const at::Tensor xy = centred.mm(top.t()).contiguous(); // [2 M N, 2]
-        const ModelConfig& c = model.config();
-        const int64_t n = qs.front().size(0), m = int64_t(inputs.size());
-        const int prefix = c.numPrefixTokens();
-        const int gridW = int(unwrap(inputs.front()).size(-1) / c.patchSize);
-        QueryKeyMap out;
-        out.layer = layer;
-        out.head = head;
-        out.images = int(m);
-        out.tokens = int(n);
-        out.scale = a;
+        xy = centred.mm(top.t()).contiguous(); // [2 M N, 2]
         out.components.assign(top.data_ptr<double>(), top.data_ptr<double>() + top.numel());
-        const double* p = xy.data_ptr<double>();
-        for (int kind = 0; kind < 2; ++kind)
-            for (int64_t image = 0; image < m; ++image)
-                for (int64_t token = 0; token < n; ++token, p += 2) {
-                    QueryKeyPoint point;
-                    point.image = int(image);
-                    point.token = int(token);
-                    point.key = kind == 1;
-                    if (token >= prefix) {
-                        point.row = int(token - prefix) / gridW;
-                        point.col = int(token - prefix) % gridW;
-                    }
-                    point.x = p[0];
-                    point.y = p[1];
-                    out.points.push_back(point);
-                }
-        // The plane's agreement with the attention order of each query over its image's keys.
-        const at::Tensor scores = q.view({ m, n, -1 }).bmm(k.view({ m, n, -1 }).transpose(1, 2)).contiguous(); // [M, N, N]
-        const double* s = scores.data_ptr<double>();
-        double sum = 0;
-        int64_t counted = 0;
+    } else {
+        const at::Tensor rows = centred.contiguous();
+        TsneOptions t;
+        t.seed = options.seed;
+        t.iterations = options.iterations;
+        TsneResult r = tsne(std::vector<double>(rows.data_ptr<double>(), rows.data_ptr<double>() + rows.numel()), rows.size(0), rows.size(1), t);
+        if (!r.error.empty())
+            return Error { "query-key map of layer " + std::to_string(layer) + " head " + std::to_string(head) + ": " + r.error };
+        xy = at::from_blob(r.xy.data(), { rows.size(0), 2 }, at::kDouble).clone();
+        out.tsneKl = r.kl;
+    }
+    const int64_t n = q.size(0) / m;
+    const int prefix = model.config().numPrefixTokens();
+    out.images = int(m);
+    out.tokens = int(n);
+    const double* p = xy.data_ptr<double>();
+    for (int kind = 0; kind < 2; ++kind)
         for (int64_t image = 0; image < m; ++image)
-            for (int64_t i = 0; i < n; ++i) {
-                const QueryKeyPoint& query = out.points[size_t(image * n + i)];
-                std::vector<double> score(static_cast<size_t>(n)), closeness(static_cast<size_t>(n));
-                for (int64_t j = 0; j < n; ++j) {
-                    const QueryKeyPoint& key = out.points[size_t(m * n + image * n + j)];
-                    score[size_t(j)] = s[(image * n + i) * n + j];
-                    closeness[size_t(j)] = -std::hypot(query.x - key.x, query.y - key.y);
+            for (int64_t token = 0; token < n; ++token, p += 2) {
+                QueryKeyPoint point;
+                point.image = int(image);
+                point.token = int(token);
+                point.key = kind == 1;
+                if (token >= prefix) {
+                    point.row = int(token - prefix) / gridW;
+                    point.col = int(token - prefix) % gridW;
                 }
-                const double rho = pearson(ranks(score), ranks(closeness));
-                if (std::isfinite(rho)) {
-                    sum += rho;
-                    ++counted;
-                }
+                point.x = p[0];
+                point.y = p[1];
+                out.points.push_back(point);
             }
-        out.agreement = counted ? sum / double(counted) : std::nan("");
+    // The plane's agreement with the attention order of each query over its image's keys.
+    const at::Tensor scores = q.view({ m, n, -1 }).bmm(k.view({ m, n, -1 }).transpose(1, 2)).contiguous(); // [M, N, N]
+    const double* s = scores.data_ptr<double>();
+    double sum = 0;
+    int64_t counted = 0;
+    for (int64_t image = 0; image < m; ++image)
+        for (int64_t i = 0; i < n; ++i) {
+            const QueryKeyPoint& query = out.points[size_t(image * n + i)];
+            std::vector<double> score(static_cast<size_t>(n)), closeness(static_cast<size_t>(n));
+            for (int64_t j = 0; j < n; ++j) {
+                const QueryKeyPoint& key = out.points[size_t(m * n + image * n + j)];
+                score[size_t(j)] = s[(image * n + i) * n + j];
+                closeness[size_t(j)] = -std::hypot(query.x - key.x, query.y - key.y);
+            }
+            const double rho = pearson(ranks(score), ranks(closeness));
+            if (std::isfinite(rho)) {
+                sum += rho;
+                ++counted;
+            }
+        }
+    out.agreement = counted ? sum / double(counted) : std::nan("");
+    return out;
+}
+
+} // namespace
+
+const char* toString(QueryKeyMethod method) { return method == QueryKeyMethod::Tsne ? "tsne" : "pca"; }
+
+Result<QueryKeyMethod> parseQueryKeyMethod(const std::string& name)
+{
+    if (name == "pca")
+        return QueryKeyMethod::Pca;
+    if (name == "tsne")
+        return QueryKeyMethod::Tsne;
+    return Error { "unknown query-key method \"" + name + "\" (pca, tsne)" };
+}
+
+Result<QueryKeyRows> queryKeyRows(const Model& model, const std::vector<Tensor>& inputs, int layer, int head)
+{
+    if (auto checked = checkHead(model.config(), layer, head); !checked)
+        return checked.error();
+    auto traces = recordBlocks(model, inputs, { layer });
+    if (!traces)
+        return traces.error();
+    try {
+        c10::InferenceMode guard;
+        auto rows = layerRows(model, *traces, layer);
+        if (!rows)
+            return rows.error();
+        const int64_t d = model.config().headDim();
+        QueryKeyRows out;
+        for (size_t i = 0; i < rows->q.size(); ++i) {
+            out.queries.push_back(wrap(rows->q[i].slice(1, head * d, (head + 1) * d).to(at::kFloat).contiguous()));
+            out.keys.push_back(wrap(rows->k[i].slice(1, head * d, (head + 1) * d).to(at::kFloat).contiguous()));
+        }
         return out;
     } catch (const c10::Error& e) {
         return Error { std::string("query-key map failed: ") + e.what_without_backtrace() };
     }
+}
+
+Result<std::vector<QueryKeyMap>> queryKeyMaps(const Model& model, const std::vector<Tensor>& inputs, const std::vector<HeadRef>& heads,
+                                              const QueryKeyOptions& options)
+{
+    const ModelConfig& c = model.config();
+    std::vector<int> layers;
+    for (const HeadRef& h : heads) {
+        if (auto checked = checkHead(c, h.layer, h.head); !checked)
+            return checked.error();
+        if (std::find(layers.begin(), layers.end(), h.layer) == layers.end())
+            layers.push_back(h.layer);
+    }
+    if (inputs.empty())
+        return Error { "query-key map: no images" };
+    auto traces = recordBlocks(model, inputs, layers);
+    if (!traces)
+        return traces.error();
+    try {
+        c10::InferenceMode guard;
+        const int64_t d = c.headDim(), m = int64_t(inputs.size());
+        const int gridW = int(unwrap(inputs.front()).size(-1) / c.patchSize);
+        std::vector<QueryKeyMap> out;
+        int rowsLayer = 0;
+        LayerRows rows;
+        for (const HeadRef& h : heads) {
+            if (h.layer != rowsLayer) {
+                auto r = layerRows(model, *traces, h.layer);
+                if (!r)
+                    return r.error();
+                rows = std::move(*r);
+                rowsLayer = h.layer;
+            }
+            std::vector<at::Tensor> qs, ks;
+            for (size_t i = 0; i < rows.q.size(); ++i) {
+                // Through float32, as queryKeyRows gives them: the rows the attention itself multiplies.
+                qs.push_back(rows.q[i].slice(1, h.head * d, (h.head + 1) * d).to(at::kFloat).to(at::kDouble));
+                ks.push_back(rows.k[i].slice(1, h.head * d, (h.head + 1) * d).to(at::kFloat).to(at::kDouble));
+            }
+            auto map = embed(model, at::cat(qs), at::cat(ks), m, gridW, h.layer, h.head, options);
+            if (!map)
+                return map.error();
+            out.push_back(std::move(*map));
+        }
+        return out;
+    } catch (const c10::Error& e) {
+        return Error { std::string("query-key map failed: ") + e.what_without_backtrace() };
+    }
+}
+
+Result<QueryKeyMap> queryKeyMap(const Model& model, const std::vector<Tensor>& inputs, int layer, int head, const QueryKeyOptions& options)
+{
+    auto maps = queryKeyMaps(model, inputs, { HeadRef { layer, head } }, options);
+    if (!maps)
+        return maps.error();
+    return std::move(maps->front());
 }
 
 } // namespace attnscope

@@ -60,6 +60,8 @@ inline std::string tokenNorm(int layer, const char* field) { return "tn/" + std:
 
 // "ab/<layer>/<head>/<field>": head ablation (Analyses.h section 8), fields in this order (flip: 1 or 0):
 constexpr const char* kAblationFields[] = { "dlogit", "dprob", "kl", "flip" };
+// "ab/<layer>/<head>/dacc", of the images of known class only: [ablated prediction right] - [clean prediction right].
+constexpr const char* kAccuracyChange = "dacc";
 inline std::string ablation(int layer, int head, const char* field)
 {
     return "ab/" + std::to_string(layer) + "/" + std::to_string(head) + "/" + field;

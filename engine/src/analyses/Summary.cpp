@@ -90,12 +90,15 @@ Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const 
             return fail("token_norms.csv");
     }
     if (!s.ablation.empty()) {
-        std::string csv = "layer,head,dlogit_mean,dlogit_sd,dlogit_ci95,dprob_mean,dprob_sd,dprob_ci95,kl_mean,kl_sd,kl_ci95,flip_share,n\n";
+        std::string csv = "layer,head,dlogit_mean,dlogit_sd,dlogit_ci95,dprob_mean,dprob_sd,dprob_ci95,kl_mean,kl_sd,kl_ci95,flip_share,n,acc_change,acc_change_ci95,"
+                          "labelled\n";
         for (const auto& r : s.ablation) {
             csv += std::to_string(r.layer) + "," + std::to_string(r.head);
             for (const Estimate* e : { &r.dlogit, &r.dprob, &r.kl })
                 csv += "," + csvNumber(e->mean) + "," + csvNumber(e->sd) + "," + csvNumber(e->ci95);
-            csv += "," + csvNumber(r.flipShare) + "," + std::to_string(r.kl.n) + "\n";
+            csv += "," + csvNumber(r.flipShare) + "," + std::to_string(r.kl.n) + ",";
+            csv += r.accuracy.n > 0 ? csvNumber(r.accuracy.mean) + "," + csvNumber(r.accuracy.ci95) : std::string("nan,nan");
+            csv += "," + std::to_string(r.accuracy.n) + "\n";
         }
         if (!write("ablation.csv", csv))
             return fail("ablation.csv");
@@ -261,6 +264,7 @@ AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius)
         r.dprob = estimate(stats, keys::ablation(layer, head, "dprob"));
         r.kl = estimate(stats, keys::ablation(layer, head, "kl"));
         r.flipShare = estimate(stats, keys::ablation(layer, head, "flip")).mean;
+        r.accuracy = estimate(stats, keys::ablation(layer, head, keys::kAccuracyChange));
         s.ablation.push_back(r);
     }
     return s;

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 namespace attnscope {
@@ -40,7 +41,28 @@ std::string findIdx(const std::string& dir, const std::string& stem)
     return {};
 }
 
+// Lower-case letters and digits only: the form in which a folder name and a class name are compared.
+std::string folded(const std::string& name)
+{
+    std::string out;
+    for (unsigned char ch : name)
+        if (std::isalnum(ch))
+            out += char(std::tolower(ch));
+    return out;
+}
+
 } // namespace
+
+int classOfFolder(const std::string& imagePath, const std::vector<std::string>& labels)
+{
+    const std::string folder = folded(fs::path(imagePath).parent_path().filename().string());
+    if (folder.empty())
+        return -1;
+    for (size_t c = 0; c < labels.size(); ++c)
+        if (folded(labels[c]) == folder)
+            return int(c);
+    return -1;
+}
 
 Result<LabelledImages> readFashionMnist(const std::string& dir, const std::string& split, int limit)
 {

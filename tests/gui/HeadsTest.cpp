@@ -1,0 +1,189 @@
+// Head importance and the query-key map in the window (ANALYSES.md sections 8 and 9): the image set's head ablation
+// drawn and shown on the tiles, one head ablated on the current image with the prediction it leaves (and nothing of
+// it left on another image), and the Query-key map dock following the head and the clicks on its points.
+#include "GuiTestSupport.h"
+#include "MainWindow.h"
+
+#include <FigurePanel.h>
+#include <attnscope/Analyses.h>
+#include <attnscope/Datasets.h>
+#include <attnscope/Image.h>
+#include <attnscope/QueryKey.h>
+
+#include <QDockWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <map>
+
+using namespace guitest;
+using namespace attnscope;
+
+namespace {
+
+const QString kFashion = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist");
+
+QStringList fashionFiles()
+{
+    QStringList paths;
+    for (const QString& name : QDir(kFashion).entryList(QDir::Files, QDir::Name))
+        paths << kFashion + "/" + name;
+    return paths;
+}
+
+Tensor inputOf(const Model& model, const QString& path)
+{
+    auto image = decodeImage(path.toStdString());
+    return image ? model.prepare(*image)->input : Tensor();
+}
+
+} // namespace
+
+class HeadsTest : public QObject {
+    Q_OBJECT
+private slots:
+    // The samples in class folders ("t-shirt" names no class of Fashion-MNIST's): the set's ablation is the engine's
+    // per image, its accuracy change counts the nine images of known class, the figure has data and the tiles show it.
+    void imageSetAblationShowsOnTheTilesAndInTheFigure()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        QStringList paths;
+        for (const QString& path : fashionFiles()) {
+            const QString folder = QFileInfo(path).completeBaseName().mid(10); // test-0000-ankle-boot
+            QDir(dir.path()).mkpath(folder);
+            const QString copy = dir.path() + "/" + folder + "/" + QFileInfo(path).fileName();
+            QVERIFY(QFile::copy(path, copy));
+            paths << copy;
+        }
+        MainWindow w;
+        w.resize(1280, 800);
+        w.show();
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        QSignalSpy finished(&w, &MainWindow::setFinished);
+        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
+        QVERIFY(modelReady.wait(20000));
+        w.addImages(paths);
+        w.setSetAblation(true);
+        w.analyseImageSet();
+        QVERIFY(finished.wait(60000));
+        QVERIFY(finished.last().at(0).toBool());
+        const auto summary = w.setSummary();
+        QVERIFY(summary);
+        QCOMPARE(int(summary->ablation.size()), 16);
+        std::map<std::pair<int, int>, double> kl;
+        const auto model = w.model();
+        for (const QString& path : w.images()->paths()) {
+            auto a = headAblation(*model, inputOf(*model, path));
+            QVERIFY(a);
+            for (const auto& h : a->heads)
+                kl[{ h.layer, h.head }] += h.kl / 10;
+        }
+        for (const auto& r : summary->ablation) {
+            QCOMPARE(r.kl.n, int64_t(10));
+            QCOMPARE(r.accuracy.n, int64_t(9));
+            QVERIFY2(std::fabs(r.kl.mean - kl[{ r.layer, r.head }]) <= 1e-6 * std::max(1e-3, kl[{ r.layer, r.head }]),
+                     qPrintable(QStringLiteral("layer %1 head %2").arg(r.layer).arg(r.head)));
+        }
+        QVERIFY(figureHasData(Figure::HeadAblation, w.setPanel()->data()));
+        QCOMPARE(QString::fromStdString(w.setPanel()->data().series.front().ablationMode), QStringLiteral("zero"));
+
+        QVERIFY(w.current());
+        const QImage before = w.tiles()->grab().toImage();
+        w.setHeadImportance(true);
+        QVERIFY(w.tiles()->hasImportance());
+        QVERIFY(differingPixels(before, w.tiles()->grab().toImage()) > 20);
+        const auto at = w.tiles()->tileAt(QPoint(40, 40));
+        QVERIFY(at && at->second >= 0);
+        QVERIFY2(w.tiles()->hoverText(QPoint(40, 40)).contains("ablated over 10 images: KL"), qPrintable(w.tiles()->hoverText(QPoint(40, 40))));
+        w.setHeadImportance(false);
+        QVERIFY(!w.tiles()->hasImportance());
+    }
+
+    // Ablating a head on the current image: the footer says what the prediction becomes, as the engine computes it; on
+    // another image the line is gone (never a stale answer); restoring clears it.
+    void ablatingAHeadShowsThePredictionItLeaves()
+    {
+        MainWindow w;
+        w.resize(1280, 800);
+        w.show();
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        QSignalSpy imageReady(&w, &MainWindow::imageReady);
+        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
+        QVERIFY(modelReady.wait(20000));
+        const QStringList files = fashionFiles();
+        w.addImages(files.mid(0, 2));
+        QVERIFY(imageReady.wait(20000));
+        QSignalSpy shown(&w, &MainWindow::ablationShown);
+        w.ablateHead(1, 2);
+        QTRY_VERIFY_WITH_TIMEOUT(w.footer(0)->ablationText().startsWith("Layer 1 head 2 ablated:"), 20000);
+        auto a = headAblation(*w.model(), inputOf(*w.model(), w.current()->path), AblationMode::Zero, {}, 0, { HeadRef { 1, 2 } });
+        QVERIFY(a);
+        const QString kl = QStringLiteral("KL %1").arg(a->heads.front().kl, 0, 'g', 3);
+        QVERIFY2(w.footer(0)->ablationText().contains(kl), qPrintable(w.footer(0)->ablationText() + " / " + kl));
+        const QString label = QString::fromStdString(w.model()->info().labels[size_t(a->heads.front().predicted)]);
+        QVERIFY2(w.footer(0)->ablationText().contains("→ " + label), qPrintable(w.footer(0)->ablationText()));
+
+        w.selectImage(1);
+        QVERIFY(imageReady.wait(20000));
+        QCOMPARE(w.current()->path, w.images()->paths().at(1));
+        QCOMPARE(w.footer(0)->ablationText(), QString());
+        w.ablateHead(4, 0);
+        QTRY_VERIFY_WITH_TIMEOUT(w.footer(0)->ablationText().startsWith("Layer 4 head 0 ablated:"), 20000);
+        w.ablateHead(0, 0);
+        QCOMPARE(w.footer(0)->ablationText(), QString());
+    }
+
+    // The dock maps the selected head over the strip's images as the engine does; a click on a point makes its image and
+    // token the query; the mean of heads has no map.
+    void queryKeyMapFollowsTheHeadAndClicks()
+    {
+        MainWindow w;
+        w.resize(1280, 800);
+        w.show();
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        QSignalSpy imageReady(&w, &MainWindow::imageReady);
+        w.openModel(QStringLiteral("builtin:fmnist-vit-d4"));
+        QVERIFY(modelReady.wait(20000));
+        const QStringList files = fashionFiles().mid(0, 3);
+        w.addImages(files);
+        QVERIFY(imageReady.wait(20000));
+        auto* dock = w.findChild<QDockWidget*>("queryKeyDock");
+        QVERIFY(dock);
+        dock->raise();
+        QTRY_VERIFY_WITH_TIMEOUT(w.queryKeyView()->isVisible(), 5000);
+        w.setHead(-1);
+        QVERIFY(w.queryKeyView()->message().startsWith("Choose a head"));
+        w.setLayer(2);
+        w.setHead(1);
+        QTRY_VERIFY_WITH_TIMEOUT(w.queryKeyView()->map() && w.queryKeyView()->map()->head == 1, 20000);
+        const auto map = w.queryKeyView()->map();
+        std::vector<Tensor> inputs;
+        for (const QString& f : files)
+            inputs.push_back(inputOf(*w.model(), f));
+        auto engine = queryKeyMap(*w.model(), inputs, 2, 1);
+        QVERIFY(engine);
+        QCOMPARE(map->points.size(), engine->points.size());
+        for (size_t i = 0; i < map->points.size(); ++i)
+            QCOMPARE(map->points[i].x, engine->points[i].x);
+
+        // The query of the third image's token 7.
+        size_t index = 0;
+        while (!(map->points[index].image == 2 && map->points[index].token == 7 && !map->points[index].key))
+            ++index;
+        const QPoint at = w.queryKeyView()->pointPosition(index).toPoint();
+        QVERIFY(w.queryKeyView()->hoverText(at).contains(QFileInfo(files[2]).completeBaseName()));
+        // A click takes the point nearest it (another may overlap the one aimed at): its image and token.
+        const auto hit = w.queryKeyView()->pointAt(at);
+        QVERIFY(hit.has_value());
+        const QueryKeyPoint taken = map->points[*hit];
+        QTest::mouseClick(w.queryKeyView(), Qt::LeftButton, {}, at);
+        QTRY_VERIFY_WITH_TIMEOUT(w.current() && w.current()->path == w.images()->paths().at(taken.image), 20000);
+        QCOMPARE(w.query(), taken.token);
+    }
+};
+
+static const int registered = registerTest<HeadsTest>();
+
+#include "HeadsTest.moc"

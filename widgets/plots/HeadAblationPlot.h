@@ -1,0 +1,22 @@
+#pragma once
+
+#include "PlotStyle.h"
+
+#include <attnscope/Summary.h>
+
+#include <vector>
+
+class QCustomPlot;
+
+namespace attnscope {
+
+// The heads that matter most (ANALYSES.md section 8): the heads of `s` whose ablation flips the most predictions,
+// ties broken by the mean KL; heads that flip nothing are not named. At most `count`.
+std::vector<const HeadAblationRow*> mostImportantHeads(const AnalysisSummary& s, int count = 3);
+
+// Head importance by ablation (Analyses.h section 8): per model, a layers x heads map of the mean KL divergence of the
+// prediction when the head is ablated (layer 1 at the top, log colour scale shared by the models), the heads that flip
+// the most predictions numbered on the map and named under it.
+void buildHeadAblationPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& series, const PlotStyle& style);
+
+} // namespace attnscope
