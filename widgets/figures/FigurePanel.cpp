@@ -143,6 +143,7 @@ void FigurePanel::rebuild()
     case Figure::SnrDiagnostics:
     case Figure::TokenNorms:
     case Figure::LogitDecomposition:
+    case Figure::HeadAblation:
         least = exported * 3 / 4;
         break;
     case Figure::HeadKernels:
