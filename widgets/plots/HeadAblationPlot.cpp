@@ -26,6 +26,20 @@ QString points(double share)
 
 } // namespace
 
+std::pair<double, double> klRange(const std::vector<HeadAblationRow>& rows)
+{
+    double high = 0, low = std::numeric_limits<double>::infinity();
+    for (const auto& r : rows)
+        if (std::isfinite(r.kl.mean) && r.kl.mean > 0) {
+            high = std::max(high, r.kl.mean);
+            low = std::min(low, r.kl.mean);
+        }
+    if (!(high > 0))
+        return { 1e-4, 1.0 };
+    low = std::max(low, high * 1e-4);
+    return { low < high ? low : high / 10, high };
+}
+
 std::vector<const HeadAblationRow*> mostImportantHeads(const AnalysisSummary& s, int count)
 {
     std::vector<const HeadAblationRow*> rows;
@@ -58,19 +72,11 @@ void buildHeadAblationPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>
     plot->plotLayout()->addElement(row, 0, body);
     body->setColumnSpacing(14);
 
-    // One log colour scale for every model: from the largest mean KL down four decades at most.
-    double high = 0, low = std::numeric_limits<double>::infinity();
+    // One log colour scale for every model.
+    std::vector<HeadAblationRow> all;
     for (const auto* s : shown)
-        for (const auto& r : s->ablation)
-            if (std::isfinite(r.kl.mean) && r.kl.mean > 0) {
-                high = std::max(high, r.kl.mean);
-                low = std::min(low, r.kl.mean);
-            }
-    if (!(high > 0))
-        high = 1, low = 1e-4;
-    low = std::max(low, high * 1e-4);
-    if (low >= high)
-        low = high / 10;
+        all.insert(all.end(), s->ablation.begin(), s->ablation.end());
+    const auto [low, high] = klRange(all);
     QCPColorGradient gradient = colorGradient(Colormap::Viridis);
     gradient.setNanHandling(QCPColorGradient::nhTransparent);
     auto* scale = new QCPColorScale(plot);

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 namespace attnscope {
 
@@ -98,19 +99,7 @@ void AttentionTileGrid::setImportance(std::vector<HeadAblationRow> rows, const Q
     m_importance = std::move(rows);
     m_importanceSource = source;
     m_mostImportant.clear();
-    // The bars' log scale: the largest mean KL and four decades under it at most, as the head_ablation figure's.
-    m_klHigh = 0;
-    m_klLow = std::numeric_limits<double>::infinity();
-    for (const auto& r : m_importance)
-        if (std::isfinite(r.kl.mean) && r.kl.mean > 0) {
-            m_klHigh = std::max(m_klHigh, r.kl.mean);
-            m_klLow = std::min(m_klLow, r.kl.mean);
-        }
-    if (!(m_klHigh > 0))
-        m_klHigh = 1, m_klLow = 1e-4;
-    m_klLow = std::max(m_klLow, m_klHigh * 1e-4);
-    if (m_klLow >= m_klHigh)
-        m_klLow = m_klHigh / 10;
+    std::tie(m_klLow, m_klHigh) = klRange(m_importance); // the head_ablation figure's log scale
     if (!m_importance.empty()) {
         AnalysisSummary s;
         s.ablation = m_importance;
