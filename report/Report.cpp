@@ -141,12 +141,9 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         r.output.options["noise"] = o.snr ? noises : "";
         if (o.ablation) {
             // The accuracy change counts the images whose class folder names one of this model's classes.
-            auto classes = std::make_shared<std::vector<int>>();
-            for (const auto& path : request.images)
-                classes->push_back(attnscope::classOfFolder(path, i.labels));
+            o.trueClasses = attnscope::classesOfFolders(request.images, i.labels);
             r.output.options["ablation"] = attnscope::toString(o.ablationMode);
-            r.output.options["labelled_images"] = std::count_if(classes->begin(), classes->end(), [](int c) { return c >= 0; });
-            o.trueClass = [classes](int64_t index) { return index >= 0 && size_t(index) < classes->size() ? (*classes)[size_t(index)] : -1; };
+            r.output.options["labelled_images"] = std::count_if(o.trueClasses.begin(), o.trueClasses.end(), [](int c) { return c >= 0; });
         }
         r.output.radius = o.radius;
         r.output.patchSize = i.config.patchSize;

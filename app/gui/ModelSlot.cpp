@@ -290,10 +290,10 @@ void ModelSlot::analyseSet(const QStringList& paths, bool ablation)
     o.decomposition = false;
     o.ablation = ablation && m_model->config().numClasses > 0 && !m_model->config().headIsProjection;
     if (o.ablation) {
-        auto classes = std::make_shared<std::vector<int>>();
+        std::vector<std::string> files;
         for (const QString& path : paths)
-            classes->push_back(classOfFolder(path.toStdString(), m_model->info().labels));
-        o.trueClass = [classes](int64_t i) { return i >= 0 && size_t(i) < classes->size() ? (*classes)[size_t(i)] : -1; };
+            files.push_back(path.toStdString());
+        o.trueClasses = classesOfFolders(files, m_model->info().labels);
     }
     m_setSummary = m_variantSetSummary = nullptr;
     m_setJob = m_worker->analyseSet(m_model, paths, o, every, channel(2));

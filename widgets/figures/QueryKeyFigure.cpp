@@ -37,6 +37,27 @@ void drawDisc(QPainter& painter, const QPointF& centre, double radius, const QCo
     painter.drawEllipse(centre, radius, radius);
 }
 
+// The patch rows (or columns) of the map's grid, for colouring by them.
+int gridSide(const QueryKeyMap& map, QueryKeyColouring colouring)
+{
+    int side = 1;
+    for (const auto& q : map.points)
+        side = std::max(side, (colouring == QueryKeyColouring::Row ? q.row : q.col) + 1);
+    return side;
+}
+
+// Queries blue and keys orange (Okabe-Ito), or by the patch's row or column (viridis, keys a shade lighter so that both
+// kinds stay told apart; prefix tokens grey).
+QColor colourOf(const QueryKeyPoint& p, int side, QueryKeyColouring colouring, const PlotStyle& style)
+{
+    if (colouring == QueryKeyColouring::Kind)
+        return p.key ? style.color(1) : style.color(0);
+    if (p.row < 0)
+        return style.neutral;
+    const QColor c = colormapColor(Colormap::Viridis, side > 1 ? double(colouring == QueryKeyColouring::Row ? p.row : p.col) / (side - 1) : 0.5);
+    return p.key ? c.lighter(130) : c;
+}
+
 } // namespace
 
 ScatterFrame scatterFrame(const QueryKeyMap& map, const QRectF& area)
@@ -59,19 +80,6 @@ ScatterFrame scatterFrame(const QueryKeyMap& map, const QRectF& area)
     return f;
 }
 
-QColor queryKeyColour(const QueryKeyPoint& p, const QueryKeyMap& map, QueryKeyColouring colouring, const PlotStyle& style)
-{
-    if (colouring == QueryKeyColouring::Kind)
-        return p.key ? style.color(1) : style.color(0); // queries blue, keys orange (Okabe-Ito)
-    if (p.row < 0)
-        return style.neutral; // prefix tokens have no place in the grid
-    int side = 1;
-    for (const auto& q : map.points)
-        side = std::max(side, (colouring == QueryKeyColouring::Row ? q.row : q.col) + 1);
-    const double t = side > 1 ? double(colouring == QueryKeyColouring::Row ? p.row : p.col) / (side - 1) : 0.5;
-    return colormapColor(Colormap::Viridis, t);
-}
-
 void paintQueryKeyScatter(QPainter& painter, const ScatterFrame& frame, const QueryKeyMap& map, QueryKeyColouring colouring,
                           double radius, const PlotStyle& style, std::optional<std::pair<int, int>> highlight)
 {
@@ -79,23 +87,13 @@ void paintQueryKeyScatter(QPainter& painter, const ScatterFrame& frame, const Qu
     painter.setClipRect(frame.area);
     painter.setRenderHint(QPainter::Antialiasing, true);
     painter.setPen(Qt::NoPen);
-    // Keys first, then queries over them; by colour, the row or column scale is computed once.
-    int side = 1;
-    for (const auto& q : map.points)
-        side = std::max(side, (colouring == QueryKeyColouring::Row ? q.row : q.col) + 1);
+    // Keys first, then queries over them.
+    const int side = gridSide(map, colouring);
     for (int pass = 0; pass < 2; ++pass)
         for (const auto& p : map.points) {
             if (p.key != (pass == 0))
                 continue;
-            QColor c;
-            if (colouring == QueryKeyColouring::Kind)
-                c = p.key ? style.color(1) : style.color(0);
-            else if (p.row < 0)
-                c = style.neutral;
-            else
-                c = colormapColor(Colormap::Viridis, side > 1 ? double(colouring == QueryKeyColouring::Row ? p.row : p.col) / (side - 1) : 0.5);
-            if (colouring != QueryKeyColouring::Kind && p.key)
-                c = c.lighter(130); // keys a shade lighter, so both kinds stay told apart
+            QColor c = colourOf(p, side, colouring, style);
             c.setAlphaF(0.75);
             drawDisc(painter, frame.toScreen(p.x, p.y), radius, c);
         }

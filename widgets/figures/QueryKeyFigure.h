@@ -32,8 +32,6 @@ ScatterFrame scatterFrame(const QueryKeyMap& map, const QRectF& area);
 // query and key ringed. `radius`: of a point, in the painter's units.
 void paintQueryKeyScatter(QPainter& painter, const ScatterFrame& frame, const QueryKeyMap& map, QueryKeyColouring colouring,
                           double radius, const PlotStyle& style, std::optional<std::pair<int, int>> highlight = {});
-// The colour of a point as paintQueryKeyScatter draws it.
-QColor queryKeyColour(const QueryKeyPoint& point, const QueryKeyMap& map, QueryKeyColouring colouring, const PlotStyle& style);
 
 // The point of `map` nearest `at` within `within` (painter units), or none.
 std::optional<size_t> nearestPoint(const ScatterFrame& frame, const QueryKeyMap& map, const QPointF& at, double within);

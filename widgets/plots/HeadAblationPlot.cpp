@@ -40,10 +40,10 @@ std::pair<double, double> klRange(const std::vector<HeadAblationRow>& rows)
     return { low < high ? low : high / 10, high };
 }
 
-std::vector<const HeadAblationRow*> mostImportantHeads(const AnalysisSummary& s, int count)
+std::vector<const HeadAblationRow*> mostImportantHeads(const std::vector<HeadAblationRow>& all, int count)
 {
     std::vector<const HeadAblationRow*> rows;
-    for (const auto& r : s.ablation)
+    for (const auto& r : all)
         if (r.flipShare > 0)
             rows.push_back(&r);
     std::stable_sort(rows.begin(), rows.end(), [](const HeadAblationRow* a, const HeadAblationRow* b) {
@@ -72,6 +72,11 @@ void buildHeadAblationPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>
     plot->plotLayout()->addElement(row, 0, body);
     body->setColumnSpacing(14);
 
+    if (shown.empty()) {
+        QCPAxisRect* rect = addAxisRect(plot, body, 0, 0, style);
+        addNote(rect, QStringLiteral("No head ablation (the \"ablation\" analysis)"), style);
+        return;
+    }
     // One log colour scale for every model.
     std::vector<HeadAblationRow> all;
     for (const auto* s : shown)
@@ -131,7 +136,7 @@ void buildHeadAblationPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>
         map->setName(fromStd(s.label) + QStringLiteral(": mean KL, x = head, y = layer"));
         map->setSelectable(QCP::stNone);
 
-        const auto top = mostImportantHeads(s);
+        const auto top = mostImportantHeads(s.ablation);
         QStringList named;
         for (size_t i = 0; i < top.size(); ++i) {
             const HeadAblationRow& r = *top[i];
@@ -159,26 +164,9 @@ void buildHeadAblationPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>
         caption->setSelectable(false);
         body->addElement(1, int(k), caption);
     }
-    if (shown.empty()) {
-        QCPAxisRect* rect = addAxisRect(plot, body, 0, 0, style);
-        addNote(rect, QStringLiteral("No head ablation (the \"ablation\" analysis)"), style);
-        delete scale;
-        return;
-    }
     body->addElement(0, int(shown.size()), scale);
     body->setColumnStretchFactor(int(shown.size()), 0.001);
-    scale->setType(QCPAxis::atRight);
-    scale->setGradient(gradient);
-    scale->setDataScaleType(QCPAxis::stLogarithmic);
-    scale->setDataRange(QCPRange(low, high));
-    scale->setBarWidth(12);
-    scale->setRangeDrag(false);
-    scale->setRangeZoom(false);
-    scale->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
-    scale->axis()->setNumberFormat(QStringLiteral("g"));
-    scale->axis()->setLabel(QStringLiteral("mean KL"));
-    applyStyle(scale->axis(), style);
-    scale->axis()->grid()->setVisible(false);
+    setLogColourScale(scale, gradient, low, high, QStringLiteral("mean KL"), style);
     scale->setMarginGroup(QCP::msTop | QCP::msBottom, group);
     body->setRowStretchFactor(1, 0.001);
 }

@@ -230,18 +230,7 @@ void buildHeadKernelPlot(QCustomPlot* plot, const AnalysisSummary& summary, cons
 
     body->addElement(0, 1, scale);
     body->setColumnStretchFactor(1, 0.001);
-    scale->setType(QCPAxis::atRight);
-    scale->setGradient(gradient);
-    scale->setDataScaleType(QCPAxis::stLogarithmic);
-    scale->setDataRange(QCPRange(low, high));
-    scale->setBarWidth(12);
-    scale->setRangeDrag(false);
-    scale->setRangeZoom(false);
-    scale->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
-    scale->axis()->setNumberFormat(QStringLiteral("g"));
-    scale->axis()->setLabel(QStringLiteral("attention M(\u03b4)"));
-    applyStyle(scale->axis(), style);
-    scale->axis()->grid()->setVisible(false);
+    setLogColourScale(scale, gradient, low, high, QStringLiteral("attention M(\u03b4)"), style);
 
     // One key for all panels, in two lines (the symbols as the head-centres figure writes its key): what a panel's
     // axes are and what is drawn on it.

@@ -508,4 +508,21 @@ void addModelsAndTwoKindsLegend(QCustomPlot* plot, QCPAxisRect* rect, int row, c
         finishLegend(keys, 4);
 }
 
+void setLogColourScale(QCPColorScale* scale, const QCPColorGradient& gradient, double low, double high, const QString& label,
+                       const PlotStyle& style)
+{
+    scale->setType(QCPAxis::atRight);
+    scale->setGradient(gradient);
+    scale->setDataScaleType(QCPAxis::stLogarithmic);
+    scale->setDataRange(QCPRange(low, high));
+    scale->setBarWidth(12);
+    scale->setRangeDrag(false);
+    scale->setRangeZoom(false);
+    scale->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+    scale->axis()->setNumberFormat(QStringLiteral("g"));
+    scale->axis()->setLabel(label);
+    applyStyle(scale->axis(), style);
+    scale->axis()->grid()->setVisible(false);
+}
+
 } // namespace attnscope

@@ -14,6 +14,8 @@
 class QCustomPlot;
 class QCPAxis;
 class QCPAxisRect;
+class QCPColorGradient;
+class QCPColorScale;
 class QCPGraph;
 class QCPLayoutGrid;
 class QCPLegend;
@@ -78,6 +80,9 @@ void addModelsAndTwoKindsLegend(QCustomPlot* plot, QCPAxisRect* rect, int row, c
 void setLayerAxis(QCPAxis* axis, int firstLayer, int lastLayer, int maxTicks = 16);
 // A centred note in an axis rect ("no data for this tap").
 void addNote(QCPAxisRect* rect, const QString& text, const PlotStyle& style);
+// A colour bar on the right with a log scale from `low` to `high` (head kernels, head ablation), labelled.
+void setLogColourScale(QCPColorScale* scale, const QCPColorGradient& gradient, double low, double high, const QString& label,
+                       const PlotStyle& style);
 
 // Pen styles for the second categorical dimension of a plot (token set, tap, quantity).
 Qt::PenStyle penStyleFor(int index);

@@ -98,14 +98,8 @@ void AttentionTileGrid::setImportance(std::vector<HeadAblationRow> rows, const Q
 {
     m_importance = std::move(rows);
     m_importanceSource = source;
-    m_mostImportant.clear();
     std::tie(m_klLow, m_klHigh) = klRange(m_importance); // the head_ablation figure's log scale
-    if (!m_importance.empty()) {
-        AnalysisSummary s;
-        s.ablation = m_importance;
-        for (const HeadAblationRow* r : mostImportantHeads(s))
-            m_mostImportant.push_back(&m_importance[size_t(r - s.ablation.data())]);
-    }
+    m_mostImportant = mostImportantHeads(m_importance);
     update();
 }
 

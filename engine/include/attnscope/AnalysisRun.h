@@ -26,9 +26,9 @@ struct AnalysisOptions {
     bool norms = false;        // token norms, high-norm outliers and attention sinks (Analyses.h section 7)
     bool ablation = false;     // head ablation: every head of every layer ablated in turn (Analyses.h section 8)
     AblationMode ablationMode = AblationMode::Zero;
-    // The class image `index` is known to be (its class folder's, among the model's labels), -1 unknown: the ablation's
-    // accuracy change counts the images with a known class. Unset: none known.
-    std::function<int(int64_t index)> trueClass;
+    // The class each image is known to be, by its index (its class folder's among the model's labels: classesOfFolders),
+    // -1 unknown: the ablation's accuracy change counts the images of known class. Empty: none known.
+    std::vector<int> trueClasses;
     double outlierRatio = kDefaultOutlierRatio; // a patch token above this times the patch median is an outlier
     std::vector<Perturbation> perturbations;
     int draws = 1;             // perturbation draws per image

@@ -26,6 +26,8 @@ Result<LabelledImages> readFashionMnist(const std::string& dir, const std::strin
 // name of the image's parent folder, compared without case and without anything but letters and digits (a folder
 // "t-shirt_top" is the class "T-shirt/top"); -1 when it names none.
 int classOfFolder(const std::string& imagePath, const std::vector<std::string>& labels);
+// classOfFolder of each path (AnalysisOptions::trueClasses).
+std::vector<int> classesOfFolders(const std::vector<std::string>& imagePaths, const std::vector<std::string>& labels);
 
 // A folder with one sub-folder per class (sorted names are the classes), images decoded with decodeImage.
 Result<LabelledImages> readImageFolder(const std::string& dir, int limit = 0);

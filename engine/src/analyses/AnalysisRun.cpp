@@ -158,7 +158,7 @@ struct StagedBatch::Impl {
     std::vector<Tensor> inputs;
     at::Tensor stacked;
     size_t images = 0;
-    std::vector<int> classes; // each image's known class, -1 unknown (AnalysisOptions::trueClass)
+    std::vector<int> classes; // each image's known class, -1 unknown (AnalysisOptions::trueClasses)
 };
 
 Status AnalysisRun::addImages(const std::vector<const Model::Prepared*>& images, const std::vector<int64_t>& indices,
@@ -182,7 +182,7 @@ Result<StagedBatch> AnalysisRun::stage(const std::vector<const Model::Prepared*>
     impl->images = images.size();
     impl->inputs.resize(images.size() * stride);
     for (int64_t index : indices)
-        impl->classes.push_back(m_options.trueClass ? m_options.trueClass(index) : -1);
+        impl->classes.push_back(index >= 0 && size_t(index) < m_options.trueClasses.size() ? m_options.trueClasses[size_t(index)] : -1);
     // On the device path the rows go straight into one stacked tensor, page-locked for a GPU, so that its copy to
     // the device can overlap the host's work.
     if (analysesOnDevice() && !images.empty()) {

@@ -64,6 +64,15 @@ int classOfFolder(const std::string& imagePath, const std::vector<std::string>& 
     return -1;
 }
 
+std::vector<int> classesOfFolders(const std::vector<std::string>& imagePaths, const std::vector<std::string>& labels)
+{
+    std::vector<int> out;
+    out.reserve(imagePaths.size());
+    for (const auto& path : imagePaths)
+        out.push_back(classOfFolder(path, labels));
+    return out;
+}
+
 Result<LabelledImages> readFashionMnist(const std::string& dir, const std::string& split, int limit)
 {
     if (split != "train" && split != "test")
