@@ -11,6 +11,7 @@
 #include <attnscope/QueryKey.h>
 
 #include <QDockWidget>
+#include <QMenu>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -132,10 +133,19 @@ private slots:
         QVERIFY(imageReady.wait(20000));
         QCOMPARE(w.current()->path, w.images()->paths().at(1));
         QCOMPARE(w.footer(0)->ablationText(), QString());
-        w.ablateHead(4, 0);
-        QTRY_VERIFY_WITH_TIMEOUT(w.footer(0)->ablationText().startsWith("Layer 4 head 0 ablated:"), 20000);
-        w.ablateHead(0, 0);
+        // From the tile's context menu: layer 1, head 0's tile, then "Restore every head".
+        const QPoint tile(40, 40);
+        QCOMPARE(w.tiles()->tileAt(tile), (std::optional<std::pair<int, int>>({ 1, 0 })));
+        auto menu = w.tiles()->tileMenu(tile);
+        QVERIFY(menu);
+        QCOMPARE(menu->actions().size(), 1);
+        menu->actions().front()->trigger();
+        QTRY_VERIFY_WITH_TIMEOUT(w.footer(0)->ablationText().startsWith("Layer 1 head 0 ablated:"), 20000);
+        menu = w.tiles()->tileMenu(tile);
+        QCOMPARE(menu->actions().size(), 2);
+        menu->actions().back()->trigger();
         QCOMPARE(w.footer(0)->ablationText(), QString());
+        QVERIFY(!w.tiles()->tileMenu(QPoint(2, 2))); // the labels: no menu
     }
 
     // The dock maps the selected head over the strip's images as the engine does; a click on a point makes its image and
@@ -164,6 +174,12 @@ private slots:
         for (size_t i = 0; i < map->points.size(); ++i)
             QCOMPARE(map->points[i].x, engine->points[i].x);
 
+        // Coloured by patch row: another picture of the same map.
+        const QImage byKind = w.queryKeyView()->grab().toImage();
+        w.queryKeyView()->setColouring(QueryKeyColouring::Row);
+        QVERIFY(differingPixels(byKind, w.queryKeyView()->grab().toImage()) > 100);
+        w.queryKeyView()->setColouring(QueryKeyColouring::Kind);
+
         // The query of the third image's token 7.
         size_t index = 0;
         while (!(map->points[index].image == 2 && map->points[index].token == 7 && !map->points[index].key))
@@ -177,6 +193,29 @@ private slots:
         QTest::mouseClick(w.queryKeyView(), Qt::LeftButton, {}, at);
         QTRY_VERIFY_WITH_TIMEOUT(w.current() && w.current()->path == w.images()->paths().at(taken.image), 20000);
         QCOMPARE(w.query(), taken.token);
+
+        // By t-SNE: the engine's, seeded as the engine seeds it.
+        w.setQueryKeyMethod(QueryKeyMethod::Tsne);
+        QTRY_VERIFY_WITH_TIMEOUT(w.queryKeyView()->map() && w.queryKeyView()->map()->method == QueryKeyMethod::Tsne, 60000);
+        QueryKeyOptions tsne;
+        tsne.method = QueryKeyMethod::Tsne;
+        auto engineTsne = queryKeyMap(*w.model(), inputs, 2, 1, tsne);
+        QVERIFY(engineTsne);
+        QCOMPARE(w.queryKeyView()->map()->points.front().x, engineTsne->points.front().x);
+    }
+
+    // The executable's options for pictures of these views (scripts/screenshots.sh): the set ablated, a head ablated, the
+    // dock raised; any error the window shows would exit with 1.
+    void screenshotOptionsDriveTheViews()
+    {
+        QTemporaryDir dir;
+        const QString shot = dir.filePath("heads.png");
+        QCOMPARE(runWindow(dir.path(), { "builtin:fmnist-vit-d4", fashionFiles()[0], fashionFiles()[1], "--analyse-set", "--set-ablation",
+                                         "--layer", "2", "--head", "1", "--ablate", "1,0", "--query-key-map", "--screenshot", shot }),
+                 0);
+        const QImage picture(shot);
+        QVERIFY(!picture.isNull());
+        QVERIFY(distinctColours(picture) > 50);
     }
 };
 

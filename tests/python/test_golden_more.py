@@ -117,6 +117,10 @@ def test_head_ablation(name, golden, mode):
     i = int(numpy.argmax(numpy.abs(got["dlogit"])))
     one = model.run(x, record="none", ablate=(int(got["layer"][i]), int(got["head"][i])), ablation=mode).logits
     assert abs((one[c] - clean[c]) - got["dlogit"][i]) <= 1e-4 * numpy.abs(got["dlogit"]).max()
+    # ... and its prediction is the one head_ablation gives for that head, with its probability.
+    assert got["ablated_class"][i] == int(numpy.argmax(one))
+    p = numpy.exp(one - one.max()) / numpy.exp(one - one.max()).sum()
+    assert abs(got["ablated_probability"][i] - p[int(numpy.argmax(one))]) <= 1e-5
     with pytest.raises(attnscope.Error, match="unknown ablation"):
         model.run(x, ablate=(1, 0), ablation="half")
 

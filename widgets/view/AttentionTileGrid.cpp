@@ -233,17 +233,23 @@ void AttentionTileGrid::paintEvent(QPaintEvent*)
     }
 }
 
+std::unique_ptr<QMenu> AttentionTileGrid::tileMenu(const QPoint& pos)
+{
+    const auto tile = tileAt(pos);
+    if (!tile || tile->second < 0)
+        return nullptr;
+    auto menu = std::make_unique<QMenu>(this);
+    const int layer = tile->first, head = tile->second;
+    menu->addAction(tr("Ablate layer %1 head %2 on this image").arg(layer).arg(head), this, [this, layer, head] { emit ablationRequested(layer, head); });
+    if (m_ablatedLayer > 0)
+        menu->addAction(tr("Restore every head"), this, [this] { emit ablationRequested(0, 0); });
+    return menu;
+}
+
 void AttentionTileGrid::contextMenuEvent(QContextMenuEvent* event)
 {
-    const auto tile = tileAt(event->pos());
-    if (!tile || tile->second < 0)
-        return;
-    QMenu menu(this);
-    const int layer = tile->first, head = tile->second;
-    menu.addAction(tr("Ablate layer %1 head %2 on this image").arg(layer).arg(head), this, [this, layer, head] { emit ablationRequested(layer, head); });
-    if (m_ablatedLayer > 0)
-        menu.addAction(tr("Restore every head"), this, [this] { emit ablationRequested(0, 0); });
-    menu.exec(event->globalPos());
+    if (auto menu = tileMenu(event->pos()))
+        menu->exec(event->globalPos());
 }
 
 void AttentionTileGrid::mousePressEvent(QMouseEvent* event)

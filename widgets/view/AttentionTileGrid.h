@@ -8,7 +8,10 @@
 #include <QImage>
 #include <QWidget>
 
+#include <memory>
 #include <vector>
+
+class QMenu;
 
 namespace attnscope {
 
@@ -31,6 +34,8 @@ public:
     bool hasImportance() const { return !m_importance.empty(); }
     // The head ablated on the current image, crossed out (layer 0: none).
     void setAblatedHead(int layer, int head);
+    // The context menu of the tile at `pos` (a head's: ablate it, restore every head); null elsewhere.
+    std::unique_ptr<QMenu> tileMenu(const QPoint& pos);
     QSize sizeHint() const override;        // every tile at full size
     QSize minimumSizeHint() const override; // every tile at the smallest size drawn; below it the dock scrolls
     int tileSize() const { return m_tile; }  // the side tiles are drawn at: as large as fits, up to full size
