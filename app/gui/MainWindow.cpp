@@ -132,6 +132,7 @@ void MainWindow::connectSlot(int index)
         m_imagePanel->setStatus(message);
         refreshPredictions();
         m_footers[index]->setNoPrediction(tr("Prediction: none, the image could not be run"));
+        refreshQueryKeyMap(); // no query of the image before ringed
     });
     connect(slot, &ModelSlot::analysisFailed, this, [this](const QString& message) {
         refreshImagePlots();

@@ -204,6 +204,37 @@ private slots:
         QCOMPARE(w.queryKeyView()->map()->points.front().x, engineTsne->points.front().x);
     }
 
+    // An unreadable image in the strip: the map leaves it out; selected after a good one, nothing of the good one's
+    // ablation or query stays (the footer's line, the ringed query).
+    void anUnreadableImageLeavesNothingOfTheOneBefore()
+    {
+        QTemporaryDir dir;
+        QFile bad(dir.filePath("broken.png"));
+        QVERIFY(bad.open(QIODevice::WriteOnly));
+        bad.write("this is not a PNG");
+        bad.close();
+        MainWindow w;
+        QVERIFY(openWithImages(w, { fashionFiles()[0], bad.fileName(), fashionFiles()[1] }));
+        auto* dock = w.findChild<QDockWidget*>("queryKeyDock");
+        QVERIFY(dock);
+        dock->raise();
+        w.setLayer(1);
+        w.setHead(2);
+        QTRY_VERIFY_WITH_TIMEOUT(w.queryKeyView()->map(), 20000);
+        QCOMPARE(w.queryKeyView()->map()->images, 2);
+        QCOMPARE(w.queryKeyView()->highlight(), (std::optional<std::pair<int, int>>({ 0, w.query() })));
+        w.ablateHead(1, 2);
+        QTRY_VERIFY_WITH_TIMEOUT(w.footer(0)->ablationText().startsWith("Layer 1 head 2 ablated:"), 20000);
+
+        QSignalSpy errors(&w, &MainWindow::errorShown);
+        w.selectImage(1);
+        QVERIFY(errors.wait(20000));
+        QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 20000);
+        QCOMPARE(w.footer(0)->ablationText(), QString());
+        QVERIFY(w.tiles()->isEmpty());
+        QVERIFY(!w.queryKeyView()->highlight().has_value());
+    }
+
     // The executable's options for pictures of these views (scripts/screenshots.sh): the set ablated, a head ablated, the
     // dock raised; any error the window shows would exit with 1.
     void screenshotOptionsDriveTheViews()

@@ -24,6 +24,7 @@ public:
     void setMessage(const QString& message); // no map: why ("computing…", "choose a head")
     void setColouring(QueryKeyColouring colouring);
     void setHighlight(std::optional<std::pair<int, int>> imageAndToken); // the current image's query, ringed
+    const std::optional<std::pair<int, int>>& highlight() const { return m_highlight; }
     const std::shared_ptr<const QueryKeyMap>& map() const { return m_map; }
     QString message() const { return m_message; }
     // Where point `index` of the map is drawn, and what hovering a position says (for tests and tooltips).
