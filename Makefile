@@ -8,7 +8,7 @@ BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 OUT ?= attnscope-out
 
-.PHONY: all deps deps-headless python python-torch test-fresh configure build test run clean install screenshots bench bench-gpu fuzz test-asan test-tsan headless test-headless test-avx2 libtorch2 libtorch2-headless get-libtorch get-opencv
+.PHONY: all deps deps-headless python python-torch test-fresh configure build test run clean install screenshots bench bench-builds bench-gpu fuzz test-asan test-tsan headless test-headless test-avx2 libtorch2 libtorch2-headless get-libtorch get-opencv
 
 all: build
 
@@ -77,6 +77,15 @@ bench: deps $(if $(filter libtorch2,$(BENCH_PRESET)),get-libtorch)
 	    -DATTNSCOPE_BUILD_BENCHMARKS=ON -DATTNSCOPE_BENCH_BASELINE=OFF
 	cmake --build --preset $(BENCH_PRESET) -j $(JOBS) --target engine_bench dataset_bench click_bench attnscope attnscope-cli
 	/usr/bin/python3 tests/benchmarks/run_bench.py build/$(BENCH_PRESET) --json build/$(BENCH_PRESET)/bench-results.json $(BENCH_ARGS)
+
+# `make bench-builds`: the CPU forward of the default build (Debian's LibTorch 1.13) and of the LibTorch 2.x build
+# side by side in alternating rounds, with the target that 2.x is within 5% (docs/performance.md, "LibTorch 2.x").
+bench-builds: deps get-libtorch
+	cmake --preset release -DATTNSCOPE_BUILD_BENCHMARKS=ON -DATTNSCOPE_BENCH_BASELINE=OFF
+	cmake --build --preset release -j $(JOBS) --target engine_bench
+	cmake --preset libtorch2-headless $(LIBTORCH_ARGS) -DATTNSCOPE_BUILD_BENCHMARKS=ON -DATTNSCOPE_BENCH_BASELINE=OFF
+	cmake --build --preset libtorch2-headless -j $(JOBS) --target engine_bench
+	/usr/bin/python3 tests/benchmarks/compare_builds.py build/release build/libtorch2-headless --json build/libtorch2-headless/bench-builds.json $(BENCH_ARGS)
 
 # `make bench-gpu`: attnscope-cli of the headless LibTorch 2.x build against the batched PyTorch peer on one GPU, in
 # the same run: images/s at batch 1/16/64/128, GPU utilisation and memory, the device's FP32 sgemm peak, a long

@@ -47,7 +47,8 @@ find_package(ZLIB REQUIRED)
 # oneDNN for the forward's linear layers with weights packed once and the attention's products
 # (engine/src/vit/PackedLinear.cpp, AttentionProducts.cpp): Debian's libdnnl-dev, the oneDNN 2 that Debian's LibTorch
 # 1.13 links. LibTorch 2.x carries oneDNN 3 inside libtorch_cpu.so (its headers in LibTorch's include folder, where
-# they would shadow Debian's; none of its symbols exported), so there both paths stay off (docs/performance.md).
+# they would shadow Debian's; none of its symbols exported), so there the linear layers reach it through LibTorch's
+# operators and the attention's products take at::matmul (docs/performance.md).
 # Targets that use the paths link attnscope_onednn, which is empty when they are off.
 add_library(attnscope_onednn INTERFACE)
 if(Torch_VERSION VERSION_LESS 2)
@@ -59,8 +60,10 @@ if(Torch_VERSION VERSION_LESS 2)
         message(STATUS "oneDNN not found (libdnnl-dev): linear layers through at::linear, slower on the CPU")
     endif()
 else()
+    # LibTorch 2.x: the linear layers on its own oneDNN 3 through its operators (src/vit/PackedLinearTorch.cpp,
+    # on when LibTorch was built with oneDNN: ATTNSCOPE_TORCH_ONEDNN, PackedLinearPaths.h).
     message(STATUS "LibTorch ${Torch_VERSION}: Debian's oneDNN 2 not used (this LibTorch carries its own oneDNN 3); "
-                   "linear layers through at::linear, attention products through at::matmul")
+                   "linear layers through LibTorch's mkldnn::_linear_pointwise, attention products through at::matmul")
 endif()
 
 # The wheels of LibTorch 2.x export copies of libstdc++'s std::filesystem functions from libtorch.so and

@@ -43,8 +43,9 @@ def run(cmd, env, timeout=3600):
 
 
 # An AVX2 CPU (every AMD Zen 1-3, Intel's desktop CPUs) as an AVX-512 one can show it: oneDNN held to AVX2 by its own
-# switch and OpenBLAS on its Haswell kernels (docs/performance.md, "Which kernels run where").
-AVX2 = {"ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell"}
+# switch, OpenBLAS on its Haswell kernels and MKL (LibTorch 2.x's BLAS) on its AVX2 ones (docs/performance.md, "Which
+# kernels run where").
+AVX2 = {"ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 
 
 def google_bench(exe, threads, filt=None, extra_env=None):

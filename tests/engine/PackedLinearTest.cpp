@@ -1,4 +1,5 @@
-// The forward's linear layers on oneDNN with packed weights (engine/src/vit/PackedLinear.h) against at::linear.
+// The forward's linear layers on oneDNN with packed weights (engine/src/vit/PackedLinear.h) against at::linear: with
+// LibTorch 1.13 on Debian's oneDNN 2 (PackedLinear.cpp), with LibTorch 2.x on its own oneDNN 3 (PackedLinearTorch.cpp).
 #include "vit/PackedLinear.h"
 
 #include "TorchTestSupport.h"
@@ -11,6 +12,9 @@ using namespace attnscope;
 using attnscope::test::expectClose;
 
 namespace {
+
+constexpr const char* kNoPackedPath = "no packed path here (LibTorch 1.13 without libdnnl-dev; LibTorch 2.x without oneDNN, "
+                                      "or on a CPU without AVX-512 or ONEDNN_MAX_CPU_ISA below it)";
 
 torch::nn::Linear randomLinear(int64_t in, int64_t out, bool bias, uint64_t seed)
 {
@@ -28,7 +32,7 @@ torch::nn::Linear randomLinear(int64_t in, int64_t out, bool bias, uint64_t seed
 TEST(PackedLinear, MatchesAtLinearOverShapesAndLayouts)
 {
     if (!PackedLinears::available())
-        GTEST_SKIP() << "built without oneDNN (no libdnnl-dev, or LibTorch 2.x): at::linear is used throughout";
+        GTEST_SKIP() << kNoPackedPath << ": at::linear is used throughout";
     c10::InferenceMode inference;
     PackedLinears packed;
     at::Generator gen = at::detail::createCPUGenerator(7);
@@ -104,7 +108,7 @@ TEST(PackedLinear, EverythingElseGoesThroughAtLinear)
 TEST(PackedLinear, ThreadsShareOneCache)
 {
     if (!PackedLinears::available())
-        GTEST_SKIP() << "built without oneDNN (no libdnnl-dev, or LibTorch 2.x)";
+        GTEST_SKIP() << kNoPackedPath;
     PackedLinears packed;
     auto layer = randomLinear(64, 96, true, 11);
     const at::Tensor x = at::randn({ 50, 64 });
@@ -120,7 +124,7 @@ TEST(PackedLinear, ThreadsShareOneCache)
 TEST(PackedLinear, ActivationEpilogueMatchesTheSeparateActivation)
 {
     if (!PackedLinears::available())
-        GTEST_SKIP() << "built without oneDNN (no libdnnl-dev, or LibTorch 2.x)";
+        GTEST_SKIP() << kNoPackedPath;
     c10::InferenceMode inference;
     at::Generator gen = at::detail::createCPUGenerator(5);
     auto layer = randomLinear(96, 200, true, 9);

@@ -15,8 +15,13 @@
 #ifdef ATTNSCOPE_HAVE_DNNL
 #include "vit/OneDnnSupport.h"
 #endif
+#include "vit/PackedLinearPaths.h"
 
 namespace attnscope {
+
+using packed::eligible;
+using packed::plainForward;
+using packed::plainSplit;
 
 at::Tensor applyActivation(const at::Tensor& x, Activation a)
 {
@@ -34,21 +39,6 @@ at::Tensor applyActivation(const at::Tensor& x, Activation a)
     }
     return x;
 }
-
-namespace {
-
-at::Tensor plainForward(torch::nn::Linear& layer, const at::Tensor& x, std::optional<Activation> activation)
-{
-    return activation ? applyActivation(layer->forward(x), *activation) : layer->forward(x);
-}
-
-// layer->forward(x) cut into `parts` along its last dimension: views, not copies.
-std::vector<at::Tensor> plainSplit(torch::nn::Linear& layer, const at::Tensor& x, int parts)
-{
-    return layer->forward(x).chunk(std::max(parts, 1), -1);
-}
-
-} // namespace
 
 #ifdef ATTNSCOPE_HAVE_DNNL
 
@@ -211,20 +201,6 @@ const std::string& PackedLinears::kernelHere()
     return kernel;
 }
 
-namespace {
-
-bool eligible(const torch::nn::Linear& layer, const at::Tensor& x)
-{
-    const at::Tensor& w = layer->weight;
-    return PackedLinears::available() && x.device().is_cpu() && w.device().is_cpu() && x.scalar_type() == at::kFloat
-        && w.scalar_type() == at::kFloat && w.dim() == 2 && x.dim() >= 1 && x.size(-1) == w.size(1)
-        && x.numel() > 0
-        && (!layer->bias.defined() || (layer->bias.scalar_type() == at::kFloat && layer->bias.is_contiguous() && layer->bias.device().is_cpu()))
-        && (!c10::GradMode::is_enabled() || (!x.requires_grad() && !w.requires_grad()));
-}
-
-} // namespace
-
 void PackedLinears::State::execute(const Entry& entry, const float* src, float* y, const at::Tensor& b)
 {
     // The descriptors the primitive was made for: [rows, in] and [rows, out] row-major (the matmul's ab, the
@@ -305,7 +281,7 @@ std::vector<at::Tensor> PackedLinears::forwardSplit(torch::nn::Linear& layer, co
     return ys;
 }
 
-#else // no oneDNN in this build: at::linear throughout
+#elif !defined(ATTNSCOPE_TORCH_ONEDNN) // no oneDNN in this build: at::linear throughout
 
 struct PackedLinears::State { };
 PackedLinears::PackedLinears() = default;
