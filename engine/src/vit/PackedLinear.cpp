@@ -248,14 +248,11 @@ at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x,
     if (!eligible(layer, x))
         return plainForward(layer, x, activation);
     const at::Tensor& w = layer->weight;
-    const int64_t in = w.size(1), out = w.size(0);
-    const at::Tensor src = x.contiguous().view({ -1, in });
-    std::vector<at::Tensor> ys { at::empty({ src.size(0), out }, x.options()) };
+    const at::Tensor src = packed::rowsOf(x, w.size(1));
+    std::vector<at::Tensor> ys { at::empty({ src.size(0), w.size(0) }, x.options()) };
     if (!m_state->products(*layer, { w }, { layer->bias }, src, ys, activation))
         return plainForward(layer, x, activation);
-    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
-    shape.back() = out;
-    return ys.front().view(shape);
+    return ys.front().view(packed::shapeWithLast(x, w.size(0)));
 }
 
 std::vector<at::Tensor> PackedLinears::forwardSplit(torch::nn::Linear& layer, const at::Tensor& x, int parts)
@@ -264,20 +261,16 @@ std::vector<at::Tensor> PackedLinears::forwardSplit(torch::nn::Linear& layer, co
     if (parts < 1 || !eligible(layer, x) || w.size(0) % parts)
         return plainSplit(layer, x, parts);
     const int64_t each = w.size(0) / parts;
-    const at::Tensor src = x.contiguous().view({ -1, w.size(1) });
-    std::vector<at::Tensor> ws, biases, ys;
-    for (int p = 0; p < parts; ++p) {
-        ws.push_back(w.narrow(0, p * each, each));
-        biases.push_back(layer->bias.defined() ? layer->bias.narrow(0, p * each, each) : at::Tensor());
+    const at::Tensor src = packed::rowsOf(x, w.size(1));
+    const auto cut = packed::cutIntoParts(layer, parts);
+    std::vector<at::Tensor> ys;
+    for (int p = 0; p < parts; ++p)
         ys.push_back(at::empty({ src.size(0), each }, x.options()));
-    }
     // all parts one way: the same rounding for q, k and v
-    if (!m_state->products(*layer, ws, biases, src, ys, std::nullopt))
+    if (!m_state->products(*layer, cut.weights, cut.biases, src, ys, std::nullopt))
         return plainSplit(layer, x, parts);
-    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
-    shape.back() = each;
     for (auto& y : ys)
-        y = y.view(shape);
+        y = y.view(packed::shapeWithLast(x, each));
     return ys;
 }
 

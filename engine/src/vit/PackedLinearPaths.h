@@ -44,4 +44,30 @@ inline bool eligible(const torch::nn::Linear& layer, const at::Tensor& x)
         && (!c10::GradMode::is_enabled() || (!x.requires_grad() && !w.requires_grad()));
 }
 
+// x [..., in] as its rows [rows, in], contiguous.
+inline at::Tensor rowsOf(const at::Tensor& x, int64_t in) { return x.contiguous().view({ -1, in }); }
+
+// x's shape with its last dimension `last`: a product's output shape.
+inline std::vector<int64_t> shapeWithLast(const at::Tensor& x, int64_t last)
+{
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+    shape.back() = last;
+    return shape;
+}
+
+// The layer's weight and bias cut into `parts` equal blocks of rows (views): the qkv projection's q, k and v.
+struct WeightParts {
+    std::vector<at::Tensor> weights, biases; // a bias part undefined where the layer has no bias
+};
+inline WeightParts cutIntoParts(const torch::nn::Linear& layer, int parts)
+{
+    WeightParts out;
+    const int64_t each = layer->weight.size(0) / parts;
+    for (int p = 0; p < parts; ++p) {
+        out.weights.push_back(layer->weight.narrow(0, p * each, each));
+        out.biases.push_back(layer->bias.defined() ? layer->bias.narrow(0, p * each, each) : at::Tensor());
+    }
+    return out;
+}
+
 } // namespace attnscope::packed

@@ -162,10 +162,7 @@ at::Tensor PackedLinears::forward(torch::nn::Linear& layer, const at::Tensor& x,
     if (!eligible(layer, x))
         return plainForward(layer, x, activation);
     const at::Tensor& w = layer->weight;
-    const at::Tensor src = x.contiguous().view({ -1, w.size(1) });
-    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
-    shape.back() = w.size(0);
-    return m_state->product(*layer, w, layer->bias, src, activation).view(shape);
+    return m_state->product(*layer, w, layer->bias, packed::rowsOf(x, w.size(1)), activation).view(packed::shapeWithLast(x, w.size(0)));
 }
 
 std::vector<at::Tensor> PackedLinears::forwardSplit(torch::nn::Linear& layer, const at::Tensor& x, int parts)
@@ -173,15 +170,12 @@ std::vector<at::Tensor> PackedLinears::forwardSplit(torch::nn::Linear& layer, co
     const at::Tensor& w = layer->weight;
     if (parts < 1 || !eligible(layer, x) || w.size(0) % parts)
         return plainSplit(layer, x, parts);
-    const int64_t each = w.size(0) / parts;
-    const at::Tensor src = x.contiguous().view({ -1, w.size(1) });
-    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
-    shape.back() = each;
+    const at::Tensor src = packed::rowsOf(x, w.size(1));
+    const auto cut = packed::cutIntoParts(layer, parts);
     std::vector<at::Tensor> ys;
-    for (int p = 0; p < parts; ++p) {
-        const at::Tensor b = layer->bias.defined() ? layer->bias.narrow(0, p * each, each) : at::Tensor();
-        ys.push_back(m_state->product(*layer, w.narrow(0, p * each, each), b, src, std::nullopt).view(shape));
-    }
+    for (int p = 0; p < parts; ++p)
+        ys.push_back(m_state->product(*layer, cut.weights[size_t(p)], cut.biases[size_t(p)], src, std::nullopt)
+                         .view(packed::shapeWithLast(x, w.size(0) / parts)));
     return ys;
 }
 
