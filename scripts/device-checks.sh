@@ -7,8 +7,10 @@
 #                                           STATIC_OPENCV=1's build folder), strips them, and puts into .device/ what
 #                                           they need beside that torch (libzip) and a Fashion-MNIST subset; prints
 #                                           the paths to carry.
-#   scripts/device-checks.sh quick [SECONDS]  there: the CUDA tests and the ViT-S bench at batch 64 and 128 with both
-#                                           peers, within SECONDS (230 by default): a lease's first four minutes.
+#   scripts/device-checks.sh quick [SECONDS]  there: the CUDA tests, a Kineto profile of one ViT-S batch of 64
+#                                           (tests/benchmarks/gpu_profile; its Chrome trace in $OUT), and the ViT-S bench
+#                                           at batch 64 and 128 with both peers, within SECONDS (230 by default): a
+#                                           lease's first four minutes.
 #   scripts/device-checks.sh run [SECONDS]  there, in the checkout's root, with $OUT the folder that comes back: the
 #                                           CUDA tests, make bench-gpu's runner, the precision deviations, the CUDA
 #                                           trainer; every phase bounded so that the whole ends within SECONDS
@@ -43,7 +45,7 @@ build_for_device() {
     # OPENCV_DIR: a static OpenCV's CMake folder already built elsewhere (default: get-opencv.sh's, built once).
     local opencv=${OPENCV_DIR:-$root/third_party/opencv-4.6.0-static/lib/cmake/opencv4}
     [ -n "${OPENCV_DIR:-}" ] || ./scripts/get-opencv.sh
-    cmake --preset libtorch2-headless -DOpenCV_DIR="$opencv" >/dev/null
+    cmake --preset libtorch2-headless -DOpenCV_DIR="$opencv" -DATTNSCOPE_BUILD_BENCHMARKS=ON -DATTNSCOPE_BENCH_BASELINE=OFF >/dev/null
     local p targets=()
     for p in "$@"; do targets+=(--target "$(basename "$p")"); done
     cmake --build $B -j "${JOBS:-$(nproc)}" "${targets[@]}"
@@ -54,7 +56,7 @@ build_for_device() {
 }
 
 prepare() {
-    build_for_device app/attnscope-cli app/attnscope-train tests/engine_tests
+    build_for_device app/attnscope-cli app/attnscope-train tests/engine_tests tests/benchmarks/gpu_profile
     mkdir -p $D/fmnist
     # 12,000 training and 1,000 test images: enough to time the trainer, a tenth of the carried size.
     python3 - "$D/fmnist" <<'EOF'
@@ -68,7 +70,7 @@ for split, n in (("train", 12000), ("t10k", 1000)):
     magic, _ = struct.unpack(">II", d[:8])
     gzip.open(dst + split + "-labels-idx1-ubyte.gz", "wb").write(struct.pack(">II", magic, n) + d[8:8 + n])
 EOF
-    echo "carry: [\"$D/lib\", \"$D/fmnist\", \"$B/app/attnscope-cli\", \"$B/app/attnscope-train\", \"$B/tests/engine_tests\"]"
+    echo "carry: [\"$D/lib\", \"$D/fmnist\", \"$B/app/attnscope-cli\", \"$B/app/attnscope-train\", \"$B/tests/engine_tests\", \"$B/tests/benchmarks/gpu_profile\"]"
     echo "command: bash scripts/device-checks.sh quick 230   (timeout_s 260), then if time is left: run 540 (timeout_s 590)"
     echo "the third-party tests: ln -s ../shared shared before the call (shared/ travels with the checkout)"
 }
@@ -220,6 +222,8 @@ quick() {
     el "CUDA, batching, perturbation and third-party tests"
     timeout 90 $B/tests/engine_tests --gtest_brief=1 \
         --gtest_filter='BatchedAnalyses.*:Batching*:PerturbationGolden*:*Cuda*:*Device*:ThirdParty*:LinkOrder*' 2>&1 | tail -25
+    el "profile of one batch, ViT-S/16 at batch 64 (Kineto)"
+    timeout 40 $B/tests/benchmarks/gpu_profile --batch 64 --batches 3 --top 15 --trace "$OUT/profile-b64.json" 2>&1 | tail -30
     el "bench-gpu, ViT-S/16 at batch 64 and 128 ($(left) s left)"
     PYTHONUNBUFFERED=1 timeout $(( $(left) - 5 )) python3 tests/benchmarks/gpu_bench.py $B \
         --models vit_small --batches 64,128 --images 2048 --long 0 \
