@@ -9,8 +9,8 @@
 #                                           the paths to carry.
 #   scripts/device-checks.sh quick [SECONDS]  there: the CUDA tests, a Kineto profile of one ViT-S batch of 64
 #                                           (tests/benchmarks/gpu_profile; its Chrome trace in $OUT), and the ViT-S bench
-#                                           at batch 64 and 128 with both peers, within SECONDS (230 by default): a
-#                                           lease's first four minutes.
+#                                           at batch 64 and 128 with both peers, within SECONDS (290 by default): a
+#                                           lease's first five minutes.
 #   scripts/device-checks.sh run [SECONDS]  there, in the checkout's root, with $OUT the folder that comes back: the
 #                                           CUDA tests, make bench-gpu's runner, the precision deviations, the CUDA
 #                                           trainer; every phase bounded so that the whole ends within SECONDS
@@ -71,7 +71,7 @@ for split, n in (("train", 12000), ("t10k", 1000)):
     gzip.open(dst + split + "-labels-idx1-ubyte.gz", "wb").write(struct.pack(">II", magic, n) + d[8:8 + n])
 EOF
     echo "carry: [\"$D/lib\", \"$D/fmnist\", \"$B/app/attnscope-cli\", \"$B/app/attnscope-train\", \"$B/tests/engine_tests\", \"$B/tests/benchmarks/gpu_profile\"]"
-    echo "command: bash scripts/device-checks.sh quick 230   (timeout_s 260), then if time is left: run 540 (timeout_s 590)"
+    echo "command: bash scripts/device-checks.sh quick 290   (timeout_s 320), then if time is left: run 540 (timeout_s 590)"
     echo "the third-party tests: ln -s ../shared shared before the call (shared/ travels with the checkout)"
 }
 
@@ -216,7 +216,7 @@ run() {
 # A lease's first four minutes: the CUDA tests, and the bench at ViT-S/16 batch 64 and 128 beside both peers. Every
 # phase is bounded by `timeout` and prints as it goes (no phase waits on another's pipe).
 quick() {
-    begin "${1:-230}"
+    begin "${1:-290}"
     python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.is_available())'
     ldd $B/app/attnscope-cli | grep "not found"
     el "CUDA, batching, perturbation and third-party tests"
@@ -226,14 +226,14 @@ quick() {
     timeout 40 $B/tests/benchmarks/gpu_profile --batch 64 --batches 3 --top 15 --trace "$OUT/profile-b64.json" 2>&1 | tail -30
     el "bench-gpu, ViT-S/16 at batch 64 and 128 ($(left) s left)"
     PYTHONUNBUFFERED=1 timeout $(( $(left) - 5 )) python3 tests/benchmarks/gpu_bench.py $B \
-        --models vit_small --batches 64,128 --images 2048 --long 0 \
+        --models vit_small --batches 64,128 --images 2048 --long 0 --ablation-images 128 \
         --timeout 60 --json "$OUT/bench-gpu.json" --work /tmp/bench
     el "done"
 }
 
 case "${1:-}" in
 prepare) prepare ;;
-quick) quick "${2:-230}" ;;
+quick) quick "${2:-290}" ;;
 run) run "${2:-540}" ;;
 prepare-zoo) prepare_zoo "${2:-}" ;;
 zoo) zoo "${2:-540}" ;;

@@ -19,85 +19,24 @@ import os
 import shlex
 import shutil
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import zlib
+
+from gpu_bench_images import make_images, write_list
+from gpu_bench_results import fmt, growth, max_difference, max_relative_difference, read_head_centres, \
+    read_token_similarity
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHAPES = {"vit_small": (384, 6), "vit_base": (768, 12)}
-CENTRE_FIELDS = ("centre_dy", "centre_dx", "mean_distance_px", "bandwidth", "prefix_mass", "window_mass")
 TARGETS = {"vit_small_ips": 2000, "vit_base_ips": 550, "share": 0.70, "peer_ratio": 1.6, "batch1_ratio": 2.0,
            "host_growth_mb": 50, "device_growth_mb": 64}
 
 
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
-
-
-# ------------------------------------------------------------------------------------------------ images
-def png_bytes(rows, width):
-    """An 8-bit RGB PNG with filter 0 on every row (what gpu_peer.py reads when PIL is absent)."""
-    def chunk(kind, body):
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
-    raw = b"".join(b"\x00" + r for r in rows)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, len(rows), 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b""))
-
-
-def base_image(seed, size):
-    """Rows of a smooth picture with edges: two colour gradients, discs and stripes, a little pixel noise."""
-    import math
-    import random
-    rnd = random.Random(seed)
-    discs = [(rnd.uniform(0, size), rnd.uniform(0, size), rnd.uniform(size / 12, size / 4),
-              [rnd.randrange(256) for _ in range(3)]) for _ in range(5)]
-    f = [rnd.uniform(0.01, 0.08) for _ in range(6)]
-    c0, c1 = [rnd.randrange(256) for _ in range(3)], [rnd.randrange(256) for _ in range(3)]
-    rows = []
-    for y in range(size):
-        row = bytearray(3 * size)
-        for x in range(size):
-            t = (x + y) / (2 * size)
-            px = [c0[c] * (1 - t) + c1[c] * t + 40 * math.sin(f[c] * x + f[c + 3] * y) for c in range(3)]
-            for cx, cy, r, col in discs:
-                if (x - cx) ** 2 + (y - cy) ** 2 < r * r:
-                    px = [0.3 * p + 0.7 * q for p, q in zip(px, col)]
-            for c in range(3):
-                row[3 * x + c] = max(0, min(255, int(px[c] + rnd.gauss(0, 6))))
-        rows.append(bytes(row))
-    return rows
-
-
-def make_images(folder, distinct, size):
-    """`distinct` PNGs: 8 base pictures, each rolled down and across by a different amount (and some inverted)."""
-    os.makedirs(folder, exist_ok=True)
-    bases = [base_image(s, size) for s in range(min(8, distinct))]
-    invert = bytes(255 - v for v in range(256))
-    paths = []
-    for i in range(distinct):
-        rows = bases[i % len(bases)]
-        k = i // len(bases)
-        dy, dx = (k * 37) % size, (k * 53) % size
-        rows = rows[dy:] + rows[:dy]
-        rows = [r[3 * dx:] + r[:3 * dx] for r in rows]
-        if k % 3 == 2:
-            rows = [r.translate(invert) for r in rows]
-        path = os.path.join(folder, f"img{i:06d}.png")
-        with open(path, "wb") as f:
-            f.write(png_bytes(rows, size))
-        paths.append(path)
-    return paths
-
-
-def write_list(path, paths, count):
-    with open(path, "w") as f:
-        for i in range(count):
-            f.write(paths[i % len(paths)] + "\n")
-    return path
 
 
 # ------------------------------------------------------------------------------------------------ sampling
@@ -227,52 +166,13 @@ def check_model(cli, model_dir, shape, depth, device):
     return f"loaded with {wrong} (attnscope, peer)" if wrong else None
 
 
-def read_token_similarity(out_dir):
-    """token_similarity.csv -> {"block/all": {layer: mean}, ...} and its n."""
-    result, n = {}, None
-    with open(os.path.join(out_dir, "token_similarity.csv")) as f:
-        header = f.readline().strip().split(",")
-        for line in f:
-            row = dict(zip(header, line.strip().split(",")))
-            result.setdefault(f"{row['tap']}/{row['tokens']}", {})[int(row["layer"])] = float(row["mean"])
-            n = int(row["n"])
-    return result, n
-
-
-def read_head_centres(out_dir):
-    """head_centres.csv -> {"l/h/field": mean} for the fields that do not come from an argmax."""
-    result = {}
-    with open(os.path.join(out_dir, "head_centres.csv")) as f:
-        header = f.readline().strip().split(",")
-        for line in f:
-            row = dict(zip(header, line.strip().split(",")))
-            for field in CENTRE_FIELDS:
-                result[f"{row['layer']}/{row['head']}/{field}"] = float(row[field])
-    return result
-
-
-def max_relative_difference(peer, ours):
-    """max |peer - ours| / max(1, |ours|) over the peer's keys; None when attnscope lacks one."""
-    if not peer or any(k not in ours for k in peer):
-        return None
-    return max(abs(v - ours[k]) / max(1.0, abs(ours[k])) for k, v in peer.items())
-
-
-def max_difference(peer_ts, ours_ts):
-    diffs = []
-    for key, curve in peer_ts.items():
-        first = 0 if key.startswith("block") else 1
-        for l, v in enumerate(curve, first):
-            if key not in ours_ts or l not in ours_ts[key]:
-                return None
-            diffs.append(abs(v - ours_ts[key][l]))
-    return max(diffs) if diffs else None
-
-
-def run_attnscope(args, cli, flags, model_dir, image_list, batch, work, tag, gpu, rss_every=0.2, timeout=None):
+def run_attnscope(args, cli, flags, model_dir, image_list, batch, work, tag, gpu, rss_every=0.2, timeout=None,
+                  analyses="similarity,centres,snr"):
     out = os.path.join(work, f"out-{tag}")
     cmd = [cli, "analyze", "--model", model_dir, "--images", image_list, "--out", out, "--device", args.device,
-           "--analyses", "similarity,centres,snr", "--noise", "gaussian:sigma=8", "--seed", "0", "--formats", ""]
+           "--analyses", analyses, "--seed", "0", "--formats", ""]
+    if "snr" in analyses.split(","):
+        cmd += ["--noise", "gaussian:sigma=8"]
     if flags["batch"] and batch is not None:
         cmd += ["--batch", str(batch)]
     if flags["precision"]:
@@ -296,8 +196,10 @@ def run_attnscope(args, cli, flags, model_dir, image_list, batch, work, tag, gpu
         active = timings["total_seconds"] - timings["load_seconds"]
         res["images_per_s_run"] = images / active
     res["sampled"] = gpu_stats(g, wall, active)
-    res["token_similarity"], res["n"] = read_token_similarity(out)
-    res["head_centres"] = read_head_centres(out)
+    if os.path.exists(os.path.join(out, "token_similarity.csv")):
+        res["token_similarity"], res["n"] = read_token_similarity(out)
+    if os.path.exists(os.path.join(out, "head_centres.csv")):
+        res["head_centres"] = read_head_centres(out)
     if not args.keep:
         shutil.rmtree(out, ignore_errors=True)
     return res
@@ -315,22 +217,7 @@ def run_peer(args, extra, work, tag, gpu=None):
     return res
 
 
-def growth(series):
-    """The peak of a [(t, value)] series over its last quarter (by time) minus its peak over the first quarter: zero
-    when the memory reached in the first quarter (model, buffers, the first batches) is all the run ever needs."""
-    if len(series) < 8:
-        return None
-    start, end = series[0][0], series[-1][0]
-    first = [v for t, v in series if t <= start + (end - start) / 4]
-    last = [v for t, v in series if t >= start + 3 * (end - start) / 4]
-    return max(last) - max(first) if first and last else None
-
-
 # ------------------------------------------------------------------------------------------------ the table
-def fmt(v, spec="{:.1f}", none=""):
-    return none if v is None else spec.format(v)
-
-
 def report(res, args):
     lines = []
     out = lines.append
@@ -392,6 +279,15 @@ def report(res, args):
             f" host RSS peak {fmt(lg.get('rss_peak_mb'), '{:.0f}')} MB, growth first to last quarter: host"
             f" {fmt(lg.get('host_growth_mb'), '{:+.1f}', 'n/a')} MB,"
             f" device {fmt(lg.get('device_growth_mb'), '{:+.1f}', 'n/a')} MB")
+    ab = res.get("ablation")
+    if ab:
+        a, p = ab["ablation"], ab["plain"]
+        out("")
+        out(f"head ablation (issue 35), vit_small, {ab['images']} images, batch {ab['batch'] or '(its default)'}:"
+            f" {fmt(a.get('images_per_s_run'))} images/s over the run ({fmt(a.get('images_per_s_process'))} over the"
+            f" process), each image 1 + {ab['heads']} forwards; one forward per image (similarity only):"
+            f" {fmt(p.get('images_per_s_run'))} images/s; an image's ablation takes"
+            f" {fmt(ab.get('plain_forwards_per_image'), '{:.1f}', 'n/a')} plain forwards' time")
     out("")
     out("| target (issue 15, item 5) | measured | met |")
     out("|---|---|---|")
@@ -454,11 +350,35 @@ def targets(res, args):
                   f" device <= {TARGETS['device_growth_mb']} MB)",
                   f"{lg['images']} images: host {fmt(hg, '{:+.1f}', 'n/a')} MB, device {fmt(dg, '{:+.1f}', 'n/a')} MB",
                   ok))
+    ab = res.get("ablation")
+    if ab:
+        n = ab.get("plain_forwards_per_image")
+        t.append((f"head ablation of ViT-S/16 ({ab['heads']} heads) <= {ab['heads']} plain forwards' time per image"
+                  " (issue 35)", f"{fmt(n, '{:.1f}', 'n/a')} plain forwards", None if n is None else n <= ab["heads"]))
     for key, what in (("difference", "per-layer mean token similarity"), ("centres_difference", "head centres' means")):
         diffs = [v for m in res["models"].values() for v in m[key].values() if v is not None]
         t.append((f"correctness: {what}, attnscope vs the peer, < 1e-4",
                   f"max {max(diffs):.1e}" if diffs else "n/a", max(diffs) < 1e-4 if diffs else None))
     return t
+
+
+def measure_ablation(args, cli, flags, model_dir, depth, paths, work, failures):
+    """Head ablation (issue 35) of ViT-S/16 on the device: `analyze --analyses ablation` (each image's clean forward and
+    one forward per head ablated, 73 in all at depth 12) beside `--analyses similarity` over the same images (one forward each
+    and a light analysis: the plain forward's rate), at the batch given; images/s over each run."""
+    batch = args.ablation_batch if flags["batch"] else None
+    image_list = write_list(os.path.join(work, f"images-ablation-{args.ablation_images}.txt"), paths, args.ablation_images)
+    out = {"images": args.ablation_images, "batch": batch, "heads": SHAPES["vit_small"][1] * depth}
+    for kind, analyses in (("ablation", "ablation"), ("plain", "similarity")):
+        log(f"vit_small, {kind} ({analyses}), batch {batch or '(its default)'}, {args.ablation_images} images ...")
+        a = run_attnscope(args, cli, flags, model_dir, image_list, batch, work, f"ablation-{kind}", None,
+                          analyses=analyses)
+        if a["rc"]:
+            failures.append(f"attnscope {kind} (head ablation row)")
+        out[kind] = {k: a.get(k) for k in ("rc", "images", "images_per_s_run", "images_per_s_process", "timings")}
+    ab, plain = out["ablation"].get("images_per_s_run"), out["plain"].get("images_per_s_run")
+    out["plain_forwards_per_image"] = plain / ab if ab and plain else None
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ main
@@ -503,6 +423,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per process")
     ap.add_argument("--work", default=None, help="work folder (default: a temporary one, removed unless --keep)")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--ablation-images", type=int, default=None,
+                    help="images of the head-ablation row, ViT-S/16 (default 512; --quick 128; CPU 4; 0: skip)")
+    ap.add_argument("--ablation-batch", type=int, default=64, help="its batch")
     args = ap.parse_args()
     cuda = args.device.startswith("cuda")
     args.python = args.python or find_python()
@@ -517,6 +440,8 @@ def main():
     args.images_b1 = args.images_b1 or sizes[1]
     args.distinct = args.distinct or sizes[2]
     args.long = sizes[3] if args.long is None else args.long
+    if args.ablation_images is None:
+        args.ablation_images = (128 if args.quick else 512) if cuda else 4
     depth = 2 if args.tiny else 12
     cli = os.path.join(args.build, "app", "attnscope-cli")
     if not os.access(cli, os.X_OK):
@@ -601,6 +526,9 @@ def main():
         a.update({"images": args.long, "distinct": args.distinct, "shape": "vit_small", "batch": batch,
                   "host_growth_mb": growth(a["rss_series"]), "device_growth_mb": growth(a["gpu_series"])})
         res["long"] = a
+    if args.ablation_images and "vit_small" in model_dirs:
+        res["ablation"] = measure_ablation(args, cli, flags, model_dirs["vit_small"], depth, paths, work, failures)
+        save(res, args)
     res["targets"] = targets(res, args)
     table = report(res, args)
     res["table"] = table
