@@ -57,6 +57,18 @@ std::shared_ptr<const Model> loadShape(const Shape& s)
     return m;
 }
 
+StreamBatch streamBatch(const Model& model, int n)
+{
+    StreamBatch b;
+    for (int i = 0; i < n; ++i)
+        b.prepared.push_back(*model.prepare(streamImage(i)));
+    for (int i = 0; i < n; ++i) { // after the vector has its size: the pointers stay valid
+        b.images.push_back(&b.prepared[size_t(i)]);
+        b.indices.push_back(i);
+    }
+    return b;
+}
+
 const Image& sampleImage()
 {
     static const Image image = [] {

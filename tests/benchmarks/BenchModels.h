@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace attnscope::bench {
 
@@ -24,6 +25,15 @@ struct Shape {
 };
 inline constexpr Shape kShapes[] = { { "deit_tiny", 192, 12, 3 }, { "vit_small", 384, 12, 6 }, { "vit_base", 768, 12, 12 } };
 
+// The shape of that name, or null.
+inline const Shape* findShape(const std::string& name)
+{
+    for (const auto& s : kShapes)
+        if (name == s.name)
+            return &s;
+    return nullptr;
+}
+
 // The model folder of `shape` in the temporary directory, written on first use (random N(0, 0.02) weights).
 std::string modelFolder(const Shape& shape);
 std::shared_ptr<const Model> loadShape(const Shape& shape);
@@ -33,6 +43,14 @@ const Image& sampleImage();
 
 // A distinct image for index i of a synthetic stream: the sample rolled down by 7 i rows, every other one mirrored.
 Image streamImage(int i);
+
+// The first n images of the stream prepared for `model`, with the pointers and indices AnalysisRun::stage takes.
+struct StreamBatch {
+    std::vector<Model::Prepared> prepared;
+    std::vector<const Model::Prepared*> images;
+    std::vector<int64_t> indices;
+};
+StreamBatch streamBatch(const Model& model, int n);
 
 // VmHWM of /proc/self/status in MB (the peak resident set so far).
 double peakRssMb();

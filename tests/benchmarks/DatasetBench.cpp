@@ -39,10 +39,7 @@ int main(int argc, char** argv)
         }
     }
     setNumThreads(threads);
-    const Shape* shape = nullptr;
-    for (const auto& s : kShapes)
-        if (shapeName == s.name)
-            shape = &s;
+    const Shape* shape = findShape(shapeName);
     if (!shape) {
         std::fprintf(stderr, "dataset_bench: unknown shape %s\n", shapeName.c_str());
         return 2;

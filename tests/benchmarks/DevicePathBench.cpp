@@ -165,10 +165,7 @@ int main(int argc, char** argv)
             return 2;
         }
     }
-    const Shape* shape = nullptr;
-    for (const auto& s : kShapes)
-        if (shapeName == s.name)
-            shape = &s;
+    const Shape* shape = findShape(shapeName);
     if (!shape) {
         std::fprintf(stderr, "device_path_bench: unknown shape %s\n", shapeName.c_str());
         return 2;
@@ -197,16 +194,8 @@ int main(int argc, char** argv)
     const char* sep = "";
     std::map<std::string, int64_t> topOfLargest;
     for (int b : batches) {
-        std::vector<Model::Prepared> prepared;
-        std::vector<const Model::Prepared*> ptrs;
-        std::vector<int64_t> indices;
-        for (int i = 0; i < b; ++i)
-            prepared.push_back(*model->prepare(streamImage(i)));
-        for (int i = 0; i < b; ++i) {
-            ptrs.push_back(&prepared[size_t(i)]);
-            indices.push_back(i);
-        }
-        auto staged = run.stage(ptrs, indices);
+        const StreamBatch inputs = streamBatch(*model, b);
+        auto staged = run.stage(inputs.images, inputs.indices);
         if (!staged) {
             std::fprintf(stderr, "device_path_bench: %s\n", staged.message().c_str());
             return 1;

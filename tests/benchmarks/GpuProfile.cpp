@@ -102,10 +102,7 @@ int main(int argc, char** argv)
             return 2;
         }
     }
-    const Shape* shape = nullptr;
-    for (const auto& s : kShapes)
-        if (shapeName == s.name)
-            shape = &s;
+    const Shape* shape = findShape(shapeName);
     if (!shape) {
         std::fprintf(stderr, "gpu_profile: unknown shape %s\n", shapeName.c_str());
         return 2;
@@ -116,16 +113,8 @@ int main(int argc, char** argv)
     options.perturbations.push_back(*Perturbation::parse("gaussian:sigma=8"));
     options.analysesOnDevice = true;
     AnalysisRun run(model, options);
-    std::vector<Model::Prepared> prepared;
-    std::vector<const Model::Prepared*> images;
-    std::vector<int64_t> indices;
-    for (int i = 0; i < batch; ++i)
-        prepared.push_back(*model->prepare(streamImage(i)));
-    for (int i = 0; i < batch; ++i) {
-        images.push_back(&prepared[size_t(i)]);
-        indices.push_back(i);
-    }
-    auto staged = run.stage(images, indices);
+    const StreamBatch inputs = streamBatch(*model, batch);
+    auto staged = run.stage(inputs.images, inputs.indices);
     if (!staged) {
         std::fprintf(stderr, "gpu_profile: %s\n", staged.message().c_str());
         return 1;

@@ -344,7 +344,7 @@ Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOp
         // of each): "attnscope::forward", "attnscope::analyses", "attnscope::clean_traces".
         const BatchForward forward = [&] {
             RECORD_USER_SCOPE("attnscope::forward");
-            return forwardBatch(*m_model, batch, run);
+            return forwardBatch(*m_model, batch, run, /*stackTaps=*/true);
         }();
         BatchLayout layout;
         layout.images = int64_t(images);

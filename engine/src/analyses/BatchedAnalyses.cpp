@@ -79,18 +79,23 @@ std::vector<int> recordedLayers(const std::vector<at::Tensor>& taps, size_t firs
     return layers;
 }
 
-// Input kind `which` of `layers` of `taps`, stacked as [B, L', ...] as recorded (float32), or in float64.
-at::Tensor stackedAsRecorded(const std::vector<at::Tensor>& taps, const std::vector<int>& layers, const BatchLayout& layout,
-                             int64_t which)
+// Input kind `which` of `layers` of `taps` (one of `state`'s tap vectors), as [B, L', ...] as recorded (float32), or in
+// float64. Where the forward kept the taps stacked ([L + 1, B_all, ...], ForwardState::stackTaps) it is one view of
+// that; otherwise each layer's tensor is picked and the layers stacked.
+at::Tensor stackedAsRecorded(const ForwardState& state, const std::vector<at::Tensor>& taps, const std::vector<int>& layers,
+                             const BatchLayout& layout, int64_t which)
 {
+    if (const at::Tensor& stack = state.stackOf(taps); stack.defined() && !layers.empty())
+        return pick(stack.narrow(0, layers.front(), int64_t(layers.size())).transpose(0, 1), layout, which);
     std::vector<at::Tensor> picked;
     for (int l : layers)
         picked.push_back(pick(taps[size_t(l)], layout, which));
     return at::stack(picked, 1);
 }
-at::Tensor stacked(const std::vector<at::Tensor>& taps, const std::vector<int>& layers, const BatchLayout& layout, int64_t which)
+at::Tensor stacked(const ForwardState& state, const std::vector<at::Tensor>& taps, const std::vector<int>& layers,
+                   const BatchLayout& layout, int64_t which)
 {
-    return f64(stackedAsRecorded(taps, layers, layout, which));
+    return f64(stackedAsRecorded(state, taps, layers, layout, which));
 }
 
 // The attention maps' analyses hold their layers in float64 at once, a few such tensors alive together: `layers` cut
@@ -118,7 +123,7 @@ void tokenSimilarity(const ForwardState& state, const BatchLayout& layout, Colum
         const std::vector<int> layers = recordedLayers(taps);
         if (layers.empty())
             continue;
-        const at::Tensor z = stacked(taps, layers, layout, 0); // [B, L', N, D]
+        const at::Tensor z = stacked(state, taps, layers, layout, 0); // [B, L', N, D]
         const int64_t n = z.size(2), p = std::min<int64_t>(std::max(layout.prefixTokens, 0), n);
         const at::Tensor unit = z / z.norm(2, -1, true).clamp_min(1e-12);
         const at::Tensor patches = unit.narrow(2, p, n - p).sum(2); // [B, L', D]
@@ -144,7 +149,7 @@ void attentionSimilarity(const ForwardState& state, const BatchLayout& layout, C
     std::vector<at::Tensor> means, redundancies;
     int64_t heads = 0;
     for (const auto& run : layerRuns(layers, pick(state.attention[size_t(layers.front())], layout, 0))) {
-        const at::Tensor a = stacked(state.attention, run, layout, 0).flatten(3); // [B, L', H, N*N]
+        const at::Tensor a = stacked(state, state.attention, run, layout, 0).flatten(3); // [B, L', H, N*N]
         heads = a.size(2);
         means.push_back(a.mean(2));
         if (heads > 1) {
@@ -270,7 +275,7 @@ void headCentresOf(const ForwardState& state, const BatchLayout& layout, const s
 {
     const int radius = t.radius, side = t.side, cells = t.cells, np = t.np, P = layout.prefixTokens;
     const int64_t nInterior = t.interior;
-    const at::Tensor a = stackedAsRecorded(state.attention, layers, layout, 0); // [B, L', H, N, N]
+    const at::Tensor a = stackedAsRecorded(state, state.attention, layers, layout, 0); // [B, L', H, N, N]
     const auto device = at::TensorOptions().dtype(at::kDouble).device(a.device());
     const at::Tensor &tY = t.y, &tX = t.x, &tDistance = t.distance, &tInterior = t.interiorRows, &tCellKeys = t.cellKeys,
                      &tCellY = t.cellY, &tCellX = t.cellX; // made for this grid, window and device
@@ -329,11 +334,11 @@ void signalToNoise(const ForwardState& state, const BatchLayout& layout, const A
         if (layers.empty())
             continue;
         // Every layer at once: [B, L', N, D], the tokens on dimension 2.
-        const at::Tensor clean = stacked(taps, layers, layout, 0);
+        const at::Tensor clean = stacked(state, taps, layers, layout, 0);
         const at::Tensor signal = (options.centreSignal ? clean - clean.mean(2, true) : clean).square().sum({ 2, 3 }).sqrt();
         std::vector<at::Tensor> snr;
         for (int64_t k = 0; k < copies; ++k) {
-            const at::Tensor noise2 = (stacked(taps, layers, layout, 1 + k) - clean).square().sum({ 2, 3 }); // [B, L']
+            const at::Tensor noise2 = (stacked(state, taps, layers, layout, 1 + k) - clean).square().sum({ 2, 3 }); // [B, L']
             if (tap == Tap::Block)
                 blockNoise2[size_t(k)] = noise2;
             snr.push_back(20.0 * (signal / noise2.sqrt().clamp_min(kTiny)).log10());
@@ -356,16 +361,16 @@ void signalToNoise(const ForwardState& state, const BatchLayout& layout, const A
     for (int l : layers)
         previous.push_back(l - 1);
     const auto centredTokens = [&](const at::Tensor& clean) { return options.centreSignal ? clean - clean.mean(2, true) : clean; };
-    const at::Tensor x = stacked(state.blocks, previous, layout, 0);
-    const at::Tensor u = stacked(state.attnBranch, layers, layout, 0);
+    const at::Tensor x = stacked(state, state.blocks, previous, layout, 0);
+    const at::Tensor u = stacked(state, state.attnBranch, layers, layout, 0);
     const at::Tensor s = centredTokens(x), sh = centredTokens(u);
     const at::Tensor ns = s.square().sum({ 2, 3 }).sqrt(), nsh = sh.square().sum({ 2, 3 }).sqrt(); // [B, L']
     const at::Tensor ssh = (s * sh).sum({ 2, 3 }), signalSum = (s + sh).square().sum({ 2, 3 }).sqrt();
     const at::Tensor alpha = nsh / ns;
     const at::Tensor beta = ssh / (ns * nsh).clamp_min(kTiny);
     for (int64_t k = 0; k < copies; ++k) {
-        const at::Tensor e = stacked(state.blocks, previous, layout, 1 + k) - x;
-        const at::Tensor eh = stacked(state.attnBranch, layers, layout, 1 + k) - u;
+        const at::Tensor e = stacked(state, state.blocks, previous, layout, 1 + k) - x;
+        const at::Tensor eh = stacked(state, state.attnBranch, layers, layout, 1 + k) - u;
         const at::Tensor ne = e.square().sum({ 2, 3 }).sqrt();
         const at::Tensor gamma = eh.square().sum({ 2, 3 }).sqrt() / ne;
         const at::Tensor gain = (signalSum / (e + eh).square().sum({ 2, 3 }).sqrt()) / (ns / ne);

@@ -95,7 +95,7 @@ Result<AblationMode> parseAblationMode(const std::string& name)
     return Error { "unknown ablation \"" + name + "\" (zero, mean)" };
 }
 
-BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const RunOptions& options)
+BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const RunOptions& options, bool stackTaps)
 {
     const Model::Impl& impl = implOf(model);
     const ModelConfig& c = impl.info.config;
@@ -108,6 +108,7 @@ BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const Ru
     state.neutrenoLambda = options.neutrenoLambda.value_or(c.neutrenoLambda);
     state.boostT = options.boostT.value_or(c.boostT);
     state.reset(c.depth);
+    state.stackTaps = stackTaps;
     // The oneDNN kernels are float32 only: under bfloat16 autocast every product goes through LibTorch.
     const bool fp32 = options.precision != Precision::Bf16;
     state.linears = fp32 ? impl.linears.get() : nullptr;

@@ -35,7 +35,9 @@ struct BatchForward {
     ForwardState state;
     at::Tensor logits;
 };
-BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const RunOptions& options);
+// stackTaps: the token taps kept as one [L + 1, B, N, D] tensor per kind (ForwardState::stackTaps), for the batched
+// analyses.
+BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const RunOptions& options, bool stackTaps = false);
 // The inputs of one batch as [C, H, W] tensors, checked against the model: its channels, a size that is a multiple of the
 // patch size, one size for all. The one check of Model::runBatch and AnalysisRun::stage.
 Result<std::vector<at::Tensor>> checkedBatchInputs(const ModelConfig& config, const std::vector<Tensor>& inputs);

@@ -23,6 +23,28 @@ void ForwardState::reset(int depth)
     attnBranch.assign(size_t(depth + 1), {});
     residual.assign(size_t(depth + 1), {});
     blocks.assign(size_t(depth + 1), {});
+    attentionStack = attnBranchStack = residualStack = blocksStack = at::Tensor();
+}
+
+void ForwardState::keep(std::vector<at::Tensor>& taps, at::Tensor& stack, int layer, const at::Tensor& t)
+{
+    if (!stackTaps) {
+        taps[size_t(layer)] = t;
+        return;
+    }
+    if (!stack.defined()) {
+        std::vector<int64_t> shape { int64_t(taps.size()) };
+        shape.insert(shape.end(), t.sizes().begin(), t.sizes().end());
+        stack = at::empty(shape, t.options());
+    }
+    taps[size_t(layer)] = stack.select(0, layer).copy_(t);
+}
+
+const at::Tensor& ForwardState::stackOf(const std::vector<at::Tensor>& taps) const
+{
+    static const at::Tensor none;
+    return &taps == &attention ? attentionStack : &taps == &attnBranch ? attnBranchStack : &taps == &residual ? residualStack
+                                                                                     : &taps == &blocks ? blocksStack : none;
 }
 
 PatchEmbedImpl::PatchEmbedImpl(const ModelConfig& c)
@@ -94,10 +116,12 @@ at::Tensor BlockImpl::forward(const at::Tensor& x, int layer, ForwardState& stat
         ctx.ablateMean = state.ablateMean;
     }
     const auto record = [&](const at::Tensor& u, const at::Tensor& r) {
+        if (ctx.attnOut && state.stackTaps) // the map the attention left there, into its stack
+            state.keep(state.attention, state.attentionStack, layer, *ctx.attnOut);
         if (keep && state.spec.attnBranch)
-            state.attnBranch[size_t(layer)] = u;
+            state.keep(state.attnBranch, state.attnBranchStack, layer, u);
         if (keep && state.spec.residual)
-            state.residual[size_t(layer)] = r;
+            state.keep(state.residual, state.residualStack, layer, r);
     };
     // The residual the attention branch is added to: X_{l-1}, or with Boost (filtering paper, Eq. 31)
     // t X_0 + (1 - t) X_{l-1}.
@@ -221,13 +245,13 @@ at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, ForwardState&
     state.x0 = x;
 
     if (state.spec.blocks && state.wants(0))
-        state.blocks[0] = x;
+        state.keep(state.blocks, state.blocksStack, 0, x);
     for (int l = 1; l <= config.depth; ++l) {
         if (state.isCancelled && state.isCancelled())
             throw RunCancelled {};
         x = blocks->ptr<BlockImpl>(size_t(l - 1))->forward(x, l, state);
         if (state.spec.blocks && state.wants(l))
-            state.blocks[size_t(l)] = x;
+            state.keep(state.blocks, state.blocksStack, l, x);
     }
 
     if (norm)

@@ -40,6 +40,16 @@ struct ForwardState {
     PackedLinears* linears = nullptr;        // set by the inference forward: its linear layers (PackedLinear.h)
     AttentionProducts* products = nullptr;   // ... and its attention products (AttentionProducts.h)
 
+    // With stackTaps (the batched device path) the taps are written, as the forward goes, into one [L + 1, B, ...]
+    // tensor per tap kind, and the vectors above hold its rows: the batched analyses read a tap's layers as one view
+    // of it (stackOf) instead of stacking one tensor per layer. Each is made at the first tap of its kind.
+    bool stackTaps = false;
+    at::Tensor attentionStack, attnBranchStack, residualStack, blocksStack;
+    // taps[layer] = t, through its stack's row with stackTaps (`stack` one of the four above, `taps` its vector).
+    void keep(std::vector<at::Tensor>& taps, at::Tensor& stack, int layer, const at::Tensor& t);
+    // The stack behind `taps` (one of the four vectors) when they were kept stacked, else undefined.
+    const at::Tensor& stackOf(const std::vector<at::Tensor>& taps) const;
+
     void reset(int depth);
     bool wants(int layer) const { return spec.wants(layer); }
 };
