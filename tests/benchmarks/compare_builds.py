@@ -3,7 +3,7 @@
 LibTorch 1.13 (build/release) against LibTorch 2.x (build/libtorch2-headless), with the target of issue 33 item 5:
 the 2.x build within 5% of the 1.13 build (docs/performance.md, "LibTorch 2.x").
 
-    tests/benchmarks/compare_builds.py [BASE_BUILD] [OTHER_BUILD] [--rounds N] [--json OUT.json]
+    tests/benchmarks/compare_builds.py [BASE_BUILD] [OTHER_BUILD] [--rounds N] [--quick] [--json OUT.json]
 
 The two builds alternate in rounds, each round running engine_bench's ViT-S/16 forward and one-image analysis as
 single-iteration repetitions, so that a slow minute of the host (this machine's wall times vary by 20% from minute to
@@ -53,7 +53,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--repetitions", type=int, default=12)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--quick", action="store_true", help="2 rounds of 6 samples (a smoke run, not the record)")
     args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.repetitions = 2, 6
     builds = (args.base, args.other)
     modes = {"native": {}, "avx2": AVX2}
     res = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "load": os.getloadavg(), "builds": builds, "rounds": []}
