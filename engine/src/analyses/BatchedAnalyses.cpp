@@ -80,17 +80,14 @@ std::vector<int> recordedLayers(const std::vector<at::Tensor>& taps, size_t firs
 }
 
 // Input kind `which` of `layers` of `taps` (one of `state`'s tap vectors), as [B, L', ...] as recorded (float32), or in
-// float64. Where the forward kept the taps stacked ([L + 1, B_all, ...], ForwardState::stackTaps) it is one view of
-// that; otherwise each layer's tensor is picked and the layers stacked.
+// float64: one view of the stack the forward kept them in ([L + 1, B_all, ...], ForwardState::stackTaps, which
+// AnalysisRun's forward of a batch sets).
 at::Tensor stackedAsRecorded(const ForwardState& state, const std::vector<at::Tensor>& taps, const std::vector<int>& layers,
                              const BatchLayout& layout, int64_t which)
 {
-    if (const at::Tensor& stack = state.stackOf(taps); stack.defined() && !layers.empty())
-        return pick(stack.narrow(0, layers.front(), int64_t(layers.size())).transpose(0, 1), layout, which);
-    std::vector<at::Tensor> picked;
-    for (int l : layers)
-        picked.push_back(pick(taps[size_t(l)], layout, which));
-    return at::stack(picked, 1);
+    const at::Tensor& stack = state.stackOf(taps);
+    TORCH_INTERNAL_ASSERT(stack.defined() && !layers.empty(), "the batched analyses read taps the forward kept stacked");
+    return pick(stack.narrow(0, layers.front(), int64_t(layers.size())).transpose(0, 1), layout, which);
 }
 at::Tensor stacked(const ForwardState& state, const std::vector<at::Tensor>& taps, const std::vector<int>& layers,
                    const BatchLayout& layout, int64_t which)

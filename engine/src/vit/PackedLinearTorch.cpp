@@ -110,7 +110,7 @@ struct PackedLinears::State {
         const std::optional<at::Tensor> bias = b.defined() ? std::optional<at::Tensor>(b) : std::nullopt;
         at::Tensor y = operators().pointwise->call(src, packedWeight(layer, w, src.size(0)), bias, e.attr,
                                                    c10::List<std::optional<at::Scalar>>(), e.algorithm);
-        return e.fused || !activation ? y : applyActivation(y, *activation);
+        return e.fused ? y : applyActivation(y, *activation); // fused: also "none" without an activation
     }
 };
 
