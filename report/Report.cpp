@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -326,36 +327,27 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         lastCheckpoint = clock::now();
         return journal->checkpoint(state);
     };
-    bool stopped = false; // cancelled inside a batch, which some runs may have added and others not
+    // Two batches in flight: batch k + 1 is queued on each run's device before batch k is waited for and written out
+    // (its predictions, figures, journal entries and position), so that the device works on one while the host writes
+    // the other. A batch enters the statistics only when it is finished, on every run, so the runs always agree.
+    struct InFlight {
+        PrefetchedBatch batch;
+        std::vector<attnscope::PendingBatch> runs;
+    };
+    const auto batchName = [](const std::vector<PrefetchedImage>& items) {
+        return items.size() == 1 ? items.front().path + ": " : "images " + items.front().path + " to " + items.back().path + ": ";
+    };
     const auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
     double waiting = 0, forwards = 0;
-    auto waitStart = clock::now();
-    for (auto next = prefetch.next(); !next.end() && !cancelled(); waitStart = clock::now(), next = prefetch.next()) {
-        waiting += since(waitStart);
-        for (const auto& item : next.skipped) {
-            if (request.strict)
-                return Error { item.error + " (--strict: the run stops at the first image it cannot read)" };
-            state.skipped.push_back({ { "index", item.index }, { "path", item.path }, { "cause", item.error } });
-            ++outcome.skipped;
-            if (request.skipped)
-                request.skipped(item.error);
-        }
-        if (!next.error.empty())
-            return Error { next.error };
-        const std::vector<PrefetchedImage>& items = next.images;
-        for (size_t r = 0; r < runs.size() && !items.empty() && !stopped; ++r) {
+    const auto finishBatch = [&](InFlight& done) -> attnscope::Status {
+        const std::vector<PrefetchedImage>& items = done.batch.images;
+        for (size_t r = 0; r < done.runs.size(); ++r) {
             std::vector<attnscope::Trace> traces;
             const auto forwardStart = clock::now();
-            auto added = runs[r].analysis->addStaged(next.staged[r], cancelled, r == 0 || dumping ? &traces : nullptr);
+            auto added = runs[r].analysis->finish(done.runs[r], r == 0 || dumping ? &traces : nullptr);
             forwards += since(forwardStart);
-            if (added.cancelled()) {
-                stopped = true;
-                break;
-            }
-            if (!added) {
-                return Error { (items.size() == 1 ? items.front().path + ": " : "images " + items.front().path + " to " + items.back().path + ": ")
-                               + added.message() };
-            }
+            if (!added)
+                return Error { batchName(items) + added.message() };
             std::string rows;
             for (size_t k = 0; k < traces.size(); ++k) {
                 const PrefetchedImage& item = items[k];
@@ -375,26 +367,63 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                 if (auto w = journal->appendPredictions(rows); !w)
                     return w.error();
         }
-        if (stopped)
-            break;
+        for (const auto& item : done.batch.skipped) {
+            state.skipped.push_back({ { "index", item.index }, { "path", item.path }, { "cause", item.error } });
+            ++outcome.skipped;
+            if (request.skipped)
+                request.skipped(item.error);
+        }
         for (const auto& item : items)
             if (auto w = journal->appendImage({ { "index", item.index }, { "path", item.path }, { "sha256", item.sha256 }, { "stem", stems[item.index] } });
                 !w)
                 return w.error();
         outcome.done += int(items.size());
-        state.position += items.size() + next.skipped.size();
+        state.position += items.size() + done.batch.skipped.size();
         state.done = outcome.done;
         if (std::chrono::duration<double>(clock::now() - lastCheckpoint).count() >= request.checkpointSeconds)
             if (auto c = checkpoint(); !c)
                 return c.error();
         if (progress)
             progress(outcome.done + outcome.skipped, outcome.total);
+        return attnscope::Done {};
+    };
+    std::optional<InFlight> inFlight;
+    auto waitStart = clock::now();
+    for (auto next = prefetch.next(); !next.end() && !cancelled(); waitStart = clock::now(), next = prefetch.next()) {
+        waiting += since(waitStart);
+        if (request.strict && !next.skipped.empty())
+            return Error { next.skipped.front().error + " (--strict: the run stops at the first image it cannot read)" };
+        if (!next.error.empty())
+            return Error { next.error };
+        InFlight queued { std::move(next), {} };
+        bool stopped = false; // cancelled while queuing: the batch is dropped on every run
+        for (size_t r = 0; r < runs.size() && !queued.batch.images.empty(); ++r) {
+            const auto forwardStart = clock::now();
+            auto pending = runs[r].analysis->enqueue(queued.batch.staged[r], cancelled, r == 0 || dumping);
+            forwards += since(forwardStart);
+            if (pending.cancelled()) {
+                stopped = true;
+                break;
+            }
+            if (!pending)
+                return Error { batchName(queued.batch.images) + pending.message() };
+            queued.runs.push_back(std::move(*pending));
+        }
+        if (inFlight)
+            if (auto f = finishBatch(*inFlight); !f)
+                return f.error();
+        inFlight.reset();
+        if (stopped)
+            break;
+        inFlight = std::move(queued);
     }
+    if (inFlight) // the last batch, or the one queued before a cancellation
+        if (auto f = finishBatch(*inFlight); !f)
+            return f.error();
     outcome.complete = !cancelled();
-    // The last state all runs agree on (a run stopped inside a batch resumes from the checkpoint before it).
-    if (!stopped)
-        if (auto c = checkpoint(); !c)
-            return c.error();
+    // The state every run has added (a batch cancelled while queued is in none of them).
+    if (auto c = checkpoint(); !c)
+        return c.error();
 
     // --- outputs
     auto results = std::make_shared<ReportResults>();

@@ -1,5 +1,5 @@
-// Where one batch's time goes on the device path (issue 33, item 2): AnalysisRun::addStaged with the analyses on the
-// model's device (ViT-S/16, random weights; similarity, centres, SNR with one Gaussian copy: gpu_bench's analyses)
+// Where one batch's time goes on the device path (issue 33, item 2): AnalysisRun::enqueue and finish with the analyses on
+// the model's device, two batches in flight as the report runs them (--in-flight 1: one at a time, addStaged), (ViT-S/16, random weights; similarity, centres, SNR with one Gaussian copy: gpu_bench's analyses)
 // under LibTorch's own profiler, Kineto, with its CUDA activities on a GPU. After two warm-up batches, `--batches`
 // batches are profiled and the program prints, per batch:
 //
@@ -12,7 +12,7 @@
 // On a CPU there are no device activities: it prints the host's operators by time, which tests the program here.
 // One JSON object on stdout (--json), or the table (default). Built with LibTorch 2.x only (its profiler API).
 //
-//   gpu_profile [--shape vit_small] [--batch 64] [--batches 3] [--top 15] [--json] [--trace FILE.json]
+//   gpu_profile [--shape vit_small] [--batch 64] [--batches 3] [--in-flight 2] [--top 15] [--json] [--trace FILE.json]
 #include "BenchModels.h"
 
 #include <attnscope/AnalysisRun.h>
@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -79,7 +80,7 @@ std::string quoted(const std::string& s)
 int main(int argc, char** argv)
 {
     std::string shapeName = "vit_small", trace;
-    int batch = 64, batches = 3;
+    int batch = 64, batches = 3, inFlight = 2;
     size_t topCount = 15;
     bool json = false;
     for (int i = 1; i < argc; ++i) {
@@ -91,6 +92,8 @@ int main(int argc, char** argv)
             batch = std::max(1, std::stoi(value()));
         else if (key == "--batches")
             batches = std::max(1, std::stoi(value()));
+        else if (key == "--in-flight")
+            inFlight = std::clamp(std::stoi(value()), 1, 2);
         else if (key == "--top")
             topCount = size_t(std::max(1, std::stoi(value())));
         else if (key == "--trace")
@@ -119,14 +122,33 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "gpu_profile: %s\n", staged.message().c_str());
         return 1;
     }
-    const auto addBatch = [&] {
-        if (auto added = run.addStaged(*staged); !added) {
-            std::fprintf(stderr, "gpu_profile: %s\n", added.message().c_str());
+    const auto check = [](const Status& s) {
+        if (!s) {
+            std::fprintf(stderr, "gpu_profile: %s\n", s.message().c_str());
             std::exit(1);
         }
     };
+    // With two in flight, batch k + 1 is queued before batch k is waited for (Report.cpp's loop).
+    std::optional<PendingBatch> pending;
+    const auto addBatch = [&] {
+        auto queued = run.enqueue(*staged);
+        check(queued ? Status(Done {}) : Status(queued.error()));
+        if (inFlight == 1) {
+            check(run.finish(*queued));
+            return;
+        }
+        if (pending)
+            check(run.finish(*pending));
+        pending = std::move(*queued);
+    };
+    const auto drain = [&] {
+        if (pending)
+            check(run.finish(*pending));
+        pending.reset();
+    };
     for (int i = 0; i < 2; ++i) // warm-up: the kernels' first launches, the allocator, the centres' tables
         addBatch();
+    drain();
     if (cuda)
         torch::cuda::synchronize();
 
@@ -139,6 +161,7 @@ int main(int argc, char** argv)
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < batches; ++i)
         addBatch();
+    drain();
     if (cuda)
         torch::cuda::synchronize();
     const double wallUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -198,11 +221,11 @@ int main(int argc, char** argv)
     }
 
     if (json) {
-        std::printf("{\"shape\": \"%s\", \"batch\": %d, \"batches\": %d, \"device\": %s, \"wall_ms_per_batch\": %.3f, "
+        std::printf("{\"shape\": \"%s\", \"batch\": %d, \"batches\": %d, \"in_flight\": %d, \"device\": %s, \"wall_ms_per_batch\": %.3f, "
                     "\"device_events_per_batch\": %.1f, \"device_busy_ms_per_batch\": %.3f, \"busy_share_of_wall\": %.4f, "
                     "\"launches_per_batch\": %.1f, \"syncs_per_batch\": %.1f, \"idle_gaps_per_batch\": %.1f, "
                     "\"idle_gaps_over_50us_per_batch\": %.1f, \"idle_ms_per_batch\": %.3f, \"top\": [",
-                    shape->name, batch, batches, quoted(model->info().device).c_str(), wallUs / per / 1e3, double(kernelCount) / per,
+                    shape->name, batch, batches, inFlight, quoted(model->info().device).c_str(), wallUs / per / 1e3, double(kernelCount) / per,
                     busyUs / per / 1e3, wallUs > 0 ? busyUs / wallUs : 0.0, double(launches) / per, double(syncs) / per,
                     double(gaps.size()) / per, double(gapsOver50) / per, idleUs / per / 1e3);
         const char* sep = "";
@@ -220,8 +243,8 @@ int main(int argc, char** argv)
         std::printf("}}\n");
         return 0;
     }
-    std::printf("gpu_profile: %s, batch %d, %d batches profiled after 2 warm-up, device %s; per batch:\n", shape->name,
-                batch, batches, model->info().device.c_str());
+    std::printf("gpu_profile: %s, batch %d, %d batches profiled after 2 warm-up, %d in flight, device %s; per batch:\n",
+                shape->name, batch, batches, inFlight, model->info().device.c_str());
     std::printf("  wall %.2f ms (%.0f images/s); the engine's phases on the host's clock:", wallUs / per / 1e3,
                 1e6 * batch * per / wallUs);
     for (const auto& [name, t] : phases)

@@ -54,6 +54,27 @@ std::map<std::string, std::string> dataFiles(const fs::path& dir)
     return files;
 }
 
+// `resumed` (a run interrupted and resumed after `at` images) holds byte for byte what the uninterrupted `whole` does:
+// every CSV (both runs', the grids' and the decomposition's) and the statistics.
+void expectTheUninterruptedResult(const fs::path& whole, const fs::path& resumed, int at)
+{
+    const auto expected = dataFiles(whole), got = dataFiles(resumed);
+    EXPECT_GE(expected.size(), 10u);
+    for (const auto& [name, bytes] : expected) {
+        ASSERT_TRUE(got.count(name)) << name << " is missing from the resumed run";
+        EXPECT_TRUE(got.at(name) == bytes) << name << " differs from the uninterrupted run's";
+    }
+    EXPECT_EQ(got.size(), expected.size());
+    const auto a = nlohmann::json::parse(slurp(whole / "manifest.json")), b = nlohmann::json::parse(slurp(resumed / "manifest.json"));
+    EXPECT_EQ(a["images"], b["images"]);
+    EXPECT_EQ(b["images"].size(), 30u);
+    EXPECT_EQ(a["skipped"], b["skipped"]);
+    EXPECT_EQ(b["skipped"].size(), 1u);
+    EXPECT_EQ(a["resumed_at"], 0);
+    EXPECT_EQ(b["resumed_at"], at);
+    EXPECT_TRUE(b["complete"].get<bool>());
+}
+
 class Resume : public Cli {
 protected:
     // 30 Fashion-MNIST samples (the ten in resources, three times) and a truncated PNG as the fourth image.
@@ -112,22 +133,7 @@ TEST_F(Resume, AKilledRunResumesToExactlyTheUninterruptedResult)
     EXPECT_EQ(countLines(resumed.err, "30 images analysed, 1 skipped"), 1) << resumed.err;
     EXPECT_FALSE(fs::exists(killed / ".attnscope-run"));
 
-    // Byte for byte: every CSV (both runs', the grids' and the decomposition's) and the statistics.
-    const auto expected = dataFiles(whole), got = dataFiles(killed);
-    EXPECT_GE(expected.size(), 10u);
-    for (const auto& [name, bytes] : expected) {
-        ASSERT_TRUE(got.count(name)) << name << " is missing from the resumed run";
-        EXPECT_TRUE(got.at(name) == bytes) << name << " differs from the uninterrupted run's";
-    }
-    EXPECT_EQ(got.size(), expected.size());
-    const auto a = nlohmann::json::parse(slurp(whole / "manifest.json")), b = nlohmann::json::parse(slurp(killed / "manifest.json"));
-    EXPECT_EQ(a["images"], b["images"]);
-    EXPECT_EQ(b["images"].size(), 30u);
-    EXPECT_EQ(a["skipped"], b["skipped"]);
-    EXPECT_EQ(b["skipped"].size(), 1u);
-    EXPECT_EQ(a["resumed_at"], 0);
-    EXPECT_EQ(b["resumed_at"], at);
-    EXPECT_TRUE(b["complete"].get<bool>());
+    expectTheUninterruptedResult(whole, killed, at);
 }
 
 TEST_F(Resume, AnInterruptedRunRefusesAnotherRunAndFreshStartsAgain)
@@ -171,6 +177,34 @@ TEST_F(Resume, AnInterruptedRunRefusesAnotherRunAndFreshStartsAgain)
     EXPECT_EQ(manifest["resumed_at"], 0);
     EXPECT_EQ(manifest["images"].size(), 30u);
     EXPECT_FALSE(fs::exists(out / ".attnscope-run"));
+}
+
+TEST_F(Resume, AnInterruptedBatchedRunResumesToExactlyTheUninterruptedResult)
+{
+    // Batches of 4 with two in flight (Report.cpp): the interrupt lands while a batch is queued on both runs (the model
+    // and its variant) and not yet written out; it is then finished on both or dropped on both, never on one only, and
+    // the checkpoint written on the way out is where the resumed run continues.
+    const auto batched = [&](const fs::path& out) {
+        std::vector<std::string> a = args(out);
+        *(std::find(a.begin(), a.end(), "--batch") + 1) = "4";
+        return a;
+    };
+    const fs::path whole = m_dir / "whole", interrupted = m_dir / "interrupted";
+    const CliResult reference = cli(command(batched(whole)));
+    ASSERT_EQ(reference.status, 3) << reference.err;
+    const int status = signalAfter(batched(interrupted), interrupted, 8, SIGINT);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << "the run finished before the interrupt: " << status;
+    const int at = checkpointPosition(interrupted);
+    EXPECT_GE(at, 8);
+    EXPECT_LT(at, 31);
+    EXPECT_EQ(at % 4, 0) << "a checkpoint inside a batch";
+    const auto journal = nlohmann::json::parse(slurp(interrupted / ".attnscope-run" / "checkpoint.json"));
+    for (const auto& run : journal["runs"]) // every run holds the images behind the position, the skipped one aside
+        EXPECT_EQ(run.value("images", -1), at - 1) << run.dump().substr(0, 200);
+    const CliResult resumed = cli(command(batched(interrupted)));
+    ASSERT_EQ(resumed.status, 3) << resumed.err;
+    EXPECT_EQ(countLines(resumed.err, "resuming the unfinished run in .* after " + std::to_string(at) + " of 31 images"), 1) << resumed.err;
+    expectTheUninterruptedResult(whole, interrupted, at);
 }
 
 } // namespace

@@ -68,6 +68,24 @@ private:
     std::shared_ptr<const Impl> m_impl;
 };
 
+// A batch whose forward and analyses have been queued on the model's device (AnalysisRun::enqueue) and not yet added to
+// the statistics (AnalysisRun::finish). On a GPU the device still works on it while the host queues the next batch and
+// writes out the one before; on the CPU its work is done when enqueue returns.
+class PendingBatch {
+public:
+    struct Impl;
+    PendingBatch() = default;
+    explicit PendingBatch(std::shared_ptr<Impl> impl)
+        : m_impl(std::move(impl))
+    {
+    }
+    bool empty() const { return !m_impl; }
+    const std::shared_ptr<Impl>& impl() const { return m_impl; }
+
+private:
+    std::shared_ptr<Impl> m_impl;
+};
+
 struct AnalysisTables; // engine-internal: what the device path's analyses keep between batches
 
 class AnalysisRun {
@@ -89,6 +107,12 @@ public:
     Result<StagedBatch> stage(const std::vector<const Model::Prepared*>& images, const std::vector<int64_t>& indices) const;
     Status addStaged(const StagedBatch& batch, const std::function<bool()>& isCancelled = {},
                            std::vector<Trace>* cleanTraces = nullptr);
+    // addStaged in two steps, so that two batches are in flight: enqueue queues the batch's forward and analyses (and
+    // the head ablations, which it runs) and returns without waiting for the device; finish waits for them and adds
+    // the batch to the statistics. Batches are finished in the order they were enqueued; one not finished (cancelled,
+    // failed, dropped) changes nothing. `cleanTraces`: finish will hand out the clean forwards' traces.
+    Result<PendingBatch> enqueue(const StagedBatch& batch, const std::function<bool()>& isCancelled = {}, bool cleanTraces = false);
+    Status finish(PendingBatch& batch, std::vector<Trace>* cleanTraces = nullptr);
     const AnalysisOptions& options() const { return m_options; }
     // Whether the analyses run on the model's device (AnalysisOptions::analysesOnDevice).
     bool analysesOnDevice() const;
@@ -102,12 +126,10 @@ public:
     RecordSpec recordSpec() const;
 
 private:
-    struct ImageResults;
-    void addResults(const ImageResults& results);
     RunOptions runOptions(const std::function<bool()>& isCancelled) const;
-    Status analyseOnDevice(const StagedBatch::Impl& staged, const RunOptions& run, std::vector<Trace>* cleanTraces);
-    Status analyseOnHost(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
-                               std::vector<Trace>* cleanTraces);
+    Status analyseOnDevice(const StagedBatch::Impl& staged, const RunOptions& run, PendingBatch::Impl& pending, bool cleanTraces);
+    Status analyseOnHost(const StagedBatch::Impl& staged, const RunOptions& run, PendingBatch::Impl& pending, bool cleanTraces) const;
+    void addColumns(const PendingBatch::Impl& pending);
     Result<std::vector<HeadAblation>> ablate(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run) const;
 
     std::shared_ptr<const Model> m_model;
@@ -118,6 +140,7 @@ private:
     std::vector<std::string> m_columnKeys;
     std::vector<RunningStats*> m_columnStats;
     std::shared_ptr<AnalysisTables> m_tables; // made on the first device-path batch, uploaded once
+    uint64_t m_enqueued = 0, m_lastFinished = 0; // batches enqueued, and the number of the last one finished
 };
 
 // How many images a run of these analyses should put in one forward (analyze --batch 0, the window's image sets): on a

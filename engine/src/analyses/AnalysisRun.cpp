@@ -39,8 +39,51 @@ void addValue(StatsTable& stats, const std::string& key, double value)
         stats[key].add(value);
 }
 
+// What one image's analyses produce before it enters the statistics: computed in parallel, added in one order.
+struct ImageResults {
+    std::vector<TokenSimilarityPoint> tokenSimilarity;
+    std::vector<AttentionSimilarityPoint> attentionSimilarity;
+    std::vector<HeadCentre> headCentres;
+    std::vector<SnrResult> snr; // by perturbation, then draw
+    TokenNorms norms;
+};
 
-
+void addResults(StatsTable& stats, const AnalysisOptions& options, const ImageResults& r)
+{
+    for (const auto& p : r.tokenSimilarity)
+        addValue(stats, keys::tokenSimilarity(p.layer, p.tap, p.tokens), p.value);
+    for (const auto& p : r.attentionSimilarity) {
+        addValue(stats, keys::attentionSimilarity(p.layer, "successive_cos"), p.successiveCos);
+        addValue(stats, keys::attentionSimilarity(p.layer, "head_redundancy"), p.headRedundancy);
+    }
+    for (const auto& h : r.headCentres) {
+        const double values[] = { h.centreDy, h.centreDx, h.peakDy, h.peakDx, h.meanDistancePx, h.bandwidth, h.prefixMass, h.windowMass };
+        for (size_t i = 0; i < std::size(kCentreFields); ++i)
+            addValue(stats, keys::headCentre(h.layer, h.head, kCentreFields[i]), values[i]);
+        for (int64_t i = 0; i < h.offsetMap.numel(); ++i)
+            addValue(stats, keys::offsetMapCell(h.layer, h.head, int(i)), h.offsetMap.data()[i]);
+    }
+    for (const auto& n : r.norms.layers) {
+        const double values[] = { double(n.outliers.size()), n.patchMedian, n.maxRatio, n.clsRatio, n.registerRatio,
+                                  n.outlierAttention, n.prefixAttention };
+        for (size_t i = 0; i < std::size(keys::kNormFields); ++i)
+            addValue(stats, keys::tokenNorm(n.layer, keys::kNormFields[i]), values[i]);
+    }
+    size_t k = 0;
+    for (const auto& p : r.snr.empty() ? std::vector<Perturbation> {} : options.perturbations) {
+        const std::string spec = p.spec();
+        for (int draw = 0; draw < options.draws; ++draw) {
+            const SnrResult& result = r.snr[k++];
+            for (const auto& s : result.snr)
+                addValue(stats, keys::snr(spec, s.layer, s.tap), s.snrDb);
+            for (const auto& d : result.diagnostics) {
+                const double values[] = { d.alpha, d.beta, d.gamma, d.gain, d.bound, d.conditionHolds ? 1.0 : 0.0, d.sensitivity };
+                for (size_t f = 0; f < std::size(kDiagnosticFields); ++f)
+                    addValue(stats, keys::snrDiagnostic(spec, d.layer, kDiagnosticFields[f]), values[f]);
+            }
+        }
+    }
+}
 
 } // namespace
 
@@ -74,52 +117,6 @@ RecordSpec AnalysisRun::recordSpec() const
     spec.attnBranch = spec.attnBranch || m_options.alsoRecord.attnBranch;
     spec.residual = spec.residual || m_options.alsoRecord.residual;
     return spec;
-}
-
-// What one image's analyses produce before it enters the statistics: computed in parallel, added in one order.
-struct AnalysisRun::ImageResults {
-    std::vector<TokenSimilarityPoint> tokenSimilarity;
-    std::vector<AttentionSimilarityPoint> attentionSimilarity;
-    std::vector<HeadCentre> headCentres;
-    std::vector<SnrResult> snr; // by perturbation, then draw
-    TokenNorms norms;
-};
-
-void AnalysisRun::addResults(const ImageResults& r)
-{
-    for (const auto& p : r.tokenSimilarity)
-        addValue(m_stats, keys::tokenSimilarity(p.layer, p.tap, p.tokens), p.value);
-    for (const auto& p : r.attentionSimilarity) {
-        addValue(m_stats, keys::attentionSimilarity(p.layer, "successive_cos"), p.successiveCos);
-        addValue(m_stats, keys::attentionSimilarity(p.layer, "head_redundancy"), p.headRedundancy);
-    }
-    for (const auto& h : r.headCentres) {
-        const double values[] = { h.centreDy, h.centreDx, h.peakDy, h.peakDx, h.meanDistancePx, h.bandwidth, h.prefixMass, h.windowMass };
-        for (size_t i = 0; i < std::size(kCentreFields); ++i)
-            addValue(m_stats, keys::headCentre(h.layer, h.head, kCentreFields[i]), values[i]);
-        for (int64_t i = 0; i < h.offsetMap.numel(); ++i)
-            addValue(m_stats, keys::offsetMapCell(h.layer, h.head, int(i)), h.offsetMap.data()[i]);
-    }
-    for (const auto& n : r.norms.layers) {
-        const double values[] = { double(n.outliers.size()), n.patchMedian, n.maxRatio, n.clsRatio, n.registerRatio,
-                                  n.outlierAttention, n.prefixAttention };
-        for (size_t i = 0; i < std::size(keys::kNormFields); ++i)
-            addValue(m_stats, keys::tokenNorm(n.layer, keys::kNormFields[i]), values[i]);
-    }
-    size_t k = 0;
-    for (const auto& p : r.snr.empty() ? std::vector<Perturbation> {} : m_options.perturbations) {
-        const std::string spec = p.spec();
-        for (int draw = 0; draw < m_options.draws; ++draw) {
-            const SnrResult& result = r.snr[k++];
-            for (const auto& s : result.snr)
-                addValue(m_stats, keys::snr(spec, s.layer, s.tap), s.snrDb);
-            for (const auto& d : result.diagnostics) {
-                const double values[] = { d.alpha, d.beta, d.gamma, d.gain, d.bound, d.conditionHolds ? 1.0 : 0.0, d.sensitivity };
-                for (size_t f = 0; f < std::size(kDiagnosticFields); ++f)
-                    addValue(m_stats, keys::snrDiagnostic(spec, d.layer, kDiagnosticFields[f]), values[f]);
-            }
-        }
-    }
 }
 
 int defaultBatchSize(const Model& model, const AnalysisOptions& options)
@@ -159,6 +156,19 @@ struct StagedBatch::Impl {
     at::Tensor stacked;
     size_t images = 0;
     std::vector<int> classes; // each image's known class, -1 unknown (AnalysisOptions::trueClasses)
+};
+
+// A batch enqueued and not yet finished: what finish adds to the statistics, once `ready` has been reached.
+struct PendingBatch::Impl {
+    const AnalysisRun* run = nullptr;
+    uint64_t number = 0; // its place in the order of enqueue, from 1
+    bool finished = false;
+    std::shared_ptr<const StagedBatch::Impl> staged; // kept until the device has read its inputs
+    std::vector<HeadAblation> ablations;
+    std::vector<ImageResults> results; // the host path's
+    BatchedValues values;              // the device path's, in host memory once `ready` is reached
+    std::vector<Trace> traces;         // the clean forwards', when asked for
+    DeviceFence ready;
 };
 
 Status AnalysisRun::addImages(const std::vector<const Model::Prepared*>& images, const std::vector<int64_t>& indices,
@@ -241,25 +251,59 @@ RunOptions AnalysisRun::runOptions(const std::function<bool()>& isCancelled) con
 
 Status AnalysisRun::addStaged(const StagedBatch& batch, const std::function<bool()>& isCancelled, std::vector<Trace>* cleanTraces)
 {
-    const StagedBatch::Impl* staged = batch.impl().get();
+    auto pending = enqueue(batch, isCancelled, cleanTraces != nullptr);
+    if (!pending)
+        return pending.error();
+    return finish(*pending, cleanTraces);
+}
+
+Result<PendingBatch> AnalysisRun::enqueue(const StagedBatch& batch, const std::function<bool()>& isCancelled, bool cleanTraces)
+{
+    const std::shared_ptr<const StagedBatch::Impl>& staged = batch.impl();
     if (!staged)
         return Error { "addStaged: an empty batch" };
-    if (staged->images == 0)
-        return Done {};
-    if (analysesOnDevice() != staged->stacked.defined())
+    if (staged->images > 0 && analysesOnDevice() != staged->stacked.defined())
         return Error { "addStaged: a batch staged for another run" };
-    const RunOptions run = runOptions(isCancelled);
-    // The ablations are computed first and enter the statistics only once the batch's analyses have too: a failed or
-    // cancelled batch leaves them as they were.
-    auto ablations = ablate(staged->inputs, staged->images, run);
-    if (!ablations)
-        return ablations.error();
-    auto analysed = analysesOnDevice() ? analyseOnDevice(*staged, run, cleanTraces) : analyseOnHost(staged->inputs, staged->images, run, cleanTraces);
-    if (!analysed)
-        return analysed;
-    for (size_t i = 0; i < ablations->size(); ++i) {
-        const HeadAblation& image = (*ablations)[i];
-        const int truth = staged->classes[i];
+    auto pending = std::make_shared<PendingBatch::Impl>();
+    pending->run = this;
+    pending->staged = staged;
+    if (staged->images > 0) {
+        const RunOptions run = runOptions(isCancelled);
+        auto ablations = ablate(staged->inputs, staged->images, run);
+        if (!ablations)
+            return ablations.error();
+        pending->ablations = std::move(*ablations);
+        auto analysed = analysesOnDevice() ? analyseOnDevice(*staged, run, *pending, cleanTraces)
+                                           : analyseOnHost(*staged, run, *pending, cleanTraces);
+        if (!analysed)
+            return analysed.error();
+    }
+    pending->number = ++m_enqueued;
+    return PendingBatch(std::move(pending));
+}
+
+Status AnalysisRun::finish(PendingBatch& batch, std::vector<Trace>* cleanTraces)
+{
+    PendingBatch::Impl* pending = batch.impl().get();
+    if (!pending)
+        return Error { "finish: an empty batch" };
+    if (pending->run != this)
+        return Error { "finish: a batch enqueued on another run" };
+    if (pending->finished || pending->number <= m_lastFinished)
+        return Error { "finish: batches are finished once each, in the order they were enqueued" };
+    // The device's failures inside the batch's work surface here, where the host first waits for it.
+    auto reached = catchForwardErrors([&]() -> Status {
+        pending->ready.wait();
+        return Done {};
+    });
+    if (!reached)
+        return reached;
+    pending->finished = true;
+    m_lastFinished = pending->number;
+    // The ablations enter the statistics with the rest of the batch: a failed or cancelled batch leaves them as they were.
+    for (size_t i = 0; i < pending->ablations.size(); ++i) {
+        const HeadAblation& image = pending->ablations[i];
+        const int truth = pending->staged->classes[i];
         for (const auto& e : image.heads) {
             const double values[] = { e.dlogit, e.dprob, e.kl, e.flip ? 1.0 : 0.0 };
             for (size_t f = 0; f < std::size(keys::kAblationFields); ++f)
@@ -270,7 +314,17 @@ Status AnalysisRun::addStaged(const StagedBatch& batch, const std::function<bool
                          double(e.predicted == truth) - double(image.predicted == truth));
         }
     }
-    return analysed;
+    for (const auto& r : pending->results)
+        addResults(m_stats, m_options, r);
+    if (pending->values.values.defined())
+        addColumns(*pending);
+    m_images += int64_t(pending->staged->images);
+    if (cleanTraces)
+        for (auto& t : pending->traces)
+            cleanTraces->push_back(std::move(t));
+    pending->traces.clear();
+    pending->staged.reset();
+    return Done {};
 }
 
 // Head ablation (Analyses.h section 8) of each clean input: L x H ablated forwards (and the clean one) per image, batched
@@ -292,9 +346,10 @@ Result<std::vector<HeadAblation>> AnalysisRun::ablate(const std::vector<Tensor>&
     return out;
 }
 
-Status AnalysisRun::analyseOnHost(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run,
-                                        std::vector<Trace>* cleanTraces)
+Status AnalysisRun::analyseOnHost(const StagedBatch::Impl& staged, const RunOptions& run, PendingBatch::Impl& pending, bool cleanTraces) const
 {
+    const std::vector<Tensor>& inputs = staged.inputs;
+    const size_t images = staged.images;
     auto traces = m_model->runBatch(inputs, run);
     if (!traces)
         return traces.error();
@@ -304,8 +359,9 @@ Status AnalysisRun::analyseOnHost(const std::vector<Tensor>& inputs, size_t imag
             m_options.cleanTraceReady(i, (*traces)[i * stride]);
     // Every analysis of every image is a task of its own, spread over the threads (each analysis is sequential
     // inside); the SNRs, the longest, go first so that the threads finish together. The results enter the
-    // statistics afterwards in one fixed order, so the numbers do not depend on the thread count.
-    std::vector<ImageResults> results(images);
+    // statistics afterwards (finish) in one fixed order, so the numbers do not depend on the thread count.
+    std::vector<ImageResults>& results = pending.results;
+    results.resize(images);
     std::vector<std::function<void()>> tasks;
     for (size_t i = 0; i < images; ++i) {
         ImageResults& r = results[i];
@@ -323,25 +379,22 @@ Status AnalysisRun::analyseOnHost(const std::vector<Tensor>& inputs, size_t imag
             tasks.push_back([&] { r.norms = tokenNorms(clean, m_model->config(), m_options.outlierRatio); });
     }
     runInterOp(tasks.size(), interOpThreads(), [&](size_t t) { tasks[t](); });
-    for (size_t i = 0; i < images; ++i) {
-        addResults(results[i]);
-        ++m_images;
-        if (cleanTraces)
-            cleanTraces->push_back(std::move((*traces)[i * stride]));
-    }
+    if (cleanTraces)
+        for (size_t i = 0; i < images; ++i)
+            pending.traces.push_back(std::move((*traces)[i * stride]));
     return Done {};
 }
 
-Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOptions& run, std::vector<Trace>* cleanTraces)
+Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOptions& run, PendingBatch::Impl& pending, bool cleanTraces)
 {
     const ModelConfig& c = m_model->config();
+    const at::Device device = implOf(*m_model).device;
     const size_t images = staged.images;
     const size_t stride = staged.inputs.size() / images;
     const at::Tensor& batch = staged.stacked;
-    BatchedValues values;
-    auto analysed = catchForwardErrors([&]() -> Status {
+    return catchForwardErrors([&]() -> Status {
         // The phases are named for LibTorch's profiler and RecordFunction observers (device_path_bench counts the operators
-        // of each): "attnscope::forward", "attnscope::analyses", "attnscope::clean_traces".
+        // of each): "attnscope::forward", "attnscope::analyses", "attnscope::copy_back", "attnscope::clean_traces".
         const BatchForward forward = [&] {
             RECORD_USER_SCOPE("attnscope::forward");
             return forwardBatch(*m_model, batch, run, /*stackTaps=*/true);
@@ -356,14 +409,17 @@ Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOp
         layout.depth = c.depth;
         layout.classToken = c.classToken;
         layout.registers = c.numRegisters;
-        // The analyses are queued first and copied back once (analyseBatch's one copy); the clean rows' logits come
-        // after, when the device has finished: copied first, they made the host wait for the forward before it
-        // queued a single analysis, and the device wait in turn while the host queued them.
+        // The analyses are queued first, then their values' one copy back, then the clean rows' logits: nothing here
+        // waits for the device, which works through the batch while the host queues the next one (finish waits).
         {
             RECORD_USER_SCOPE("attnscope::analyses");
             if (!m_tables)
                 m_tables = std::make_shared<AnalysisTables>();
-            values = analyseBatch(forward.state, layout, m_options, m_tables.get());
+            pending.values = analyseBatch(forward.state, layout, m_options, m_tables.get());
+        }
+        {
+            RECORD_USER_SCOPE("attnscope::copy_back");
+            pending.values.values = hostCopyAsync(pending.values.values);
         }
         if (cleanTraces || m_options.cleanTraceReady) {
             RECORD_USER_SCOPE("attnscope::clean_traces");
@@ -374,26 +430,32 @@ Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOp
             std::vector<int64_t> rows;
             for (size_t i = 0; i < images; ++i)
                 rows.push_back(int64_t(i * stride));
-            auto traces = hostTraces(*m_model, forward, batch, rows, taps);
-            if (m_options.cleanTraceReady)
-                for (size_t i = 0; i < images; ++i)
-                    m_options.cleanTraceReady(i, traces[i]);
-            if (cleanTraces)
-                for (auto& t : traces)
-                    cleanTraces->push_back(std::move(t));
+            pending.traces = hostTraces(*m_model, forward, batch, rows, taps, /*async=*/true);
+        }
+        pending.ready.record(device);
+        if (m_options.cleanTraceReady) { // shown as soon as the forward is done: this batch is waited for here
+            pending.ready.wait();
+            for (size_t i = 0; i < images; ++i)
+                m_options.cleanTraceReady(i, pending.traces[i]);
+            if (!cleanTraces)
+                pending.traces.clear();
         }
         return Done {};
     });
-    if (!analysed)
-        return analysed;
-    // Into the statistics image by image, each column in order (an SNR key's draws in draw order), as addResults does.
+}
+
+// The device path's values into the statistics image by image, each column in order (an SNR key's draws in draw order),
+// as addResults does.
+void AnalysisRun::addColumns(const PendingBatch::Impl& pending)
+{
+    const BatchedValues& values = pending.values;
     if (values.keys != m_columnKeys) {
         m_columnKeys = values.keys;
         m_columnStats.assign(m_columnKeys.size(), nullptr);
     }
     const int64_t columns = values.values.size(1);
     const double* v = values.values.data_ptr<double>();
-    for (size_t i = 0; i < images; ++i, v += columns) {
+    for (size_t i = 0; i < pending.staged->images; ++i, v += columns) {
         for (int64_t k = 0; k < columns; ++k) {
             if (!std::isfinite(v[k]))
                 continue;
@@ -402,9 +464,7 @@ Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOp
                 stats = &m_stats[m_columnKeys[size_t(k)]];
             stats->add(v[k]);
         }
-        ++m_images;
     }
-    return Done {};
 }
 
 } // namespace attnscope

@@ -446,9 +446,7 @@ BatchedValues analyseBatch(const ForwardState& state, const BatchLayout& layout,
     }
     BatchedValues out;
     out.keys = std::move(columns.keys);
-    RECORD_USER_SCOPE("attnscope::copy_back");
-    out.values = columns.blocks.empty() ? at::empty({ layout.images, 0 }, at::kDouble)
-                                        : at::cat(columns.blocks, 1).to(at::kCPU).contiguous(); // the one copy back
+    out.values = columns.blocks.empty() ? at::empty({ layout.images, 0 }, at::kDouble) : at::cat(columns.blocks, 1);
     return out;
 }
 

@@ -28,7 +28,8 @@ struct BatchLayout {
     int registers = 0;       // the prefix's last tokens are registers
 };
 
-// Every per-image value the options ask for, as columns: `values` [images, keys.size()] float64 on the host. A key
+// Every per-image value the options ask for, as columns: `values` [images, keys.size()] float64 where the taps are (the
+// caller copies it to the host: AnalysisRun, in one copy that does not wait for the device). A key
 // may repeat (an SNR key once per draw, in draw order); a value that is not finite is not a sample (the host path
 // leaves those out too).
 struct BatchedValues {

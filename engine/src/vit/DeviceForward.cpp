@@ -5,9 +5,12 @@
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <c10/core/InferenceMode.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/version.h>
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 namespace attnscope {
 
@@ -133,7 +136,7 @@ BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const Ru
 }
 
 std::vector<Trace> hostTraces(const Model& model, const BatchForward& forward, const at::Tensor& inputs,
-                              const std::vector<int64_t>& rows, bool withTaps)
+                              const std::vector<int64_t>& rows, bool withTaps, bool async)
 {
     const ModelConfig& c = model.config();
     const ForwardState& state = forward.state;
@@ -146,7 +149,7 @@ std::vector<Trace> hostTraces(const Model& model, const BatchForward& forward, c
         if (!t.defined())
             return at::Tensor();
         const at::Tensor picked = index.defined() ? t.index_select(0, index.to(t.device())) : t;
-        return picked.to(at::kCPU).to(at::kFloat).contiguous();
+        return async ? hostCopyAsync(picked.to(at::kFloat)) : picked.to(at::kCPU).to(at::kFloat).contiguous();
     };
     const at::Tensor logits = host(forward.logits);
     const at::Tensor shownInputs = index.defined() ? inputs.index_select(0, index.to(inputs.device())) : inputs;
@@ -181,6 +184,43 @@ std::vector<Trace> hostTraces(const Model& model, const BatchForward& forward, c
         trace.blocks = pick(taps[3]);
     }
     return traces;
+}
+
+at::Tensor hostCopyAsync(const at::Tensor& t)
+{
+    if (t.is_cpu()) // nothing to copy; still the `to` that device_path_bench counts as a copy to the host
+        return t.to(at::kCPU).contiguous();
+    at::Tensor host = at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true));
+    host.copy_(t, /*non_blocking=*/true);
+    return host;
+}
+
+DeviceFence::DeviceFence() = default;
+DeviceFence::~DeviceFence() = default;
+DeviceFence::DeviceFence(DeviceFence&&) noexcept = default;
+DeviceFence& DeviceFence::operator=(DeviceFence&&) noexcept = default;
+
+void DeviceFence::record(const at::Device& device)
+{
+    if (device.is_cpu()) {
+        m_event.reset();
+        return;
+    }
+    const c10::impl::VirtualGuardImpl guard(device.type());
+    m_event = std::make_unique<c10::Event>(device.type());
+    m_event->record(guard.getStream(device));
+}
+
+void DeviceFence::wait() const
+{
+    if (!m_event)
+        return;
+#if TORCH_VERSION_MAJOR >= 2
+    m_event->synchronize();
+#else
+    while (!m_event->query()) // LibTorch 1.13's Event has no synchronize
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+#endif
 }
 
 } // namespace attnscope

@@ -5,6 +5,9 @@
 #include "vit/VisionTransformer.h"
 #include "attnscope/Model.h"
 
+#include <c10/core/Event.h>
+
+#include <memory>
 #include <stdexcept>
 
 namespace attnscope {
@@ -61,8 +64,30 @@ auto catchForwardErrors(F&& f) -> decltype(f())
 
 // The Traces of rows `rows` of a batch forward (all rows when empty), copied to the host as float32, one copy per
 // recorded tensor; `inputs` is the batch [B, C, H, W] the forward ran on. Without `taps` only the logits are copied.
+// `async`: the copies are only queued (hostCopyAsync), and the traces are read once a DeviceFence recorded after them
+// has been waited for.
 std::vector<Trace> hostTraces(const Model& model, const BatchForward& forward, const at::Tensor& inputs,
-                              const std::vector<int64_t>& rows, bool taps = true);
+                              const std::vector<int64_t>& rows, bool taps = true, bool async = false);
+
+// A copy of `t` in host memory that the device makes in its own time: page-locked, queued on the device's current
+// stream and not waited for, so the host goes on queuing work (the next batch) meanwhile. Read it only after a
+// DeviceFence recorded after it has been waited for. On the CPU, `t` itself (made contiguous).
+at::Tensor hostCopyAsync(const at::Tensor& t);
+
+// A point in a device's queue of work (a CUDA event): recorded once some work is queued, waited for by the host before
+// it reads what that work wrote. On the CPU, where work has run by the time it is queued, it holds nothing.
+class DeviceFence {
+public:
+    DeviceFence();
+    ~DeviceFence();
+    DeviceFence(DeviceFence&&) noexcept;
+    DeviceFence& operator=(DeviceFence&&) noexcept;
+    void record(const at::Device& device); // after everything queued so far on the device's current stream
+    void wait() const;                     // throws c10::Error when the device reports a failure of that work
+
+private:
+    std::unique_ptr<c10::Event> m_event;
+};
 
 // "auto" (a GPU when there is one), "cpu", "cuda" or "cuda:<i>" (LoadOptions::device, TrainOptions::device); throws a
 // LoadError naming the spec for a device this build or machine does not have.
