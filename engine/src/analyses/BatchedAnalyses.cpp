@@ -85,9 +85,10 @@ std::vector<int> recordedLayers(const std::vector<at::Tensor>& taps, size_t firs
 at::Tensor stackedAsRecorded(const ForwardState& state, const std::vector<at::Tensor>& taps, const std::vector<int>& layers,
                              const BatchLayout& layout, int64_t which)
 {
-    const at::Tensor& stack = state.stackOf(taps);
-    TORCH_INTERNAL_ASSERT(stack.defined() && !layers.empty(), "the batched analyses read taps the forward kept stacked");
-    return pick(stack.narrow(0, layers.front(), int64_t(layers.size())).transpose(0, 1), layout, which);
+    const ForwardState::TapStack& stack = state.stackOf(taps);
+    TORCH_INTERNAL_ASSERT(stack.rows.defined() && !layers.empty() && layers.front() >= stack.first,
+                          "the batched analyses read taps the forward kept stacked");
+    return pick(stack.rows.narrow(0, layers.front() - stack.first, int64_t(layers.size())).transpose(0, 1), layout, which);
 }
 at::Tensor stacked(const ForwardState& state, const std::vector<at::Tensor>& taps, const std::vector<int>& layers,
                    const BatchLayout& layout, int64_t which)

@@ -36,7 +36,10 @@ torch::nn::Linear makeLinear(int64_t in, int64_t out, bool bias)
 
 at::Tensor AttentionBase::mix(const at::Tensor& logits, const at::Tensor& v, AttentionContext& ctx) const
 {
-    auto attn = at::softmax(logits, -1); // [B, H, N, N], rows sum to 1
+    // [B, H, N, N], rows sum to 1; the same kernel either way
+    at::Tensor& into = ctx.attnInto;
+    const bool inPlace = into.defined() && logits.scalar_type() == into.scalar_type() && logits.sizes().equals(into.sizes());
+    auto attn = inPlace ? at::_softmax_out(into, logits, -1, false) : at::softmax(logits, -1);
     if (ctx.attnOut)
         *ctx.attnOut = attn;
     auto o = attentionMix(attn, v, ctx.products); // [B, H, N, d]

@@ -31,6 +31,7 @@ torch::nn::Linear makeLinear(int64_t in, int64_t out, bool bias = true);
 // What an attention layer needs beyond its input, and where it leaves what the run records.
 struct AttentionContext {
     at::Tensor* attnOut = nullptr; // receives A_l [B, H, N, N] when not null
+    at::Tensor attnInto;           // where the softmax writes A_l when its shape and type allow (a stacked tap's row)
     // NeuTRENO (Nguyen et al., Eq. 26, Definition 1): lambda, and the first block's value vectors V_1 [B, H, N, d],
     // which layer 1 fills in and later layers read.
     double neutrenoLambda = 0.0;

@@ -23,26 +23,40 @@ void ForwardState::reset(int depth)
     attnBranch.assign(size_t(depth + 1), {});
     residual.assign(size_t(depth + 1), {});
     blocks.assign(size_t(depth + 1), {});
-    attentionStack = attnBranchStack = residualStack = blocksStack = at::Tensor();
+    attentionStack = attnBranchStack = residualStack = blocksStack = TapStack();
 }
 
-void ForwardState::keep(std::vector<at::Tensor>& taps, at::Tensor& stack, int layer, const at::Tensor& t)
+at::Tensor ForwardState::row(std::vector<at::Tensor>& taps, TapStack& stack, int layer, at::IntArrayRef sizes, const at::TensorOptions& options)
+{
+    if (!stackTaps)
+        return {};
+    if (!stack.rows.defined()) {
+        std::vector<int64_t> shape { int64_t(taps.size()) - layer };
+        shape.insert(shape.end(), sizes.begin(), sizes.end());
+        stack.rows = at::empty(shape, options);
+        stack.first = layer;
+    }
+    TORCH_INTERNAL_ASSERT(layer >= stack.first && stack.rows.sizes().slice(1).equals(sizes), "a tap unlike its stack's");
+    at::Tensor& into = taps[size_t(layer)];
+    if (!into.defined())
+        into = stack.rows.select(0, layer - stack.first);
+    return into;
+}
+
+void ForwardState::keep(std::vector<at::Tensor>& taps, TapStack& stack, int layer, const at::Tensor& t)
 {
     if (!stackTaps) {
         taps[size_t(layer)] = t;
         return;
     }
-    if (!stack.defined()) {
-        std::vector<int64_t> shape { int64_t(taps.size()) };
-        shape.insert(shape.end(), t.sizes().begin(), t.sizes().end());
-        stack = at::empty(shape, t.options());
-    }
-    taps[size_t(layer)] = stack.select(0, layer).copy_(t);
+    const at::Tensor& into = taps[size_t(layer)].defined() ? taps[size_t(layer)] : row(taps, stack, layer, t.sizes(), t.options());
+    if (!(into.data_ptr() == t.data_ptr() && into.sizes().equals(t.sizes()) && into.strides().equals(t.strides())))
+        into.copy_(t); // written elsewhere: copied into its row
 }
 
-const at::Tensor& ForwardState::stackOf(const std::vector<at::Tensor>& taps) const
+const ForwardState::TapStack& ForwardState::stackOf(const std::vector<at::Tensor>& taps) const
 {
-    static const at::Tensor none;
+    static const TapStack none;
     return &taps == &attention ? attentionStack : &taps == &attnBranch ? attnBranchStack : &taps == &residual ? residualStack
                                                                                      : &taps == &blocks ? blocksStack : none;
 }
@@ -85,6 +99,7 @@ at::Tensor LayerScaleImpl::forward(const at::Tensor& x) { return gamma.defined()
 BlockImpl::BlockImpl(const ModelConfig& c)
     : placement(c.blockNorm)
     , kind(c.block)
+    , numHeads(c.numHeads)
 {
     if (kind == BlockKind::Standard)
         norm1 = register_module("norm1", layerNorm(c));
@@ -115,8 +130,13 @@ at::Tensor BlockImpl::forward(const at::Tensor& x, int layer, ForwardState& stat
         ctx.headMask = state.headMask[layer];
         ctx.ablateMean = state.ablateMean;
     }
+    // With stacked taps the attention's softmax writes the map straight into its row (float32, as softmax leaves it
+    // under autocast too).
+    if (ctx.attnOut && state.stackTaps)
+        ctx.attnInto = state.row(state.attention, state.attentionStack, layer, { x.size(0), numHeads, x.size(1), x.size(1) },
+                                 x.options().dtype(at::kFloat));
     const auto record = [&](const at::Tensor& u, const at::Tensor& r) {
-        if (ctx.attnOut && state.stackTaps) // the map the attention left there, into its stack
+        if (ctx.attnOut && state.stackTaps) // the map the attention left there (its row, or copied into it)
             state.keep(state.attention, state.attentionStack, layer, *ctx.attnOut);
         if (keep && state.spec.attnBranch)
             state.keep(state.attnBranch, state.attnBranchStack, layer, u);
@@ -128,21 +148,29 @@ at::Tensor BlockImpl::forward(const at::Tensor& x, int layer, ForwardState& stat
     const auto skip = [&](const at::Tensor& prev) {
         return state.boostT != 0.0 ? state.boostT * state.x0 + (1.0 - state.boostT) * prev : prev;
     };
+    // a + b, written into the row of `taps`' stack for this layer when it is kept there (R_l and X_l).
+    const auto sum = [&](const at::Tensor& a, const at::Tensor& b, std::vector<at::Tensor>& taps, ForwardState::TapStack& stack,
+                         bool kept) {
+        at::Tensor into = kept ? state.row(taps, stack, layer, a.sizes(), a.options().dtype(c10::promoteTypes(a.scalar_type(), b.scalar_type()))) : at::Tensor();
+        return into.defined() && b.sizes().equals(a.sizes()) ? at::add_out(into, a, b) : a + b;
+    };
 
     if (kind == BlockKind::AttentionOnly) { // X_l = U_l (Cordonnier et al., Lemma 1)
         auto u = ls1->forward(attn->forward(x, ctx));
         record(u, u);
         return u;
     }
+    const bool keepR = keep && state.spec.residual;
     if (placement == BlockNorm::Pre) {
         auto u = ls1->forward(attn->forward(norm1->forward(x), ctx)); // U_l
-        auto r = skip(x) + u;                                          // R_l
+        auto r = sum(skip(x), u, state.residual, state.residualStack, keepR); // R_l
         record(u, r);
-        return r + ls2->forward(mlp->forward(norm2->forward(r), state.linears));
+        return sum(r, ls2->forward(mlp->forward(norm2->forward(r), state.linears)), state.blocks, state.blocksStack,
+                   state.spec.blocks && keep);
     }
     // Post-norm (nn.TransformerEncoderLayer's default): the taps sit at the same places, before each norm.
     auto u = ls1->forward(attn->forward(x, ctx));
-    auto r = skip(x) + u;
+    auto r = sum(skip(x), u, state.residual, state.residualStack, keepR);
     record(u, r);
     auto h = norm1->forward(r);
     return norm2->forward(h + ls2->forward(mlp->forward(h, state.linears)));

@@ -40,15 +40,24 @@ struct ForwardState {
     PackedLinears* linears = nullptr;        // set by the inference forward: its linear layers (PackedLinear.h)
     AttentionProducts* products = nullptr;   // ... and its attention products (AttentionProducts.h)
 
-    // With stackTaps (the batched device path) the taps are written, as the forward goes, into one [L + 1, B, ...]
-    // tensor per tap kind, and the vectors above hold its rows: the batched analyses read a tap's layers as one view
-    // of it (stackOf) instead of stacking one tensor per layer. Each is made at the first tap of its kind.
+    // With stackTaps (the batched device path) the taps are written, as the forward goes, into one tensor per tap kind
+    // ([L + 1 - first, B, ...]: its layers from the first it records, 1 but for X, which has layer 0) and the vectors
+    // above hold its rows: the batched analyses read a tap's layers as one view of it (stackOf) instead of stacking one
+    // tensor per layer. Each is made at the first tap of its kind. Where the forward can, it writes a tap straight into
+    // its row (row(): the attention's softmax, R's and X's sums); keep() copies the others.
+    struct TapStack {
+        at::Tensor rows;
+        int first = 0; // the layer of rows[0]
+    };
     bool stackTaps = false;
-    at::Tensor attentionStack, attnBranchStack, residualStack, blocksStack;
-    // taps[layer] = t, through its stack's row with stackTaps (`stack` one of the four above, `taps` its vector).
-    void keep(std::vector<at::Tensor>& taps, at::Tensor& stack, int layer, const at::Tensor& t);
-    // The stack behind `taps` (one of the four vectors) when they were kept stacked, else undefined.
-    const at::Tensor& stackOf(const std::vector<at::Tensor>& taps) const;
+    TapStack attentionStack, attnBranchStack, residualStack, blocksStack;
+    // The row of `stack` (one of the four above, `taps` its vector) for layer `layer`'s tap, of these sizes and options,
+    // also taps[layer] from then on; undefined without stackTaps.
+    at::Tensor row(std::vector<at::Tensor>& taps, TapStack& stack, int layer, at::IntArrayRef sizes, const at::TensorOptions& options);
+    // taps[layer] = t, through its stack's row with stackTaps (copied there unless t is that row already).
+    void keep(std::vector<at::Tensor>& taps, TapStack& stack, int layer, const at::Tensor& t);
+    // The stack behind `taps` (one of the four vectors); its rows undefined when they were not kept stacked.
+    const TapStack& stackOf(const std::vector<at::Tensor>& taps) const;
 
     void reset(int depth);
     bool wants(int layer) const { return spec.wants(layer); }
@@ -99,6 +108,7 @@ public:
     LayerScale ls2 { nullptr };
     BlockNorm placement;
     BlockKind kind;
+    int64_t numHeads;
 };
 TORCH_MODULE(Block);
 
