@@ -240,11 +240,12 @@ TEST_F(Cli, DatasetMeansOf200ImagesMatchTheReference)
 
 // The GPU's path on the CPU: batches of 4 with the analyses as batched tensor operations (--analyses-on device) give
 // the CSVs of one image at a time through the host loops, and the manifest says how the run went. The attention grid,
-// whose maps the device path does not copy back, is still drawn.
+// whose maps the device path does not copy back, is still drawn; the dumped tensors (copied back behind the batch's
+// analyses, two batches in flight) are the host path's.
 TEST_F(Cli, BatchedDevicePathWritesTheHostPathsNumbers)
 {
     const std::string common = "analyze --model builtin:fmnist-vit-d4 --images resources/samples/fashion-mnist --noise gaussian:sigma=8"
-                               " --noise blur:sigma=1 --draws 2 --formats png";
+                               " --noise blur:sigma=1 --draws 2 --formats png --dump-tensors";
     auto host = cli(common + " --batch 1 --analyses-on host --out " + (m_dir / "host").string());
     ASSERT_EQ(host.status, 0) << host.err;
     auto device = cli(common + " --batch 4 --analyses-on device --out " + (m_dir / "device").string());
@@ -282,6 +283,15 @@ TEST_F(Cli, BatchedDevicePathWritesTheHostPathsNumbers)
     }
     EXPECT_GT(compared, 300);
     EXPECT_EQ(slurp(m_dir / "host" / "figures" / "attention_grid.csv"), slurp(m_dir / "device" / "figures" / "attention_grid.csv"));
+    int tensors = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(m_dir / "host" / "tensors")) {
+        if (!e.is_regular_file())
+            continue;
+        const auto relative = std::filesystem::relative(e.path(), m_dir / "host");
+        EXPECT_TRUE(closeTo(loadNpy((m_dir / "device" / relative).string()), loadNpy(e.path().string()), 1e-5)) << relative;
+        ++tensors;
+    }
+    EXPECT_EQ(tensors, 10 * 10); // logits, 4 maps and 5 block outputs of each image
 }
 
 // Bad values of the batch options are usage errors: one line each and status 2, before anything is written.
