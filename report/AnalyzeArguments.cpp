@@ -76,6 +76,13 @@ attnscope::Status applyAnalyzeArguments(const AnalyzeArguments& a, const OptionS
         base.analysesOnDevice = a.analysesOn == "device";
     else if (a.analysesOn != "auto")
         return Error { spell("analyses-on") + " " + a.analysesOn + ": expected auto, device or host" };
+    base.cudaGraph = a.cudaGraph;
+    if (a.cudaGraph && request.model && request.model->info().device.rfind("cuda", 0) != 0)
+        return Error { spell("cuda-graph") + ": needs a CUDA device (the model runs on " + request.model->info().device + ")" };
+    if (a.cudaGraph && a.analysesOn == "host")
+        return Error { spell("cuda-graph") + ": needs the analyses on the device (not --analyses-on host)" };
+    if (a.cudaGraph && a.dumpTensors)
+        return Error { spell("cuda-graph") + ": cannot go with --dump-tensors (a graph keeps the taps inside it)" };
     base.seed = a.seed;
     base.alsoRecord.attention = base.alsoRecord.blocks = a.dumpTensors;
     for (const auto& spec : a.noise.empty() && base.snr ? std::vector<std::string> { "gaussian:sigma=8" } : a.noise) {

@@ -22,6 +22,7 @@ struct AnalyzeArguments {
     int batch = 0;
     std::string precision = "fp32";
     std::string analysesOn = "auto"; // auto | device | host
+    bool cudaGraph = false;          // replay each batch shape's device work from a CUDA graph
     int gridImages = 1;
     std::string query = "cls";
     std::string rollout = "mean";

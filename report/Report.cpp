@@ -421,6 +421,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         if (auto f = finishBatch(*inFlight); !f)
             return f.error();
     outcome.complete = !cancelled();
+    outcome.note = runs.front().analysis->cudaGraphNote();
     // The state every run has added (a batch cancelled while queued is in none of them).
     if (auto c = checkpoint(); !c)
         return c.error();
@@ -508,6 +509,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
                        { "ablation", base.ablation ? nlohmann::json(attnscope::toString(base.ablationMode)) : nlohmann::json() },
                        { "rollout", attnscope::toString(request.rollout.fusion) }, { "discard", request.rollout.discard },
                        { "analyses_on", runs.front().analysis->analysesOnDevice() ? "device" : "host" }, { "dump_tensors", dumping }, { "threads", request.threads },
+                       { "cuda_graph", base.cudaGraph }, { "cuda_graph_replays", runs.front().analysis->cudaGraphReplays() },
                        { "intra_op_threads", threads.intraOp }, { "inter_op_threads", threads.interOp },
                        { "omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "" },
                        { "cpu_kernels", { { "isa", cpu.isa }, { "blas", cpu.blas }, { "linear", cpu.linear }, { "attention", cpu.attention } } },

@@ -70,6 +70,7 @@ struct ReportOutcome {
     int total = 0; // images of this shard
     int resumedAt = 0; // images (analysed or skipped) behind the run it resumed; 0 for a fresh run
     bool complete = false;
+    std::string note; // what the user should know of how the run went ("" when nothing): e.g. why no CUDA graph replayed
 };
 
 // Analyses the images and writes the folder; every file through a temporary name. When `isCancelled` turns true

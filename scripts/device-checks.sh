@@ -8,7 +8,8 @@
 #                                           they need beside that torch (libzip) and a Fashion-MNIST subset; prints
 #                                           the paths to carry.
 #   scripts/device-checks.sh quick [SECONDS]  there: the CUDA tests, a Kineto profile of ViT-S batches of 64, two in
-#                                           flight and one (tests/benchmarks/gpu_profile; a Chrome trace in $OUT), the ViT-S bench
+#                                           flight, one, and replayed from a CUDA graph (tests/benchmarks/gpu_profile;
+#                                           a Chrome trace in $OUT), the ViT-S bench
 #                                           at batch 64 and 128 with both peers, within SECONDS (290 by default): a
 #                                           lease's first five minutes.
 #   scripts/device-checks.sh run [SECONDS]  there, in the checkout's root, with $OUT the folder that comes back: the
@@ -172,7 +173,7 @@ run() {
 
     el "CUDA, batching and perturbation tests"
     timeout 150 $B/tests/engine_tests --gtest_brief=1 \
-        --gtest_filter='BatchedAnalyses.*:InFlight.*:Batching*:PerturbationGolden*:*Cuda*:*Device*:LinkOrder*' 2>&1 | tail -25
+        --gtest_filter='BatchedAnalyses.*:InFlight*:Batching*:PerturbationGolden*:*Cuda*:*Device*:LinkOrder*' 2>&1 | tail -25
 
     el "precision and CUDA against the CPU: fmnist-vit, 500 test images ($(left) s left)"
     local p=/tmp/precision a
@@ -221,11 +222,13 @@ quick() {
     ldd $B/app/attnscope-cli | grep "not found"
     el "CUDA, batching, perturbation and third-party tests"
     timeout 90 $B/tests/engine_tests --gtest_brief=1 \
-        --gtest_filter='BatchedAnalyses.*:InFlight.*:Batching*:PerturbationGolden*:*Cuda*:*Device*:ThirdParty*:LinkOrder*' 2>&1 | tail -25
+        --gtest_filter='BatchedAnalyses.*:InFlight*:Batching*:PerturbationGolden*:*Cuda*:*Device*:ThirdParty*:LinkOrder*' 2>&1 | tail -25
     el "profile of ViT-S/16 batches of 64, two in flight as the report runs them (Kineto)"
     timeout 40 $B/tests/benchmarks/gpu_profile --batch 64 --batches 3 --top 15 --trace "$OUT/profile-b64.json" 2>&1 | tail -30
     el "the same, one batch at a time (the idle gaps that two in flight close)"
     timeout 25 $B/tests/benchmarks/gpu_profile --batch 64 --batches 3 --in-flight 1 --top 5 2>&1 | tail -12
+    el "the same, two in flight, each batch replayed from a CUDA graph (--cuda-graph)"
+    timeout 30 $B/tests/benchmarks/gpu_profile --batch 64 --batches 3 --cuda-graph --top 5 2>&1 | tail -12
     el "bench-gpu, ViT-S/16 at batch 64 and 128 ($(left) s left)"
     PYTHONUNBUFFERED=1 timeout $(( $(left) - 5 )) python3 tests/benchmarks/gpu_bench.py $B \
         --models vit_small --batches 64,128 --images 2048 --long 0 --ablation-images 128 \

@@ -57,6 +57,9 @@ void AnalyzeCommand::addTo(CLI::App& app)
                    "where the analyses run: device (batched tensor operations where the forward ran), host (float64 loops"
                    " per image) or auto (the device on a GPU, the host on a CPU)")
         ->capture_default_str();
+    app.add_flag("--cuda-graph", arguments.cudaGraph,
+                 "on a GPU: capture each batch shape's forward and analyses once as a CUDA graph and replay it (the same"
+                 " numbers, far fewer launches)");
     app.add_option("--grid-images", arguments.gridImages, "attention grids (layers x heads) of the first N images (0: none)")->capture_default_str();
     app.add_option("--query", arguments.query, "the grids' query: cls (the CLS token, or the centre patch without one) or ROW,COL (a patch, from 0)")
         ->capture_default_str();
@@ -176,6 +179,8 @@ int AnalyzeCommand::run() const
     bar.finish();
     if (!outcome)
         return fail(outcome.message());
+    if (!outcome->note.empty())
+        std::fprintf(stderr, "attnscope-cli: --cuda-graph: %s\n", outcome->note.c_str());
     if (!outcome->complete) {
         std::fprintf(stderr, "attnscope-cli: interrupted after %d of %d images; results so far in %s (the same command resumes the run)\n",
                      outcome->done, outcome->total, out.c_str());

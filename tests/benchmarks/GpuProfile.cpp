@@ -12,7 +12,10 @@
 // On a CPU there are no device activities: it prints the host's operators by time, which tests the program here.
 // One JSON object on stdout (--json), or the table (default). Built with LibTorch 2.x only (its profiler API).
 //
-//   gpu_profile [--shape vit_small] [--batch 64] [--batches 3] [--in-flight 2] [--top 15] [--json] [--trace FILE.json]
+// --cuda-graph: each batch replayed from a CUDA graph (AnalysisOptions::cudaGraph; the warm-up captures it).
+//
+//   gpu_profile [--shape vit_small] [--batch 64] [--batches 3] [--in-flight 2] [--cuda-graph] [--top 15] [--json]
+//               [--trace FILE.json]
 #include "BenchModels.h"
 
 #include <attnscope/AnalysisRun.h>
@@ -82,7 +85,7 @@ int main(int argc, char** argv)
     std::string shapeName = "vit_small", trace;
     int batch = 64, batches = 3, inFlight = 2;
     size_t topCount = 15;
-    bool json = false;
+    bool json = false, cudaGraph = false;
     for (int i = 1; i < argc; ++i) {
         const std::string key = argv[i];
         const auto value = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -98,6 +101,8 @@ int main(int argc, char** argv)
             topCount = size_t(std::max(1, std::stoi(value())));
         else if (key == "--trace")
             trace = value();
+        else if (key == "--cuda-graph")
+            cudaGraph = true;
         else if (key == "--json")
             json = true;
         else {
@@ -115,6 +120,7 @@ int main(int argc, char** argv)
     AnalysisOptions options;
     options.perturbations.push_back(*Perturbation::parse("gaussian:sigma=8"));
     options.analysesOnDevice = true;
+    options.cudaGraph = cudaGraph;
     AnalysisRun run(model, options);
     const StreamBatch inputs = streamBatch(*model, batch);
     auto staged = run.stage(inputs.images, inputs.indices);
@@ -220,12 +226,16 @@ int main(int argc, char** argv)
         kernelUs += t.us;
     }
 
+    // With --cuda-graph: how many batches replayed from a graph (the warm-up's second captures it), or why none did.
+    const std::string graphs = !cudaGraph ? std::string()
+        : run.cudaGraphNote().empty() ? ", " + std::to_string(run.cudaGraphReplays()) + " batches replayed from a CUDA graph"
+                                      : ", " + run.cudaGraphNote();
     if (json) {
-        std::printf("{\"shape\": \"%s\", \"batch\": %d, \"batches\": %d, \"in_flight\": %d, \"device\": %s, \"wall_ms_per_batch\": %.3f, "
+        std::printf("{\"shape\": \"%s\", \"batch\": %d, \"batches\": %d, \"in_flight\": %d, \"cuda_graph_replays\": %d, \"device\": %s, \"wall_ms_per_batch\": %.3f, "
                     "\"device_events_per_batch\": %.1f, \"device_busy_ms_per_batch\": %.3f, \"busy_share_of_wall\": %.4f, "
                     "\"launches_per_batch\": %.1f, \"syncs_per_batch\": %.1f, \"idle_gaps_per_batch\": %.1f, "
                     "\"idle_gaps_over_50us_per_batch\": %.1f, \"idle_ms_per_batch\": %.3f, \"top\": [",
-                    shape->name, batch, batches, inFlight, quoted(model->info().device).c_str(), wallUs / per / 1e3, double(kernelCount) / per,
+                    shape->name, batch, batches, inFlight, run.cudaGraphReplays(), quoted(model->info().device).c_str(), wallUs / per / 1e3, double(kernelCount) / per,
                     busyUs / per / 1e3, wallUs > 0 ? busyUs / wallUs : 0.0, double(launches) / per, double(syncs) / per,
                     double(gaps.size()) / per, double(gapsOver50) / per, idleUs / per / 1e3);
         const char* sep = "";
@@ -243,8 +253,8 @@ int main(int argc, char** argv)
         std::printf("}}\n");
         return 0;
     }
-    std::printf("gpu_profile: %s, batch %d, %d batches profiled after 2 warm-up, %d in flight, device %s; per batch:\n",
-                shape->name, batch, batches, inFlight, model->info().device.c_str());
+    std::printf("gpu_profile: %s, batch %d, %d batches profiled after 2 warm-up, %d in flight, device %s%s; per batch:\n",
+                shape->name, batch, batches, inFlight, model->info().device.c_str(), graphs.c_str());
     std::printf("  wall %.2f ms (%.0f images/s); the engine's phases on the host's clock:", wallUs / per / 1e3,
                 1e6 * batch * per / wallUs);
     for (const auto& [name, t] : phases)

@@ -303,6 +303,7 @@ TEST_F(Cli, BatchOptionsRefuseBadValues)
         { " --precision fp16", "unknown precision \"fp16\" (fp32, tf32, bf16)" },
         { " --precision tf32 --device cpu", "--precision tf32 needs a CUDA device" },
         { " --analyses-on gpu", "--analyses-on gpu: expected auto, device or host" },
+        { " --cuda-graph --device cpu", "--cuda-graph: needs a CUDA device (the model runs on cpu)" },
     };
     for (const auto& [args, message] : cases) {
         auto r = cli(common + args);

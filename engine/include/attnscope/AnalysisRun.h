@@ -42,6 +42,11 @@ struct AnalysisOptions {
     // the per-image values back per batch), or on the host, in float64 loops over each image's Trace. Unset: on the
     // device when the model is on a GPU. Both give the same statistics up to float64 rounding.
     std::optional<bool> analysesOnDevice;
+    // On a CUDA device, with the analyses there: each batch shape's forward and analyses captured once as a CUDA graph
+    // and replayed for every later batch of that shape (the first batch of a shape runs eagerly, as every batch does
+    // without this). The same kernels on the same inputs: the same statistics. Off CUDA, in a build without CUDA graphs,
+    // or where the clean traces' taps are asked for, batches run eagerly and cudaGraphNote() says why.
+    bool cudaGraph = false;
     RecordSpec alsoRecord; // taps the caller wants from the clean forward (e.g. to dump them)
     // Called on the calling thread as soon as the forward is done, before the analyses start, with each image's
     // clean trace (`image`: its position among the images of the call): to show it while the analyses run.
@@ -86,7 +91,8 @@ private:
     std::shared_ptr<Impl> m_impl;
 };
 
-struct AnalysisTables; // engine-internal: what the device path's analyses keep between batches
+struct AnalysisTables; // engine-internal
+class BatchGraphs;     // engine-internal: what the device path's analyses keep between batches
 
 class AnalysisRun {
 public:
@@ -124,12 +130,17 @@ public:
     int64_t images() const { return m_images; }
     // The RecordSpec one forward needs for these analyses.
     RecordSpec recordSpec() const;
+    // With AnalysisOptions::cudaGraph: how many batches were replayed from a graph, and why some or all were not
+    // ("" when nothing is to be said).
+    int cudaGraphReplays() const;
+    std::string cudaGraphNote() const;
 
 private:
     RunOptions runOptions(const std::function<bool()>& isCancelled) const;
     Status analyseOnDevice(const StagedBatch::Impl& staged, const RunOptions& run, PendingBatch::Impl& pending, bool cleanTraces);
     Status analyseOnHost(const StagedBatch::Impl& staged, const RunOptions& run, PendingBatch::Impl& pending, bool cleanTraces) const;
     void addColumns(const PendingBatch::Impl& pending);
+    bool copiesTaps() const; // the clean traces' taps come back to the host (cleanTraceReady, alsoRecord)
     Result<std::vector<HeadAblation>> ablate(const std::vector<Tensor>& inputs, size_t images, const RunOptions& run) const;
 
     std::shared_ptr<const Model> m_model;
@@ -140,6 +151,7 @@ private:
     std::vector<std::string> m_columnKeys;
     std::vector<RunningStats*> m_columnStats;
     std::shared_ptr<AnalysisTables> m_tables; // made on the first device-path batch, uploaded once
+    std::shared_ptr<BatchGraphs> m_graphs;    // with cudaGraph, made on the first device-path batch
     uint64_t m_enqueued = 0, m_lastFinished = 0; // batches enqueued, and the number of the last one finished
 };
 

@@ -1,6 +1,7 @@
 #include "attnscope/AnalysisRun.h"
 
 
+#include "analyses/BatchGraph.h"
 #include "analyses/BatchedAnalyses.h"
 #include "vit/ModelImpl.h"
 #include "analyses/StatKeys.h"
@@ -392,29 +393,65 @@ Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOp
     const size_t images = staged.images;
     const size_t stride = staged.inputs.size() / images;
     const at::Tensor& batch = staged.stacked;
+    BatchLayout layout;
+    layout.images = int64_t(images);
+    layout.noisyPerImage = int64_t(stride) - 1;
+    layout.gridHeight = int(batch.size(2) / c.patchSize);
+    layout.gridWidth = int(batch.size(3) / c.patchSize);
+    layout.prefixTokens = c.numPrefixTokens();
+    layout.patchSize = c.patchSize;
+    layout.depth = c.depth;
+    layout.classToken = c.classToken;
+    layout.registers = c.numRegisters;
+    // The clean rows' logits; their taps only where the caller asked for them (a copy of every map of every image would
+    // cost more than the analyses).
+    const bool taps = copiesTaps();
+    std::vector<int64_t> cleanRows;
+    for (size_t i = 0; i < images; ++i)
+        cleanRows.push_back(int64_t(i * stride));
+    if (!m_tables)
+        m_tables = std::make_shared<AnalysisTables>();
+    if (m_options.cudaGraph && !m_graphs)
+        m_graphs = std::make_shared<BatchGraphs>(device);
+    const bool graphed = m_graphs && !taps; // a graph leaves the taps inside it
+    const std::shared_ptr<void> onTheRunsStream = graphed ? m_graphs->useStream() : nullptr;
     return catchForwardErrors([&]() -> Status {
+        if (graphed) {
+            RunOptions captured = run;
+            captured.isCancelled = {}; // a batch replays whole: cancelled between batches
+            RECORD_USER_SCOPE("attnscope::graph"); // the capture, or the replay: one launch for the batch
+            auto replayed = m_graphs->run(batch, [&](const at::Tensor& input) {
+                const BatchForward forward = forwardBatch(*m_model, input, captured, /*stackTaps=*/true);
+                BatchedValues values = analyseBatch(forward.state, layout, m_options, m_tables.get());
+                const at::Tensor clean = at::arange(0, input.size(0), int64_t(stride), input.options().dtype(at::kLong));
+                return GraphedBatch { values.keys, values.values, forward.logits.index_select(0, clean) };
+            });
+            if (replayed) {
+                pending.values.keys = replayed->keys;
+                pending.values.values = hostCopyAsync(replayed->values);
+                if (cleanTraces) {
+                    BatchForward logits;
+                    logits.logits = replayed->cleanLogits;
+                    logits.state.reset(c.depth);
+                    logits.state.neutrenoLambda = run.neutrenoLambda.value_or(c.neutrenoLambda);
+                    logits.state.boostT = run.boostT.value_or(c.boostT);
+                    pending.traces = hostTraces(*m_model, logits, batch.index_select(0, at::tensor(cleanRows, at::kLong)), {},
+                                                /*taps=*/false, /*async=*/true);
+                }
+                pending.ready.record(device);
+                return Done {};
+            }
+        }
         // The phases are named for LibTorch's profiler and RecordFunction observers (device_path_bench counts the operators
         // of each): "attnscope::forward", "attnscope::analyses", "attnscope::copy_back", "attnscope::clean_traces".
         const BatchForward forward = [&] {
             RECORD_USER_SCOPE("attnscope::forward");
             return forwardBatch(*m_model, batch, run, /*stackTaps=*/true);
         }();
-        BatchLayout layout;
-        layout.images = int64_t(images);
-        layout.noisyPerImage = int64_t(stride) - 1;
-        layout.gridHeight = int(batch.size(2) / c.patchSize);
-        layout.gridWidth = int(batch.size(3) / c.patchSize);
-        layout.prefixTokens = c.numPrefixTokens();
-        layout.patchSize = c.patchSize;
-        layout.depth = c.depth;
-        layout.classToken = c.classToken;
-        layout.registers = c.numRegisters;
         // The analyses are queued first, then their values' one copy back, then the clean rows' logits: nothing here
         // waits for the device, which works through the batch while the host queues the next one (finish waits).
         {
             RECORD_USER_SCOPE("attnscope::analyses");
-            if (!m_tables)
-                m_tables = std::make_shared<AnalysisTables>();
             pending.values = analyseBatch(forward.state, layout, m_options, m_tables.get());
         }
         {
@@ -423,14 +460,7 @@ Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOp
         }
         if (cleanTraces || m_options.cleanTraceReady) {
             RECORD_USER_SCOPE("attnscope::clean_traces");
-            // The clean rows' logits; their taps only where the caller asked for them (a copy of every map of every
-            // image would cost more than the analyses).
-            const RecordSpec& also = m_options.alsoRecord;
-            const bool taps = m_options.cleanTraceReady || also.attention || also.blocks || also.attnBranch || also.residual;
-            std::vector<int64_t> rows;
-            for (size_t i = 0; i < images; ++i)
-                rows.push_back(int64_t(i * stride));
-            pending.traces = hostTraces(*m_model, forward, batch, rows, taps, /*async=*/true);
+            pending.traces = hostTraces(*m_model, forward, batch, cleanRows, taps, /*async=*/true);
         }
         pending.ready.record(device);
         if (m_options.cleanTraceReady) { // shown as soon as the forward is done: this batch is waited for here
@@ -442,6 +472,25 @@ Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOp
         }
         return Done {};
     });
+}
+
+bool AnalysisRun::copiesTaps() const
+{
+    const RecordSpec& also = m_options.alsoRecord;
+    return bool(m_options.cleanTraceReady) || also.attention || also.blocks || also.attnBranch || also.residual;
+}
+
+int AnalysisRun::cudaGraphReplays() const { return m_graphs ? m_graphs->replays() : 0; }
+
+std::string AnalysisRun::cudaGraphNote() const
+{
+    if (!m_options.cudaGraph)
+        return {};
+    if (!analysesOnDevice())
+        return "CUDA graphs need the analyses on the device: every batch ran eagerly";
+    if (copiesTaps())
+        return "CUDA graphs leave the taps inside them, and this run copies taps back: every batch ran eagerly";
+    return m_graphs ? m_graphs->note() : std::string();
 }
 
 // The device path's values into the statistics image by image, each column in order (an SNR key's draws in draw order),
