@@ -214,7 +214,8 @@ run() {
     el "done"
 }
 
-# A lease's first four minutes: the CUDA tests, and the bench at ViT-S/16 batch 64 and 128 beside both peers. Every
+# A lease's first five minutes: the CUDA tests, three profiles, and the bench at ViT-S/16 batch 64 and 128 beside both
+# peers (DataLoader, inputs on the device). Every
 # phase is bounded by `timeout` and prints as it goes (no phase waits on another's pipe).
 quick() {
     begin "${1:-290}"
@@ -228,10 +229,11 @@ quick() {
     el "the same, one batch at a time (the idle gaps that two in flight close)"
     timeout 25 $B/tests/benchmarks/gpu_profile --batch 64 --batches 3 --in-flight 1 --top 5 2>&1 | tail -12
     el "the same, two in flight, each batch replayed from a CUDA graph (--cuda-graph)"
-    timeout 30 $B/tests/benchmarks/gpu_profile --batch 64 --batches 3 --cuda-graph --top 5 2>&1 | tail -12
+    timeout 25 $B/tests/benchmarks/gpu_profile --batch 64 --batches 3 --cuda-graph --top 5 2>&1 | tail -12
+    # 1024 images a run: the three processes a batch (both peers and attnscope) fit what is left.
     el "bench-gpu, ViT-S/16 at batch 64 and 128 ($(left) s left)"
     PYTHONUNBUFFERED=1 timeout $(( $(left) - 5 )) python3 tests/benchmarks/gpu_bench.py $B \
-        --models vit_small --batches 64,128 --images 2048 --long 0 --ablation-images 128 \
+        --models vit_small --batches 64,128 --images 1024 --long 0 --ablation-images 128 \
         --timeout 60 --json "$OUT/bench-gpu.json" --work /tmp/bench
     el "done"
 }
