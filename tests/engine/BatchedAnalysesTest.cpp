@@ -187,6 +187,14 @@ TEST(BatchedAnalyses, PrecisionBf16DeviatesLittleAndTf32NeedsCuda)
     }
     EXPECT_GT(differing, 0) << "bf16 gave the fp32 numbers: autocast did not run";
     EXPECT_LT(largest, 0.05) << "token similarity moved by " << largest << " under bf16";
+    // The attention maps too (under autocast they are made apart from their stack's row and copied into it): the
+    // successive maps' cosine and the heads' mean distance stay near fp32's.
+    for (const auto& [key, s] : exact.statistics()) {
+        const bool cosine = key.rfind("as/", 0) == 0 && key.find("successive_cos") != std::string::npos;
+        const bool distance = key.rfind("hc/", 0) == 0 && key.find("mean_distance_px") != std::string::npos;
+        if (cosine || distance)
+            EXPECT_NEAR(reduced.statistics().at(key).mean(), s.mean(), cosine ? 0.05 : 0.05 * std::abs(s.mean()) + 0.05) << key;
+    }
 
     AnalysisOptions tf32 = everyAnalysis();
     tf32.precision = Precision::Tf32;

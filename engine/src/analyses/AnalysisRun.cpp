@@ -162,8 +162,7 @@ struct StagedBatch::Impl {
 // A batch enqueued and not yet finished: what finish adds to the statistics, once `ready` has been reached.
 struct PendingBatch::Impl {
     const AnalysisRun* run = nullptr;
-    uint64_t number = 0; // its place in the order of enqueue, from 1
-    bool finished = false;
+    uint64_t number = 0; // its place in the order of enqueue, from 1 (finished once m_lastFinished reaches it)
     std::shared_ptr<const StagedBatch::Impl> staged; // kept until the device has read its inputs
     std::vector<HeadAblation> ablations;
     std::vector<ImageResults> results; // the host path's
@@ -290,7 +289,7 @@ Status AnalysisRun::finish(PendingBatch& batch, std::vector<Trace>* cleanTraces)
         return Error { "finish: an empty batch" };
     if (pending->run != this)
         return Error { "finish: a batch enqueued on another run" };
-    if (pending->finished || pending->number <= m_lastFinished)
+    if (pending->number <= m_lastFinished)
         return Error { "finish: batches are finished once each, in the order they were enqueued" };
     // The device's failures inside the batch's work surface here, where the host first waits for it.
     auto reached = catchForwardErrors([&]() -> Status {
@@ -299,7 +298,6 @@ Status AnalysisRun::finish(PendingBatch& batch, std::vector<Trace>* cleanTraces)
     });
     if (!reached)
         return reached;
-    pending->finished = true;
     m_lastFinished = pending->number;
     // The ablations enter the statistics with the rest of the batch: a failed or cancelled batch leaves them as they were.
     for (size_t i = 0; i < pending->ablations.size(); ++i) {
@@ -416,44 +414,38 @@ Status AnalysisRun::analyseOnDevice(const StagedBatch::Impl& staged, const RunOp
     const bool graphed = m_graphs && !taps; // a graph leaves the taps inside it
     const std::shared_ptr<void> onTheRunsStream = graphed ? m_graphs->useStream() : nullptr;
     return catchForwardErrors([&]() -> Status {
+        // The phases are named for LibTorch's profiler and RecordFunction observers (device_path_bench counts the operators
+        // of each): "attnscope::forward", "attnscope::analyses", "attnscope::copy_back", "attnscope::clean_traces", and
+        // with CUDA graphs "attnscope::graph".
+        std::optional<GraphedBatch> replayed;
         if (graphed) {
             RunOptions captured = run;
             captured.isCancelled = {}; // a batch replays whole: cancelled between batches
             RECORD_USER_SCOPE("attnscope::graph"); // the capture, or the replay: one launch for the batch
-            auto replayed = m_graphs->run(batch, [&](const at::Tensor& input) {
+            replayed = m_graphs->run(batch, [&](const at::Tensor& input) {
                 const BatchForward forward = forwardBatch(*m_model, input, captured, /*stackTaps=*/true);
                 BatchedValues values = analyseBatch(forward.state, layout, m_options, m_tables.get());
-                const at::Tensor clean = at::arange(0, input.size(0), int64_t(stride), input.options().dtype(at::kLong));
-                return GraphedBatch { values.keys, values.values, forward.logits.index_select(0, clean) };
+                return GraphedBatch { values.keys, values.values, forward.logits };
             });
-            if (replayed) {
-                pending.values.keys = replayed->keys;
-                pending.values.values = hostCopyAsync(replayed->values);
-                if (cleanTraces) {
-                    BatchForward logits;
-                    logits.logits = replayed->cleanLogits;
-                    logits.state.reset(c.depth);
-                    logits.state.neutrenoLambda = run.neutrenoLambda.value_or(c.neutrenoLambda);
-                    logits.state.boostT = run.boostT.value_or(c.boostT);
-                    pending.traces = hostTraces(*m_model, logits, batch.index_select(0, at::tensor(cleanRows, at::kLong)), {},
-                                                /*taps=*/false, /*async=*/true);
-                }
-                pending.ready.record(device);
-                return Done {};
-            }
         }
-        // The phases are named for LibTorch's profiler and RecordFunction observers (device_path_bench counts the operators
-        // of each): "attnscope::forward", "attnscope::analyses", "attnscope::copy_back", "attnscope::clean_traces".
-        const BatchForward forward = [&] {
-            RECORD_USER_SCOPE("attnscope::forward");
-            return forwardBatch(*m_model, batch, run, /*stackTaps=*/true);
-        }();
-        // The analyses are queued first, then their values' one copy back, then the clean rows' logits: nothing here
-        // waits for the device, which works through the batch while the host queues the next one (finish waits).
-        {
+        // Replayed, the batch's forward leaves only its logits (and the variant's values that traces carry).
+        BatchForward forward;
+        if (replayed) {
+            pending.values = { replayed->keys, replayed->values };
+            forward.logits = replayed->logits;
+            forward.state.reset(c.depth);
+            forward.state.neutrenoLambda = run.neutrenoLambda.value_or(c.neutrenoLambda);
+            forward.state.boostT = run.boostT.value_or(c.boostT);
+        } else {
+            {
+                RECORD_USER_SCOPE("attnscope::forward");
+                forward = forwardBatch(*m_model, batch, run, /*stackTaps=*/true);
+            }
             RECORD_USER_SCOPE("attnscope::analyses");
             pending.values = analyseBatch(forward.state, layout, m_options, m_tables.get());
         }
+        // The analyses are queued first, then their values' one copy back, then the clean rows' logits: nothing here
+        // waits for the device, which works through the batch while the host queues the next one (finish waits).
         {
             RECORD_USER_SCOPE("attnscope::copy_back");
             pending.values.values = hostCopyAsync(pending.values.values);

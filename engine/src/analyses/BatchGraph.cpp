@@ -13,13 +13,13 @@
 
 namespace attnscope {
 
+#if ATTNSCOPE_CUDA_GRAPHS
+
 namespace {
 
 std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 } // namespace
-
-#if ATTNSCOPE_CUDA_GRAPHS
 
 struct BatchGraphs::Impl {
     at::Device device = at::kCPU;
@@ -107,7 +107,6 @@ BatchGraphs::BatchGraphs(const at::Device& device)
 {
     m_note = device.is_cuda() ? "this build has no CUDA graphs (its LibTorch or CUDA toolkit lacks them): every batch ran eagerly"
                               : "CUDA graphs need a CUDA device (this run is on " + device.str() + "): every batch ran eagerly";
-    (void)firstLine;
 }
 
 std::shared_ptr<void> BatchGraphs::useStream() { return nullptr; }

@@ -25,7 +25,7 @@ namespace attnscope {
 struct GraphedBatch {
     std::vector<std::string> keys; // the analyses' columns (BatchedValues::keys), fixed per shape
     at::Tensor values;             // [images, keys] float64
-    at::Tensor cleanLogits;        // [images, classes] the clean rows' logits
+    at::Tensor logits;             // [inputs, classes] every row's logits
 };
 
 class BatchGraphs {

@@ -37,21 +37,22 @@ at::Tensor ForwardState::row(std::vector<at::Tensor>& taps, TapStack& stack, int
         stack.first = layer;
     }
     TORCH_INTERNAL_ASSERT(layer >= stack.first && stack.rows.sizes().slice(1).equals(sizes), "a tap unlike its stack's");
-    at::Tensor& into = taps[size_t(layer)];
-    if (!into.defined())
-        into = stack.rows.select(0, layer - stack.first);
-    return into;
+    return stack.rows.select(0, layer - stack.first);
 }
 
 void ForwardState::keep(std::vector<at::Tensor>& taps, TapStack& stack, int layer, const at::Tensor& t)
 {
-    if (!stackTaps) {
-        taps[size_t(layer)] = t;
+    taps[size_t(layer)] = t;
+    if (!stackTaps)
         return;
-    }
-    const at::Tensor& into = taps[size_t(layer)].defined() ? taps[size_t(layer)] : row(taps, stack, layer, t.sizes(), t.options());
-    if (!(into.data_ptr() == t.data_ptr() && into.sizes().equals(t.sizes()) && into.strides().equals(t.strides())))
-        into.copy_(t); // written elsewhere: copied into its row
+    // Written straight into its row (the op that made it was given row()): nothing to copy. Otherwise (a map that
+    // autocast made apart, U, X_0) copied there.
+    const at::Tensor& rows = stack.rows;
+    if (rows.defined() && layer >= stack.first && t.is_contiguous() && t.scalar_type() == rows.scalar_type()
+        && t.sizes().equals(rows.sizes().slice(1))
+        && t.data_ptr() == static_cast<char*>(rows.data_ptr()) + (layer - stack.first) * rows.stride(0) * rows.element_size())
+        return;
+    taps[size_t(layer)] = row(taps, stack, layer, t.sizes(), t.options()).copy_(t);
 }
 
 const ForwardState::TapStack& ForwardState::stackOf(const std::vector<at::Tensor>& taps) const

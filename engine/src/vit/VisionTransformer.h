@@ -51,8 +51,8 @@ struct ForwardState {
     };
     bool stackTaps = false;
     TapStack attentionStack, attnBranchStack, residualStack, blocksStack;
-    // The row of `stack` (one of the four above, `taps` its vector) for layer `layer`'s tap, of these sizes and options,
-    // also taps[layer] from then on; undefined without stackTaps.
+    // The row of `stack` (one of the four above, `taps` its vector) for layer `layer`'s tap, of these sizes and options
+    // (the stack made at the kind's first tap); undefined without stackTaps.
     at::Tensor row(std::vector<at::Tensor>& taps, TapStack& stack, int layer, at::IntArrayRef sizes, const at::TensorOptions& options);
     // taps[layer] = t, through its stack's row with stackTaps (copied there unless t is that row already).
     void keep(std::vector<at::Tensor>& taps, TapStack& stack, int layer, const at::Tensor& t);
