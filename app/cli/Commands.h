@@ -27,6 +27,7 @@ struct InfoCommand {
     std::string device = "cpu";
     bool json = false;
     bool list = false;
+    bool listFamilies = false;
 
     void addTo(CLI::App& app);
     int run() const;

@@ -17,6 +17,7 @@ void InfoCommand::addTo(CLI::App& app)
                    "H,W or N: the model at another input size (the position embedding resampled, as timm does)");
     app.add_flag("--json", json, "print JSON");
     app.add_flag("--list", list, "list the embedded models (builtin:NAME)");
+    app.add_flag("--list-families", listFamilies, "list the model families attnscope runs exactly");
 }
 
 // Quadratic attention's learned centres and sharpness, [layer][head] as {dy, dx, alpha}; empty for other attention.
@@ -52,7 +53,8 @@ static nlohmann::json infoJson(const attnscope::ModelInfo& i)
         prefix.push_back("reg" + std::to_string(r));
     return {
         { "path", i.path }, { "weights", i.weightsPath }, { "format", i.format }, { "naming", i.naming },
-        { "family", i.family }, { "config_source", i.configSource }, { "guesses", i.guesses },
+        { "family", i.family }, { "recognition", i.recognition }, { "inferred", i.inferred },
+        { "config_source", i.configSource }, { "guesses", i.guesses },
         { "ignored_config_keys", i.ignoredConfigKeys }, { "device", i.device },
         { "layers", c.depth }, { "heads", c.numHeads }, { "width", c.width }, { "head_dim", c.headDim() },
         { "mlp_hidden", c.mlpHidden }, { "patch_size", c.patchSize },
@@ -64,6 +66,9 @@ static nlohmann::json infoJson(const attnscope::ModelInfo& i)
         { "layer_norm_eps", c.layerNormEps }, { "block_norm", toString(c.blockNorm) },
         { "final_norm", toString(c.finalNorm) }, { "pooling", toString(c.pooling) },
         { "layer_scale", c.layerScale }, { "pre_norm", c.preNorm },
+        { "patch_embedding", toString(c.patchEmbedding) }, { "patch_norm_in", c.patchNormIn },
+        { "patch_norm_out", c.patchNormOut }, { "attention_width", c.attnWidth() },
+        { "position", c.posFixedSinCos ? "sincos2d" : c.posEmbed ? "learned" : "none" },
         { "pos_embed_includes_prefix", c.posEmbedHasPrefix },
         { "attention", toString(c.attention) }, { "block", toString(c.block) },
         { "neutreno_lambda", c.neutrenoLambda }, { "boost_t", c.boostT },
@@ -84,8 +89,13 @@ int InfoCommand::run() const
             std::cout << "builtin:" << name << '\n';
         return 0;
     }
+    if (listFamilies) {
+        for (const auto& line : attnscope::supportedModelFamilies())
+            std::cout << line << '\n';
+        return 0;
+    }
     if (model.empty())
-        return usage("info: give a MODEL (or --list)");
+        return usage("info: give a MODEL (or --list, --list-families)");
     if (auto checked = checkDeviceUsage(device); !checked)
         return usage(checked.message());
     int height = 0, width = 0;
@@ -116,7 +126,10 @@ int InfoCommand::run() const
     std::cout << "model        " << i.path << '\n'
               << "weights      " << i.weightsPath << " (" << i.format << ")\n"
               << "family       " << i.family << ", " << i.naming << " naming\n"
+              << "recognised   " << i.recognition << '\n'
               << "config       " << i.configSource << '\n';
+    for (size_t k = 0; k < i.inferred.size(); ++k)
+        std::cout << (k ? "             " : "decided      ") << i.inferred[k] << '\n';
     // Not a warning (foreign configs carry training settings): listed so that none is thought to have been applied.
     for (const auto& [file, keys] : i.ignoredConfigKeys) {
         std::cout << "ignored config keys (" << file << "):";
@@ -124,9 +137,14 @@ int InfoCommand::run() const
             std::cout << (k ? ", " : " ") << keys[k];
         std::cout << '\n';
     }
-    std::cout << "layers       " << c.depth << "\nheads        " << c.numHeads << " (head width " << c.headDim() << ")\n"
+    std::cout << "layers       " << c.depth << "\nheads        " << c.numHeads << " (head width " << c.headDim()
+              << (c.attnWidth() != c.width ? ", attention width " + std::to_string(c.attnWidth()) : std::string()) << ")\n"
               << "width        " << c.width << " (MLP " << c.mlpHidden << ", " << toString(c.activation) << ")\n"
-              << "patch size   " << c.patchSize << "\ninput size   " << c.imageHeight << "x" << c.imageWidth
+              << "patch size   " << c.patchSize
+              << (c.patchEmbedding != attnscope::PatchEmbedding::Convolution
+                      ? std::string(" (") + toString(c.patchEmbedding) + (c.patchNormIn ? ", normed first" : "") + ")"
+                      : std::string())
+              << (c.patchNormOut ? ", embedded patches normed" : "") << "\ninput size   " << c.imageHeight << "x" << c.imageWidth
               << (c.imageHeight != i.trainedHeight || c.imageWidth != i.trainedWidth
                       ? " (trained at " + std::to_string(i.trainedHeight) + "x" + std::to_string(i.trainedWidth)
                           + (c.posEmbed ? "; position embedding resampled bicubically)" : "; no absolute position embedding)")

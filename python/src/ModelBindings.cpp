@@ -45,6 +45,9 @@ py::dict configDict(const ModelInfo& info)
     d["grid"] = py::make_tuple(c.gridHeight(), c.gridWidth());
     d["tokens"] = c.numTokens();
     d["pos_embed"] = c.posEmbed;
+    d["position"] = c.posFixedSinCos ? "sincos2d" : c.posEmbed ? "learned" : "none";
+    d["patch_embedding"] = toString(c.patchEmbedding);
+    d["attention_width"] = c.attnWidth();
     d["layer_scale"] = c.layerScale;
     d["block_norm"] = toString(c.blockNorm);
     d["final_norm"] = toString(c.finalNorm);
@@ -67,6 +70,8 @@ py::dict infoDict(const ModelInfo& info)
     d["format"] = info.format;
     d["naming"] = info.naming;
     d["family"] = info.family;
+    d["recognition"] = info.recognition;
+    d["inferred"] = info.inferred;
     d["config_source"] = info.configSource;
     d["guesses"] = info.guesses;
     d["ignored_config_keys"] = info.ignoredConfigKeys;

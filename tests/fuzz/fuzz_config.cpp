@@ -14,6 +14,7 @@
 // Anything else escapes and is a crash, as is a memory error or UB under the sanitizers.
 #include "checkpoint/CheckpointNaming.h"
 #include "checkpoint/ConfigResolver.h"
+#include "checkpoint/ConfigSources.h"
 #include "FuzzSupport.h"
 #include "checkpoint/LoadError.h"
 #include "checkpoint/SafeTensors.h"
@@ -97,8 +98,10 @@ bool split(const uint8_t* data, size_t size, std::vector<std::optional<json>>& p
 void check(const attnscope::ResolvedConfig& r)
 {
     const auto& c = r.model;
-    if (c.numHeads <= 0 || c.width % c.numHeads != 0)
-        fail("heads " + std::to_string(c.numHeads) + " do not divide width " + std::to_string(c.width));
+    if (c.numHeads <= 0 || c.attnWidth() % c.numHeads != 0)
+        fail("heads " + std::to_string(c.numHeads) + " do not divide width " + std::to_string(c.attnWidth()));
+    if (c.patchSize <= 0 || c.channels <= 0)
+        fail("patch " + std::to_string(c.patchSize) + " of " + std::to_string(c.channels) + " channels accepted");
     if (c.imageHeight <= 0 || c.imageWidth <= 0)
         fail("image size " + std::to_string(c.imageHeight) + "x" + std::to_string(c.imageWidth) + " accepted");
     if (c.posEmbed && (c.imageHeight % c.patchSize || c.imageWidth % c.patchSize))
@@ -157,6 +160,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         for (const auto& [k, v] : parts[3]->items())
             src.metadata[k] = v.is_string() ? v.get<std::string>() : v.dump();
     try {
+        attnscope::checkNamedFamily(src); // as Model::load, before any tensor is read
         const size_t set = data[0] % sets.size();
         if (src.description) {
             attnscope::TensorMap tensors = attnscope::applyDescriptionRenames(sets[set], *src.description, src.descriptionPath);

@@ -134,6 +134,16 @@ def config_seeds():
                                "interpolation": "bicubic", "mean": [0.5, 0.5, 0.5], "std": [0.5, 0.5, 0.5]},
             "label_names": ["a", "b"]}
     write("config", "timm-config", config_input(9, config=json.dumps(timm).encode()))
+    # Families and layouts (docs/models.md, "Families"; docs/model-description.md): a family named, the position
+    # scheme stated, tensors concatenated, a patch order.
+    layout = {"attnscope_description": 1, "family": "vit",
+              "concatenate": [{"from": "^blocks\\.(\\d+)\\.attn\\.qkv\\.(weight|bias)$", "to": "joined.$2", "order": "$1"}],
+              "drop": ["^joined\\."],
+              "architecture": {"num_heads": 4, "position": "learned", "patch_size": 4, "channels": 1,
+                               "pooling": "mean_all"}}
+    write("config", "description-layout", config_input(0, description=json.dumps(layout).encode()))
+    write("config", "timm-refused-family", config_input(9, config=json.dumps(dict(timm, architecture="vit_small_patch16_dinov3")).encode()))
+    write("config", "hf-refused-family", config_input(4, config=json.dumps({"model_type": "beit", "architectures": ["BeitModel"]}).encode()))
 
 
 # --- npy --------------------------------------------------------------------------------------------------------

@@ -714,13 +714,13 @@ def make_tv(root):
     model_args = {"img_size": IMG, "patch_size": P, "embed_dim": D, "depth": L,
                   "num_heads": H, "mlp_ratio": M / D}
     write_json(os.path.join(d_timm, "config.json"),
-               timm_config("vit_small_patch8_32_custom", model_args, K, D, 3, (IMG, IMG),
+               timm_config("vit_small_patch16_224", model_args, K, D, 3, (IMG, IMG),
                            IMAGENET_MEAN, IMAGENET_STD, CIFAR10))
     write_outputs(d_timm, x_np, logits, attn_list, block_list,
                   base_meta("tv_timm", src, "timm", L, H, D, 1, (IMG, IMG), 3, K,
                             common_note + "Written with timm names (attn.qkv = in_proj). "
-                            "Architecture name 'vit_small_patch8_32_custom' is NOT a registered timm "
-                            "model: the shapes come from model_args. " + mean_std_note))
+                            "Architecture 'vit_small_patch16_224' with model_args overriding its shapes, as "
+                            "timm.create_model(name, **model_args) builds it. " + mean_std_note))
 
     # --- tv_hf
     d_hf = fresh_dir(root, "tv_hf")
@@ -915,7 +915,7 @@ def make_tv_grid16(root):
     model_args = {"img_size": IMG, "patch_size": P, "embed_dim": D, "depth": L,
                   "num_heads": H, "mlp_ratio": M / D}
     write_json(os.path.join(d, "config.json"),
-               timm_config("vit_tiny_patch2_32_custom", model_args, K, D, 3, (IMG, IMG),
+               timm_config("vit_tiny_patch16_224", model_args, K, D, 3, (IMG, IMG),
                            IMAGENET_MEAN, IMAGENET_STD, CIFAR10))
     src = f"torchvision {torchvision.__version__} (torch {torch.__version__})"
     notes = ("One torchvision.models.VisionTransformer(image_size=32, patch_size=2, num_layers=3, num_heads=4, "
@@ -926,8 +926,8 @@ def make_tv_grid16(root):
              "target offsets (dy,dx) = (0,0)/(0,+1)/(-1,-1) while head 3 also attends to CLS (prefix mass ~0.4); "
              "blocks 2-3 are plain random. Expected outputs from torchvision itself. Grid 16x16, token order "
              "[CLS, 256 patches row-major], N = 257. logits = head(encoder.ln(x)[CLS]). Written with timm names "
-             "(attn.qkv = in_proj). Architecture name 'vit_tiny_patch2_32_custom' is NOT a registered timm model: "
-             "the shapes come from model_args. image.png = resources/samples/photos/chelsea.png cropped to "
+             "(attn.qkv = in_proj). Architecture 'vit_tiny_patch16_224' with model_args overriding its shapes, as "
+             "timm.create_model(name, **model_args) builds it. image.png = resources/samples/photos/chelsea.png cropped to "
              "(60, 0, 360, 300) and PIL BOX-resized to 32x32; image.png -> input.npy: (pixel/255 - mean)/std "
              f"with ImageNet mean {list(IMAGENET_MEAN)} / std {list(IMAGENET_STD)}, no resize.")
     write_outputs(d, x_np, logits, attn_list, block_list,

@@ -139,3 +139,17 @@ def test_query_key_map(name):
         assert numpy.abs(got["y"] - ref["y"]).max() <= 1e-4 * largest
         n = len(got["x"]) // 4
         assert list(got["kind"][:2 * n]) == ["query"] * (2 * n) and got["image"][n] == 1 and got["row"][0] == -1
+
+
+def test_families_open_as_in_the_engine():
+    """The folders of tests/golden/families open in Python as in the CLI (docs/models.md, "Families"): vit-pytorch's
+    SimpleViT by its tensor names with vit-pytorch's logits, and a DINOv3 hub folder refused naming what it lacks."""
+    folder = os.path.join(GOLDEN, "families", "vitpytorch_simplevit")
+    model = attnscope.load(os.path.join(folder, "model.pt"))
+    assert model.info["family"] == "vit-pytorch SimpleViT"
+    assert "position: fixed 2-D sin-cos (posemb_sincos_2d), vit-pytorch SimpleViT's layout" in model.info["inferred"]
+    assert model.config["position"] == "sincos2d" and model.config["attention_width"] == 48
+    x = numpy.load(os.path.join(folder, "input.npy"))[0]
+    close(model.run(x, record="none").logits, numpy.load(os.path.join(folder, "logits.npy")))
+    with pytest.raises(attnscope.Error, match="vit_small_patch16_dinov3: attnscope does not run rotary position embedding"):
+        attnscope.load(os.path.join(GOLDEN, "families", "timm_dinov3"))

@@ -34,6 +34,12 @@ struct ModelInfo {
     std::string naming;      // timm | huggingface | torchvision | openai-clip | described
     std::string family;      // vit | deit | dinov2 | clip | ...
     std::string configSource;
+    // What named the family and how: "timm vit_small_patch16_224 (config.json architecture, timm 1.0.31's registry)",
+    // "Hugging Face dinov2 Dinov2Model (config.json model_type)", "tensor names (timm naming)", "model description ...".
+    std::string recognition;
+    // What no file states directly and how it was decided, one "what value: how" each ("heads 6: timm's
+    // vit_small_patch16_224", "position: learned, the pos_embed tensor").
+    std::vector<std::string> inferred;
     // Architecture values no file recorded, taken from a convention (heads = width/64), each as a sentence: the tools
     // print them as warnings, since a wrong guess gives a model that runs and is wrong.
     std::vector<std::string> guesses;
@@ -210,6 +216,8 @@ std::string formatBytes(int64_t bytes);
 // The folder holding the embedded models (resources/models), for `builtin:NAME`.
 std::string builtinModelDir();
 std::vector<std::string> builtinModelNames();
+// The families attnscope runs exactly, one line each ("dinov2: ..."), for `attnscope-cli info --list-families`.
+std::vector<std::string> supportedModelFamilies();
 
 // Threads for CPU work: LibTorch's intra-op team (OpenMP) and OpenBLAS's alike, and the inter-op threads that run
 // the inputs of a batch (Model::runBatch, AnalysisRun) as single-threaded forwards side by side. 0 = the defaults:

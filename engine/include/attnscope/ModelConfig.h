@@ -9,7 +9,15 @@ enum class Activation { Gelu, GeluTanh, QuickGelu, Relu, Silu };
 enum class BlockNorm { Pre, Post }; // Post: nn.TransformerEncoderLayer's default (norm after each residual)
 // What the classifier reads: the first prefix token, the mean of the patch tokens, both concatenated
 // (HF Dinov2ForImageClassification), or the average of the CLS and distillation heads (DeiT distilled).
-enum class Pooling { Token, PatchMean, TokenAndPatchMean, Distilled };
+// AllTokensMean: the mean of every token, the prefix tokens included (vit-pytorch's "mean" pooling in its versions
+// that always had a CLS token).
+enum class Pooling { Token, PatchMean, TokenAndPatchMean, Distilled, AllTokensMean };
+// How a patch becomes a token. Convolution: a stride-P convolution, `patch_embed.proj.weight` [D, C, P, P] (timm,
+// Hugging Face, torchvision). Linear: a linear layer over the patch's pixels flattened in (p1 p2 c) order, channels
+// fastest (vit-pytorch's Rearrange 'b c (h p1) (w p2) -> b (h w) (p1 p2 c)'), or in (c p1 p2) order, as
+// `patch_embed.linear.weight` [D, P*P*C]; optionally with a LayerNorm over the flattened patch before it
+// (`patch_embed.norm_in`, in the same order).
+enum class PatchEmbedding { Convolution, LinearChannelsLast, LinearChannelsFirst };
 // Where the final LayerNorm acts: on every token before pooling (timm `norm`), on the pooled vector only
 // (timm `fc_norm`, HF CLIP `post_layernorm`), or nowhere.
 enum class FinalNorm { AllTokens, Pooled, None };
@@ -28,6 +36,7 @@ const char* toString(Pooling p);
 const char* toString(FinalNorm n);
 const char* toString(AttentionKind k);
 const char* toString(BlockKind k);
+const char* toString(PatchEmbedding p);
 
 // The architecture of one vision transformer, whatever checkpoint convention it came from.
 struct ModelConfig {
@@ -50,6 +59,15 @@ struct ModelConfig {
     bool posEmbed = true;
     bool posEmbedHasPrefix = true; // false: timm's no_embed_class (prefix tokens get no position)
 
+    PatchEmbedding patchEmbedding = PatchEmbedding::Convolution;
+    bool patchNormIn = false;  // Linear only: LayerNorm over the flattened patch (patch_embed.norm_in)
+    bool patchNormOut = false; // LayerNorm on every embedded patch (patch_embed.norm: vit-pytorch, timm's embed norm)
+    // The width of q, k and v, heads x head width, when it is not the model's width (vit-pytorch's heads * dim_head):
+    // qkv [3 * attentionWidth, D], proj [D, attentionWidth]. 0: the model's width.
+    int attentionWidth = 0;
+    // pos_embed is a fixed 2-D sin-cos table (vit-pytorch's SimpleViT, posemb_sincos_2d), made at load, not read.
+    bool posFixedSinCos = false;
+
     bool patchBias = true;
     bool qkvBias = true;
     bool projBias = true;
@@ -66,7 +84,8 @@ struct ModelConfig {
     double neutrenoLambda = 0.0; // NeuTRENO: O_l = A_l V_l + lambda (V_1 - V_l)
     double boostT = 0.0;         // Boost: R_l = U_l + t X_0 + (1 - t) X_{l-1}
 
-    int headDim() const { return width / numHeads; }
+    int attnWidth() const { return attentionWidth > 0 ? attentionWidth : width; }
+    int headDim() const { return attnWidth() / numHeads; }
     int numPrefixTokens() const { return (classToken ? 1 : 0) + (distToken ? 1 : 0) + numRegisters; }
     int gridHeight() const { return imageHeight / patchSize; }
     int gridWidth() const { return imageWidth / patchSize; }

@@ -17,9 +17,9 @@ Result<LogitDecomposition> decomposeLogits(const Model& model, const Tensor& inp
     const auto& impl = implOf(model);
     const ModelConfig& c = model.config();
     if (!c.posEmbed || c.attention != AttentionKind::Standard || c.blockNorm != BlockNorm::Pre || c.preNorm
-        || c.block != BlockKind::Standard)
+        || c.block != BlockKind::Standard || c.patchNormOut)
         return Error { "the logit decomposition needs additive absolute position embeddings, standard attention and "
-                       "a pre-norm first block without a pre-transformer norm" };
+                       "a pre-norm first block without a pre-transformer norm or a norm on the embedded patches" };
     try {
         c10::InferenceMode guard;
         at::Tensor x = unwrap(input).to(impl.device);
@@ -39,7 +39,8 @@ Result<LogitDecomposition> decomposeLogits(const Model& model, const Tensor& inp
         const at::Tensor eh = g * (e - e.mean(1, true)) / s;
         const at::Tensor ph = g * (p - p.mean(1, true)) / s + b;
         auto& attn = dynamic_cast<StandardAttention&>(*block->attn);
-        const int64_t D = c.width, H = c.numHeads, d = D / H, N = e.size(0);
+        // D: the width of q and k (the model's width but where ModelConfig::attentionWidth says otherwise).
+        const int64_t D = c.attnWidth(), H = c.numHeads, d = D / H, N = e.size(0);
         const at::Tensor w = attn.qkv->weight.to(at::kDouble);
         const at::Tensor bias = attn.qkv->bias.defined() ? attn.qkv->bias.to(at::kDouble) : at::zeros({ 3 * D }, at::kDouble);
         const auto heads = [&](const at::Tensor& t) { return t.reshape({ N, H, d }).transpose(0, 1); }; // [H, N, d]
@@ -52,7 +53,7 @@ Result<LogitDecomposition> decomposeLogits(const Model& model, const Tensor& inp
         out.tp = wrap(at::matmul(qe, kp.transpose(1, 2)) * scale);
         out.pt = wrap(at::matmul(qp, ke.transpose(1, 2)) * scale);
         out.pp = wrap(at::matmul(qp, kp.transpose(1, 2)) * scale);
-        const at::Tensor qkv = at::linear(at::layer_norm(x0, { D }, g, b, c.layerNormEps), w, bias);
+        const at::Tensor qkv = at::linear(at::layer_norm(x0, { c.width }, g, b, c.layerNormEps), w, bias);
         out.logits = wrap(at::matmul(heads(qkv.slice(1, 0, D)), heads(qkv.slice(1, D, 2 * D)).transpose(1, 2)) * scale);
         return out;
     } catch (const c10::Error& e) {

@@ -77,7 +77,7 @@ Result<LayerRows> layerRows(const Model& model, const std::vector<Trace>& traces
         return Error { "query-key map: this attention kind has no queries and keys" };
     const at::Tensor w = attention->qkv->weight.to(at::kCPU, at::kDouble);
     const at::Tensor b = attention->qkv->bias.defined() ? attention->qkv->bias.to(at::kCPU, at::kDouble) : at::Tensor();
-    const int64_t D = model.config().width;
+    const int64_t D = model.config().attnWidth(); // the width of q and k
     LayerRows rows;
     for (const Trace& t : traces) {
         at::Tensor x = unwrap(t.blocks[size_t(layer - 1)]);

@@ -26,6 +26,8 @@ at::Tensor pooledRow(const at::Tensor& r, const ModelConfig& c)
         return r.slice(0, prefix).mean(0);
     case Pooling::TokenAndPatchMean:
         return (r[0] + r.slice(0, prefix).mean(0)) / 2;
+    case Pooling::AllTokensMean:
+        return r.mean(0);
     }
     return r[0];
 }

@@ -95,7 +95,7 @@ std::string listSome(const TensorMap& t, size_t n)
 bool isAttnscopeName(const std::string& name)
 {
     static const std::regex names(
-        "^(cls_token|dist_token|reg_token|pos_embed|patch_embed\\.proj\\.(weight|bias)"
+        "^(cls_token|dist_token|reg_token|pos_embed|patch_embed\\.(proj|linear|norm_in|norm)\\.(weight|bias)"
         "|(norm_pre|norm|fc_norm|head|head_dist)\\.(weight|bias)"
         "|blocks\\.\\d+\\.((norm1|norm2|attn\\.(qkv|q|k|v|proj)|mlp\\.fc1|mlp\\.fc2)\\.(weight|bias)"
         "|ls[12]\\.gamma|gamma_[12]|attn\\.(log_hy|log_hp|centre|alpha)))$");
@@ -351,6 +351,54 @@ TensorMap stripCommonPrefix(TensorMap tensors)
     return tensors;
 }
 
+// lucidrains' vit-pytorch: ViT and SimpleViT (vit_pytorch/vit.py, simple_vit.py). The patch embedding is a Sequential of
+// Rearrange to (p1 p2 c) patches, LayerNorm, Linear, LayerNorm; each layer a pair (Attention with its own norm and
+// to_qkv without bias, FeedForward's Sequential of LayerNorm, Linear, GELU, [Dropout,] Linear); the transformer's final
+// norm. Its versions differ in shapes, not names: cls_token [1, 1, D] (always present) or [1, D] ([0, D] when pooling
+// by the mean), pos_embedding [1, N, D] or [N, D]; before 1.x the head was a Sequential of LayerNorm and Linear.
+TensorMap fromVitPytorch(TensorMap t, NamingHints& hints)
+{
+    hints.naming = "vit-pytorch";
+    const bool simple = has(t, "linear_head.weight");
+    hints.family = simple ? "vit-pytorch SimpleViT" : "vit-pytorch ViT";
+    hints.layerNormEps = 1e-5; // nn.LayerNorm's default
+    const bool oldHead = has(t, "mlp_head.1.weight");
+    const std::string fc2 = has(t, "transformer.layers.0.1.net.4.weight") ? "4" : "3"; // after a Dropout, or not
+    std::vector<Rule> rules {
+        rename("^to_patch_embedding\\.1\\.", "patch_embed.norm_in."),
+        rename("^to_patch_embedding\\.2\\.", "patch_embed.linear."),
+        rename("^to_patch_embedding\\.3\\.", "patch_embed.norm."),
+        rename("^pos_embedding$", "pos_embed"),
+        rename("^transformer\\.layers\\.(\\d+)\\.0\\.norm\\.", "blocks.$1.norm1."),
+        rename("^transformer\\.layers\\.(\\d+)\\.0\\.to_qkv\\.", "blocks.$1.attn.qkv."),
+        rename("^transformer\\.layers\\.(\\d+)\\.0\\.to_out\\.(0\\.)?", "blocks.$1.attn.proj."),
+        rename("^transformer\\.layers\\.(\\d+)\\.1\\.net\\.0\\.", "blocks.$1.norm2."),
+        rename("^transformer\\.layers\\.(\\d+)\\.1\\.net\\.1\\.", "blocks.$1.mlp.fc1."),
+        rename("^transformer\\.layers\\.(\\d+)\\.1\\.net\\." + fc2 + "\\.", "blocks.$1.mlp.fc2."),
+        rename("^transformer\\.norm\\.", "norm."),
+        rename("^linear_head\\.", "head."),
+    };
+    if (oldHead) {
+        rules.push_back(rename("^mlp_head\\.0\\.", "fc_norm."));
+        rules.push_back(rename("^mlp_head\\.1\\.", "head."));
+    } else {
+        rules.push_back(rename("^mlp_head\\.", "head."));
+    }
+    t = applyRules(std::move(t), rules);
+    if (has(t, "cls_token")) {
+        const auto cls = t.at("cls_token");
+        if (cls.dim() == 2 && cls.size(0) == 0)
+            t.erase("cls_token"); // pooled by the mean: no CLS
+        else if (cls.dim() == 2)
+            t["cls_token"] = cls.unsqueeze(0);
+    }
+    if (has(t, "pos_embed") && t.at("pos_embed").dim() == 2)
+        t["pos_embed"] = t.at("pos_embed").unsqueeze(0);
+    if (simple)
+        hints.position = "sincos2d"; // SimpleViT's posemb_sincos_2d: fixed, in no state dict
+    return t;
+}
+
 TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& path, const DescribedNames* described)
 {
     t = stripCommonPrefix(std::move(t));
@@ -379,11 +427,13 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
         hints.family = "vit";
         return fromTorchvision(std::move(t), path);
     }
+    if (has(t, "to_patch_embedding.2.weight") && has(t, "transformer.layers.0.0.to_qkv.weight"))
+        return fromVitPytorch(std::move(t), hints);
     if (has(t, "visual.class_embedding")) {
         hints.naming = "openai-clip";
         return fromOpenAiClip(std::move(t), hints);
     }
-    if (has(t, "patch_embed.proj.weight") && (has(t, "blocks.0.attn.qkv.weight") || has(t, "blocks.0.attn.q.weight") || has(t, "blocks.0.attn.v.weight"))) {
+    if ((has(t, "patch_embed.proj.weight") || has(t, "patch_embed.linear.weight")) && (has(t, "blocks.0.attn.qkv.weight") || has(t, "blocks.0.attn.q.weight") || has(t, "blocks.0.attn.v.weight"))) {
         if (has(t, "mask_token")) {
             // The original DINOv2 release: timm names plus a mask token; registers are `register_tokens` and
             // the position table still covers CLS (NAMING.md 4.7).
@@ -416,8 +466,9 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
         if (!unused.empty())
             throw LoadError(unusedNamesError(unused, *described, path));
         throw LoadError(described->descriptionPath + ": after its rename and drop rules, " + path + " has no "
-                        + (has(t, "patch_embed.proj.weight") ? "blocks.0.attn.qkv.weight (or attn.q/k/v)"
-                                                             : "patch_embed.proj.weight")
+                        + (has(t, "patch_embed.proj.weight") || has(t, "patch_embed.linear.weight")
+                               ? "blocks.0.attn.qkv.weight (or attn.q/k/v)"
+                               : "patch_embed.proj.weight (or patch_embed.linear.weight)")
                         + "; first names: " + listSome(t, 6) + " (attnscope's names: docs/model-description.md)");
     }
     throw LoadError(path + ": tensor names follow no known ViT convention (timm, Hugging Face, torchvision, "

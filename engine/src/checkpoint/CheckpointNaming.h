@@ -11,13 +11,14 @@ namespace attnscope {
 
 // What the tensor names of a checkpoint say about the model beyond the shapes.
 struct NamingHints {
-    std::string naming; // timm | huggingface | torchvision | openai-clip | dinov2-original
+    std::string naming; // timm | huggingface | torchvision | openai-clip | dinov2-original | vit-pytorch
     std::string family; // vit | deit | dinov2 | clip | ...
     std::optional<bool> posEmbedHasPrefix;
     bool headIsProjection = false;
     std::optional<double> layerNormEps;
     std::optional<int> numHeads;
     std::optional<bool> quickGelu;
+    std::optional<std::string> position; // a scheme without a tensor that the layout fixes ("sincos2d": SimpleViT)
 };
 
 // What a model description's rename rules made of a checkpoint's names (applyDescriptionRenames), so that a tensor no

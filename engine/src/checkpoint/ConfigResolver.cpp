@@ -66,15 +66,29 @@ PreprocessConfig defaultPreprocess(int height, int width)
 void readTensors(const TensorMap& t, const NamingHints& hints, const std::string& weightsPath, StatedConfig& stated, ResolvedConfig& out)
 {
     ModelConfig& c = out.model;
-    if (!has(t, "patch_embed.proj.weight"))
-        fail(weightsPath, "no patch embedding (patch_embed.proj.weight or its equivalent) among the tensors");
-    const auto& patch = t.at("patch_embed.proj.weight");
-    // An empty kernel (a zero dimension) would later divide by a zero patch size.
-    if (patch.dim() != 4 || patch.size(2) != patch.size(3) || patch.size(0) < 1 || patch.size(1) < 1 || patch.size(2) < 1)
-        fail(weightsPath, "patch_embed.proj.weight: shape " + shapeString(patch) + ", expected [D, C, P, P]");
-    c.width = int(patch.size(0));
-    c.channels = int(patch.size(1));
-    c.patchSize = int(patch.size(2));
+    if (has(t, "patch_embed.linear.weight")) {
+        // A linear layer over flattened patches: the width is known, the patch side and channels are settled later
+        // (settleLinearPatch) from what is stated.
+        const auto& linear = t.at("patch_embed.linear.weight");
+        if (linear.dim() != 2 || linear.size(0) < 1 || linear.size(1) < 1)
+            fail(weightsPath, "patch_embed.linear.weight: shape " + shapeString(linear) + ", expected [D, P*P*C]");
+        c.width = int(linear.size(0));
+        c.patchEmbedding = PatchEmbedding::LinearChannelsLast;
+        c.patchNormIn = has(t, "patch_embed.norm_in.weight");
+        c.patchBias = has(t, "patch_embed.linear.bias");
+    } else {
+        if (!has(t, "patch_embed.proj.weight"))
+            fail(weightsPath, "no patch embedding (patch_embed.proj.weight or its equivalent) among the tensors");
+        const auto& patch = t.at("patch_embed.proj.weight");
+        // An empty kernel (a zero dimension) would later divide by a zero patch size.
+        if (patch.dim() != 4 || patch.size(2) != patch.size(3) || patch.size(0) < 1 || patch.size(1) < 1 || patch.size(2) < 1)
+            fail(weightsPath, "patch_embed.proj.weight: shape " + shapeString(patch) + ", expected [D, C, P, P]");
+        c.width = int(patch.size(0));
+        c.channels = int(patch.size(1));
+        c.patchSize = int(patch.size(2));
+        c.patchBias = has(t, "patch_embed.proj.bias");
+    }
+    c.patchNormOut = has(t, "patch_embed.norm.weight");
     const auto hasBlock = [&](int i) {
         auto it = t.lower_bound("blocks." + std::to_string(i) + ".");
         return it != t.end() && it->first.rfind("blocks." + std::to_string(i) + ".", 0) == 0;
@@ -94,7 +108,6 @@ void readTensors(const TensorMap& t, const NamingHints& hints, const std::string
     c.distToken = has(t, "dist_token");
     c.numRegisters = has(t, "reg_token") ? int(t.at("reg_token").size(1)) : 0;
     c.posEmbed = has(t, "pos_embed");
-    c.patchBias = has(t, "patch_embed.proj.bias");
     c.qkvBias = has(t, "blocks.0.attn.qkv.bias") || has(t, "blocks.0.attn.v.bias");
     c.projBias = has(t, "blocks.0.attn.proj.bias");
     c.preNorm = has(t, "norm_pre.weight");
@@ -108,6 +121,24 @@ void readTensors(const TensorMap& t, const NamingHints& hints, const std::string
         c.pooling = Pooling::TokenAndPatchMean;
     else if (!c.classToken)
         c.pooling = Pooling::PatchMean;
+    if (has(t, "blocks.0.attn.qkv.weight") && has(t, "blocks.0.attn.proj.weight") && c.attention == AttentionKind::Standard) {
+        // q, k and v of another width a than the model's (vit-pytorch's heads * dim_head): qkv [3a, D] and proj [D, a]
+        // agree on it. Anything else is left to the shape check, which names the tensor and both shapes.
+        const auto& qkv = t.at("blocks.0.attn.qkv.weight");
+        const auto& proj = t.at("blocks.0.attn.proj.weight");
+        const int64_t a = qkv.dim() == 2 ? qkv.size(0) / 3 : 0;
+        if (a > 0 && a != c.width && qkv.size(0) == 3 * a && qkv.size(1) == c.width && proj.dim() == 2
+            && proj.size(0) == c.width && proj.size(1) == a) {
+            c.attentionWidth = int(a);
+            out.inferred.push_back("attention width " + std::to_string(a) + " (q, k, v; the model's is "
+                                   + std::to_string(c.width) + "): blocks.0.attn.qkv.weight and attn.proj.weight");
+        }
+    }
+    stated.meanOverAllTokens = hints.naming == "vit-pytorch";
+    if (hints.position) {
+        stated.position = *hints.position;
+        stated.positionSource = hints.family + "'s layout";
+    }
     c.layerNormEps = hints.layerNormEps.value_or(1e-6); // timm, torchvision and DINO use 1e-6
     if (hints.quickGelu.value_or(false))
         c.activation = Activation::QuickGelu;
@@ -121,18 +152,19 @@ void settleHeads(const ConfigSources& src, const std::string& weightsPath, State
 {
     ModelConfig& c = out.model;
     auto& heads = stated.heads;
+    const int attnWidth = c.attnWidth(); // the width the heads split
     if (!heads) {
-        if (c.width % 64 != 0)
-            fail(weightsPath, "the number of heads is not recorded and width " + std::to_string(c.width)
+        if (attnWidth % 64 != 0)
+            fail(weightsPath, "the number of heads is not recorded and width " + std::to_string(attnWidth)
                                   + " is not a multiple of 64; give num_heads in config.json, metadata or a description");
-        heads = c.width / 64; // the common head width when nothing says otherwise (DESIGN.md, Models)
+        heads = attnWidth / 64; // the common head width when nothing says otherwise (DESIGN.md, Models)
         out.source += "; heads = width/64";
         out.guesses.push_back("num_heads guessed as width/64 = " + std::to_string(*heads)
                               + ": nothing records it (give architecture.num_heads in a model description to be sure)");
     }
-    if (*heads <= 0 || c.width % *heads != 0)
+    if (*heads <= 0 || attnWidth % *heads != 0)
         fail(src.configPath.empty() ? weightsPath : src.configPath,
-             std::to_string(*heads) + " heads do not divide width " + std::to_string(c.width));
+             std::to_string(*heads) + " heads do not divide width " + std::to_string(attnWidth));
     c.numHeads = *heads;
 
     if (c.attention == AttentionKind::Quadratic && c.numPrefixTokens() > 0)
@@ -145,7 +177,10 @@ void settleGrid(const TensorMap& t, const ConfigSources& src, const std::string&
     auto& imageSize = stated.imageSize;
     auto& posHasPrefix = stated.posHasPrefix;
     const int prefix = c.numPrefixTokens();
-    if (c.posEmbed) {
+    if (c.posFixedSinCos && !imageSize)
+        fail(src.descriptionPath.empty() ? weightsPath : src.descriptionPath,
+             "a fixed sin-cos position table is made for the image size: state architecture.image_size");
+    if (c.posEmbed && !c.posFixedSinCos) {
         const auto& pos = t.at("pos_embed");
         if (pos.dim() != 3 || pos.size(0) != 1 || pos.size(2) != c.width)
             fail(weightsPath, "pos_embed: shape " + shapeString(pos) + ", expected [1, tokens, " + std::to_string(c.width) + "]");
@@ -185,9 +220,102 @@ void settleGrid(const TensorMap& t, const ConfigSources& src, const std::string&
             fail(weightsPath, "bilateral attention needs a position row for every token, prefix tokens included");
     } else {
         const auto size = imageSize.value_or(std::make_pair(224, 224));
+        if (size.first % c.patchSize || size.second % c.patchSize)
+            fail(src.descriptionPath.empty() ? weightsPath : src.descriptionPath,
+                 "image size " + std::to_string(size.first) + "x" + std::to_string(size.second)
+                     + " is not a multiple of the patch size " + std::to_string(c.patchSize));
         c.imageHeight = size.first;
         c.imageWidth = size.second;
     }
+}
+
+// The position scheme. A learned table is a tensor; a scheme with no tensor (rotary, fixed sin-cos, none) must be stated,
+// never inferred from the table's absence: DINOv3 and EVA-02 have none and their positions are rotary.
+void settlePosition(const ConfigSources& src, const std::string& weightsPath, const StatedConfig& stated, ResolvedConfig& out)
+{
+    ModelConfig& c = out.model;
+    if (stated.position) {
+        const std::string& p = *stated.position;
+        const std::string& where = src.descriptionPath.empty() ? weightsPath : src.descriptionPath;
+        if (p == "none" && c.posEmbed)
+            fail(where, "architecture.position is \"none\" but the checkpoint has a pos_embed tensor");
+        if (p == "learned" && !c.posEmbed)
+            fail(where, "architecture.position is \"learned\" but no tensor is pos_embed after renaming");
+        if (p == "sincos2d") {
+            if (c.posEmbed)
+                fail(where, "the position is a fixed 2-D sin-cos table, but the checkpoint has a pos_embed tensor");
+            if (c.width % 4 != 0 || c.width < 8)
+                fail(where, "a 2-D sin-cos position table needs a width divisible by 4 (width " + std::to_string(c.width) + ")");
+            c.posEmbed = c.posFixedSinCos = true; // made at load (Model.cpp), for the patches only
+            c.posEmbedHasPrefix = false;
+        }
+        out.inferred.push_back("position: " + std::string(p == "sincos2d" ? "fixed 2-D sin-cos (posemb_sincos_2d)" : p) + ", "
+                               + stated.positionSource);
+        return;
+    }
+    if (c.posEmbed) {
+        out.inferred.push_back("position: learned, the pos_embed tensor");
+    } else if (c.attention != AttentionKind::Standard) {
+        out.inferred.push_back(std::string("position: inside the ") + toString(c.attention) + " attention's own parameters");
+    } else {
+        fail(weightsPath, "no position embedding tensor (pos_embed), and nothing states the model has none: rotary "
+                          "(RoPE) models such as DINOv3 and EVA-02 have none either, and are not run as a model without "
+                          "positions. If it has no positions, say \"position\": \"none\" in a model description's "
+                          "architecture (docs/model-description.md)");
+    }
+}
+
+// A linear patch embedding's weight is [D, P*P*C]: the patch side and the channels come from what is stated (patch_size
+// or channels), or from the image size and the position table's rows, or, failing both, are guessed (RGB, else grey)
+// and said so. A convolution's are its kernel's; a statement that contradicts them is an error.
+void settleLinearPatch(const TensorMap& t, const std::string& where, const StatedConfig& stated, ResolvedConfig& out)
+{
+    ModelConfig& c = out.model;
+    if (c.patchEmbedding == PatchEmbedding::Convolution) {
+        if ((stated.patchSize && *stated.patchSize != c.patchSize) || (stated.channels && *stated.channels != c.channels))
+            fail(where, "patch_size/channels contradict patch_embed.proj.weight " + shapeString(t.at("patch_embed.proj.weight")));
+        return;
+    }
+    const int64_t pixels = t.at("patch_embed.linear.weight").size(1);
+    std::optional<int> side = stated.patchSize, channels = stated.channels;
+    std::string how = "the model description";
+    if (!side && !channels && stated.imageSize && stated.imageSize->first == stated.imageSize->second && c.posEmbed
+        && !c.posFixedSinCos) {
+        const int64_t rows = t.at("pos_embed").size(1);
+        for (const int64_t count : { rows - c.numPrefixTokens(), rows }) {
+            const auto grid = perfectSquareRoot(count);
+            if (grid && stated.imageSize->first % *grid == 0) {
+                side = stated.imageSize->first / *grid;
+                how = "the image size and pos_embed's " + std::to_string(rows) + " rows";
+                break;
+            }
+        }
+    }
+    if (side && !channels && *side > 0 && pixels % (int64_t(*side) * *side) == 0)
+        channels = int(pixels / (int64_t(*side) * *side));
+    else if (channels && !side && *channels > 0 && pixels % *channels == 0)
+        side = perfectSquareRoot(pixels / *channels);
+    if (!side && !channels) {
+        for (const int guess : { 3, 1 })
+            if (pixels % guess == 0 && (side = perfectSquareRoot(pixels / guess))) {
+                channels = guess;
+                break;
+            }
+        if (!side)
+            fail(where, "patch_embed.linear.weight takes " + std::to_string(pixels)
+                            + " values per patch; state architecture.patch_size and channels");
+        out.guesses.push_back("patch " + std::to_string(*side) + "x" + std::to_string(*side) + " of " + std::to_string(*channels)
+                              + " channels, from the " + std::to_string(pixels) + " values per patch: state "
+                                "architecture.patch_size and channels in a model description to be sure");
+    } else {
+        out.inferred.push_back("patch " + std::to_string(side.value_or(0)) + ", " + std::to_string(channels.value_or(0))
+                               + " channels: " + how);
+    }
+    if (!side || !channels || int64_t(*side) * *side * *channels != pixels)
+        fail(where, "patch_embed.linear.weight: shape " + shapeString(t.at("patch_embed.linear.weight"))
+                        + " is not [D, P*P*C] for the stated patch size and channels");
+    c.patchSize = *side;
+    c.channels = *channels;
 }
 
 } // namespace
@@ -319,7 +447,9 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
         readVariants((*src.config)["attnscope"], src.configPath, out.model); // attnscope's own models' variants
     if (src.description)
         readDescription(*src.description, src.descriptionPath, stated, out);
+    settlePosition(src, weightsPath, stated, out);
     settleHeads(src, weightsPath, stated, out); // and refuses a quadratic model with prefix tokens
+    settleLinearPatch(t, src.descriptionPath.empty() ? weightsPath : src.descriptionPath, stated, out);
     ModelConfig& c = out.model;
     settleGrid(t, src, weightsPath, stated, c);
     if (c.numClasses > 0 && !out.labels.empty() && int(out.labels.size()) != c.numClasses)

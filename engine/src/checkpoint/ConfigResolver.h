@@ -29,6 +29,9 @@ struct ResolvedConfig {
     PreprocessConfig preprocess;
     std::vector<std::string> labels;
     std::string source; // e.g. "config.json (huggingface vit)", "inferred from tensor shapes"
+    std::string family; // vit | deit | dinov2 | clip | ... as a config names it; empty: from the tensor names
+    std::string recognition; // what named the family and how (ModelInfo::recognition); empty: the tensor names
+    std::vector<std::string> inferred; // "what value: how" for what no file states directly (ModelInfo::inferred)
     std::vector<std::string> guesses; // values nothing recorded, taken from a convention (ModelInfo::guesses)
     std::map<std::string, std::vector<std::string>> ignoredConfigKeys; // ModelInfo::ignoredConfigKeys
 };

@@ -1,8 +1,10 @@
 #include "checkpoint/ConfigSources.h"
 
 #include "checkpoint/ConfigFields.h"
+#include "checkpoint/Families.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 
 namespace attnscope {
@@ -11,14 +13,34 @@ using namespace fields;
 
 namespace {
 
-// timm's model-registry facts that tensors cannot tell: heads per size name (NAMING.md 4.4, 9).
-struct TimmSize {
-    const char* word;
-    int width;
-    int heads;
+// model_args keys of a timm config.json (save_for_hf writes the keyword arguments the model was created with) that
+// attnscope reads, that the tensors show (checked against them), or that play no part at inference. Any other one
+// changes the model in a way attnscope cannot see, and is refused rather than ignored.
+const std::vector<std::string> kTimmArgsRead { "num_heads", "act_layer", "img_size", "no_embed_class", "global_pool" };
+const std::vector<std::string> kTimmArgsHarmless {
+    "embed_dim", "depth", "patch_size", "in_chans", "num_classes", "mlp_ratio", "class_token", "reg_tokens",
+    "init_values", "qkv_bias", "proj_bias", "fc_norm", "final_norm", "pre_norm", "drop_rate", "pos_drop_rate",
+    "patch_drop_rate", "proj_drop_rate", "attn_drop_rate", "drop_path_rate", "weight_init", "fix_init",
+    "dynamic_img_size", "dynamic_img_pad", "pretrained_cfg_overlay", "checkpoint_path"
 };
-constexpr TimmSize kTimmSizes[] = { { "tiny", 192, 3 },  { "small", 384, 6 },  { "base", 768, 12 },
-                                    { "large", 1024, 16 }, { "huge", 1280, 16 }, { "giant", 1408, 16 } };
+
+std::string shortNumber(double v)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    return text;
+}
+
+// A Hugging Face config's "architectures": the classes it was saved from.
+std::vector<std::string> classNames(const json& config)
+{
+    std::vector<std::string> classes;
+    if (config.contains("architectures") && config["architectures"].is_array())
+        for (const auto& a : config["architectures"])
+            if (a.is_string())
+                classes.push_back(a.get<std::string>());
+    return classes;
+}
 
 } // namespace
 
@@ -48,13 +70,129 @@ void readMetadata(const std::map<std::string, std::string>& metadata, const std:
         out.source = "safetensors metadata";
 }
 
+// timm's config.json (timm.models.save_for_hf, the hub's layout): the architecture looked up in timm's registry, which
+// states what the tensors cannot (heads, activation, LayerNorm eps, position rows of the prefix tokens, pooling), or
+// refused with what it lacks. False when the name is not in the registry and a description says what the model is.
+static bool readTimmConfig(const ConfigSources& src, ModelConfig& c, StatedConfig& stated, ResolvedConfig& out,
+                    std::vector<std::string>& ignored)
+{
+    const json& cfgTop = *src.config;
+    const std::string& cp = src.configPath;
+    const std::string arch = cfgTop["architecture"].get<std::string>();
+    const json args = cfgTop.value("model_args", json::object());
+    if (!args.is_object())
+        fail(cp, "model_args must be an object");
+    const bool own = arch == "attnscope_vit";
+    const TimmArchitecture* entry = own ? nullptr : findTimmArchitecture(arch);
+    if (entry && *entry->unsupported)
+        fail(cp, arch + ": attnscope does not run " + entry->unsupported);
+    if (!own && !entry) {
+        if (src.description) {
+            listUnread(cfgTop, {}, "", ignored);
+            out.inferred.push_back("architecture \"" + arch + "\" of config.json: not in timm " + timmRegistryVersion()
+                                   + "'s registry; the model description says what the model is");
+            return false;
+        }
+        // A name of a family attnscope does not run, under a name of one's own ("my_dinov3_small").
+        if (const char* reason = unsupportedByName(arch))
+            fail(cp, arch + ": attnscope does not run " + reason + " (the name says so; describe the model in a model "
+                           "description if it is a plain ViT: docs/model-description.md)");
+        // A name of one's own with every shape in model_args: what timm builds for it is VisionTransformer(**model_args)
+        // only if the name's entry point adds nothing; said, as a guess, not silently assumed.
+        if (!args.contains("num_heads"))
+            fail(cp, "architecture \"" + arch + "\" is not one of timm " + timmRegistryVersion()
+                         + "'s vision transformers that attnscope runs (attnscope-cli info --list-families), and its "
+                           "model_args do not state num_heads; describe the model in a model description "
+                           "(docs/model-description.md)");
+        out.guesses.push_back("architecture \"" + arch + "\" is not in timm " + timmRegistryVersion()
+                              + "'s registry: read as timm's plain VisionTransformer with config.json's model_args and "
+                                "timm's defaults for the rest (GELU, LayerNorm eps 1e-6)");
+    }
+    for (const auto& [key, value] : args.items())
+        if (std::find(kTimmArgsRead.begin(), kTimmArgsRead.end(), key) == kTimmArgsRead.end()
+            && std::find(kTimmArgsHarmless.begin(), kTimmArgsHarmless.end(), key) == kTimmArgsHarmless.end())
+            fail(cp, "model_args." + key + " = " + value.dump() + " changes the model in a way attnscope does not run");
+    out.source = "config.json (timm " + arch + ")";
+    if (entry) {
+        out.family = entry->family;
+        out.recognition = std::string("timm ") + entry->name + " (config.json architecture, timm " + timmRegistryVersion()
+                          + "'s registry)";
+    } else {
+        out.family = "vit";
+        out.recognition = own ? "attnscope's own ViT (config.json architecture attnscope_vit)"
+                              : "timm VisionTransformer (config.json architecture " + arch + ", not in timm's registry)";
+    }
+    auto& heads = stated.heads;
+    if (args.contains("num_heads")) {
+        heads = intField(args["num_heads"], cp, "model_args.num_heads");
+        out.inferred.push_back("heads " + std::to_string(*heads) + ": config.json model_args.num_heads");
+    } else if (entry) {
+        heads = entry->heads;
+        out.inferred.push_back("heads " + std::to_string(*heads) + ": timm's " + arch);
+    } else {
+        fail(cp, "attnscope_vit: model_args.num_heads is missing");
+    }
+    c.layerNormEps = entry ? entry->layerNormEps : 1e-6;
+    c.activation = activationFromName(entry ? entry->activation : "gelu", cp);
+    if (args.contains("act_layer") && args["act_layer"].is_string())
+        c.activation = activationFromName(args["act_layer"].get<std::string>(), cp);
+    out.inferred.push_back(std::string("activation ") + toString(c.activation) + ", LayerNorm eps "
+                           + shortNumber(c.layerNormEps) + ": " + (entry ? "timm's " + arch : std::string("timm's defaults")));
+    if (args.contains("img_size"))
+        stated.imageSize = sizePair(args["img_size"], cp, "model_args.img_size");
+    if (args.contains("no_embed_class"))
+        stated.posHasPrefix = !args["no_embed_class"].get<bool>();
+    else if (entry)
+        stated.posHasPrefix = !entry->noEmbedClass;
+    const std::string pool = args.value("global_pool", cfgTop.value("global_pool", std::string(entry ? entry->globalPool : "token")));
+    if (pool == "avg")
+        c.pooling = Pooling::PatchMean;
+    else if (pool != "token" && !pool.empty())
+        fail(cp, "global_pool \"" + pool + "\" is not supported (token, avg)");
+    if (cfgTop.contains("pretrained_cfg")) {
+        const auto& pc = cfgTop["pretrained_cfg"];
+        stated.preprocess = preprocessFromTimm(pc, c.channels); // checks input_size: [C, H, W] (was read unchecked)
+        if (!stated.imageSize && pc.contains("input_size"))
+            stated.imageSize = std::make_pair(stated.preprocess->cropHeight, stated.preprocess->cropWidth);
+    }
+    if (cfgTop.contains("label_names") && cfgTop["label_names"].is_array())
+        for (const auto& l : cfgTop["label_names"])
+            out.labels.push_back(l.is_string() ? l.get<std::string>() : l.dump());
+    // Every key read above; the rest (num_classes and num_features, which the tensors tell, the pretrained_cfg's
+    // provenance, ...) is listed as ignored.
+    listUnread(cfgTop, { "architecture", "model_args", "global_pool", "pretrained_cfg", "label_names", "attnscope" }, "",
+               ignored);
+    listUnread(args, kTimmArgsRead, "model_args.", ignored);
+    listUnread(cfgTop.value("pretrained_cfg", json::object()),
+               { "input_size", "crop_pct", "crop_mode", "interpolation", "mean", "std" }, "pretrained_cfg.", ignored);
+    return true;
+}
+
+void checkNamedFamily(const ConfigSources& src)
+{
+    if (src.description && src.description->contains("family") && (*src.description)["family"].is_string())
+        checkDescribedFamily((*src.description)["family"].get<std::string>(), src.descriptionPath);
+    if (!src.config)
+        return;
+    const json& cfg = *src.config;
+    if (cfg.contains("model_type") && cfg["model_type"].is_string()) {
+        checkHuggingFaceArchitecture(cfg["model_type"].get<std::string>(), classNames(cfg), src.configPath);
+    } else if (cfg.contains("architecture") && cfg["architecture"].is_string()) {
+        const std::string arch = cfg["architecture"].get<std::string>();
+        const TimmArchitecture* entry = findTimmArchitecture(arch);
+        if (entry && *entry->unsupported)
+            fail(src.configPath, arch + ": attnscope does not run " + entry->unsupported);
+        if (const char* reason = !entry && !src.description ? unsupportedByName(arch) : nullptr)
+            fail(src.configPath, arch + ": attnscope does not run " + reason + " (the name says so; describe the model in "
+                                        "a model description if it is a plain ViT: docs/model-description.md)");
+    }
+}
+
 void readConfigJson(const ConfigSources& src, const TensorMap& tensors, StatedConfig& stated, ResolvedConfig& out)
 {
     ModelConfig& c = out.model;
     auto& heads = stated.heads;
     auto& imageSize = stated.imageSize;
-    auto& posHasPrefix = stated.posHasPrefix;
-    auto& preprocess = stated.preprocess;
     if (src.config) {
         const json& cfgTop = *src.config;
         const std::string& cp = src.configPath;
@@ -64,8 +202,13 @@ void readConfigJson(const ConfigSources& src, const TensorMap& tensors, StatedCo
             const json& cfg = (type == "clip" && cfgTop.contains("vision_config")) ? cfgTop["vision_config"] : cfgTop;
             static const std::map<std::string, double> epsDefault { { "vit", 1e-12 }, { "deit", 1e-12 }, { "dinov2", 1e-6 },
                                                                     { "dinov2_with_registers", 1e-6 }, { "clip_vision_model", 1e-5 }, { "clip", 1e-5 } };
-            if (!epsDefault.count(type))
-                fail(cp, "model_type \"" + type + "\" is not a vision transformer attnscope reads (vit, deit, dinov2, clip_vision_model)");
+            const std::vector<std::string> classes = classNames(cfgTop);
+            checkHuggingFaceArchitecture(type, classes, cp);
+            if (&cfg != &cfgTop && cfg.contains("model_type") && cfg["model_type"].is_string())
+                checkHuggingFaceArchitecture(cfg["model_type"].get<std::string>(), {}, cp);
+            out.family = type.rfind("clip", 0) == 0 ? "clip" : type == "dinov2_with_registers" ? "dinov2" : type;
+            out.recognition = "Hugging Face " + type + (classes.empty() ? std::string() : " " + classes.front())
+                              + " (config.json model_type)";
             out.source = "config.json (Hugging Face " + type + ")";
             const bool clip = type.rfind("clip", 0) == 0;
             const auto check = [&](const char* key, int tensorsSay) {
@@ -98,13 +241,13 @@ void readConfigJson(const ConfigSources& src, const TensorMap& tensors, StatedCo
                     if (id == int(out.labels.size()))
                         out.labels.push_back(name);
             }
-            // Every key read above; the rest (dropouts, initializer_range, architectures, label2id; qkv_bias,
+            // Every key read above; the rest (dropouts, initializer_range, label2id; qkv_bias,
             // which the tensors tell; ...) is listed as ignored.
             const std::vector<std::string> visionKeys { "hidden_size", "num_hidden_layers", "num_channels",
                                                         "intermediate_size", "num_register_tokens", "patch_size",
                                                         "num_attention_heads", "layer_norm_eps", "hidden_act",
                                                         "image_size" };
-            std::vector<std::string> topKeys { "model_type", "id2label", "attnscope" };
+            std::vector<std::string> topKeys { "model_type", "architectures", "id2label", "attnscope" };
             if (&cfg != &cfgTop) {
                 topKeys.push_back("vision_config");
                 listUnread(cfg, visionKeys, "vision_config.", ignored);
@@ -113,52 +256,8 @@ void readConfigJson(const ConfigSources& src, const TensorMap& tensors, StatedCo
             }
             listUnread(cfgTop, topKeys, "", ignored);
         } else if (cfgTop.contains("architecture")) {
-            const std::string arch = cfgTop["architecture"].get<std::string>();
-            out.source = "config.json (timm " + arch + ")";
-            const json args = cfgTop.value("model_args", json::object());
-            if (args.contains("num_heads")) {
-                heads = intField(args["num_heads"], cp, "model_args.num_heads");
-            } else {
-                for (const auto& s : kTimmSizes)
-                    if (arch.find(std::string("_") + s.word + "_") != std::string::npos && s.width == c.width)
-                        heads = s.heads;
-                if (!heads)
-                    fail(cp, "architecture \"" + arch + "\" does not tell the number of heads for width "
-                                 + std::to_string(c.width) + "; add model_args.num_heads");
-            }
-            const bool clip = arch.find("_clip_") != std::string::npos;
-            c.layerNormEps = clip ? 1e-5 : 1e-6; // timm's CLIP definitions pass eps=1e-5 (NAMING.md 4.8)
-            c.activation = arch.find("quickgelu") != std::string::npos ? Activation::QuickGelu : Activation::Gelu;
-            if (args.contains("act_layer") && args["act_layer"].is_string())
-                c.activation = activationFromName(args["act_layer"].get<std::string>(), cp);
-            if (args.contains("img_size"))
-                imageSize = sizePair(args["img_size"], cp, "model_args.img_size");
-            if (args.contains("no_embed_class"))
-                posHasPrefix = !args["no_embed_class"].get<bool>();
-            const std::string pool = args.value("global_pool", cfgTop.value("global_pool", std::string("token")));
-            if (pool == "avg")
-                c.pooling = Pooling::PatchMean;
-            else if (pool != "token" && !pool.empty())
-                fail(cp, "global_pool \"" + pool + "\" is not supported (token, avg)");
-            if (cfgTop.contains("pretrained_cfg")) {
-                const auto& pc = cfgTop["pretrained_cfg"];
-                preprocess = preprocessFromTimm(pc, c.channels); // checks input_size: [C, H, W] (was read unchecked)
-                if (!imageSize && pc.contains("input_size"))
-                    imageSize = std::make_pair(preprocess->cropHeight, preprocess->cropWidth);
-            }
-            if (cfgTop.contains("label_names") && cfgTop["label_names"].is_array())
-                for (const auto& l : cfgTop["label_names"])
-                    out.labels.push_back(l.is_string() ? l.get<std::string>() : l.dump());
-            // Every key read above; the rest (num_classes and embed_dim, which the tensors tell, the pretrained_cfg's
-            // provenance, ...) is listed as ignored.
-            listUnread(cfgTop,
-                       { "architecture", "model_args", "global_pool", "pretrained_cfg", "label_names", "attnscope" }, "",
-                       ignored);
-            listUnread(args, { "num_heads", "act_layer", "img_size", "no_embed_class", "global_pool" }, "model_args.",
-                       ignored);
-            listUnread(cfgTop.value("pretrained_cfg", json::object()),
-                       { "input_size", "crop_pct", "crop_mode", "interpolation", "mean", "std" }, "pretrained_cfg.",
-                       ignored);
+            if (!readTimmConfig(src, c, stated, out, ignored))
+                return; // an architecture timm does not register, with a description that says what the model is
         }
         // attnscope's own config.json (it has an "attnscope" section) carries timm's fields for other tools: not
         // foreign, nothing to list.
@@ -193,7 +292,41 @@ void readDescription(const json& d, const std::string& dp, StatedConfig& stated,
     auto& posHasPrefix = stated.posHasPrefix;
     auto& preprocess = stated.preprocess;
     out.source = "model description " + dp;
+    if (d.contains("family")) {
+        if (!d["family"].is_string())
+            fail(dp, "family must be a string");
+        out.family = d["family"].get<std::string>();
+        checkDescribedFamily(out.family, dp);
+        out.recognition = out.family + " (the model description's family)";
+    } else {
+        out.recognition = "model description " + dp + " (family not named)";
+    }
     const json a = d.value("architecture", json::object());
+    if (a.contains("position")) {
+        const std::string p = a["position"].is_string() ? a["position"].get<std::string>() : a["position"].dump();
+        if (p != "learned" && p != "none" && p != "sincos2d")
+            fail(dp, "architecture.position must be \"learned\" (a pos_embed tensor), \"sincos2d\" (a fixed 2-D sin-cos "
+                     "table, vit-pytorch's SimpleViT) or \"none\", not \"" + p + "\"");
+        stated.position = p;
+        stated.positionSource = "the model description";
+    }
+    if (a.contains("patch_size"))
+        stated.patchSize = sideField(a["patch_size"], dp, "architecture.patch_size");
+    if (a.contains("channels"))
+        stated.channels = intField(a["channels"], dp, "architecture.channels");
+    if (stated.channels && (*stated.channels < 1 || *stated.channels > 4))
+        fail(dp, "architecture.channels must be 1 to 4");
+    if (a.contains("patch_order")) {
+        const std::string order = a["patch_order"].is_string() ? a["patch_order"].get<std::string>() : a["patch_order"].dump();
+        if (c.patchEmbedding == PatchEmbedding::Convolution)
+            fail(dp, "architecture.patch_order is for a linear patch embedding (patch_embed.linear.weight)");
+        if (order == "p1 p2 c")
+            c.patchEmbedding = PatchEmbedding::LinearChannelsLast;
+        else if (order == "c p1 p2")
+            c.patchEmbedding = PatchEmbedding::LinearChannelsFirst;
+        else
+            fail(dp, "architecture.patch_order must be \"p1 p2 c\" (channels fastest) or \"c p1 p2\", not \"" + order + "\"");
+    }
     if (a.contains("num_heads"))
         heads = intField(a["num_heads"], dp, "architecture.num_heads");
     readVariants(a, dp, c);
@@ -225,9 +358,11 @@ void readDescription(const json& d, const std::string& dp, StatedConfig& stated,
         if (p == "cls" || p == "token")
             c.pooling = Pooling::Token;
         else if (p == "mean" || p == "avg")
-            c.pooling = Pooling::PatchMean;
+            c.pooling = stated.meanOverAllTokens && c.numPrefixTokens() > 0 ? Pooling::AllTokensMean : Pooling::PatchMean;
+        else if (p == "mean_all")
+            c.pooling = Pooling::AllTokensMean;
         else
-            fail(dp, "pooling must be \"cls\" or \"mean\"");
+            fail(dp, "pooling must be \"cls\", \"mean\" (of the patch tokens) or \"mean_all\" (of every token)");
     }
     if (a.contains("image_size"))
         imageSize = sizePair(a["image_size"], dp, "image_size");

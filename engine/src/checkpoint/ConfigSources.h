@@ -17,8 +17,19 @@ struct StatedConfig {
     std::optional<std::pair<int, int>> imageSize;
     std::optional<bool> posHasPrefix; // the position table has rows for the prefix tokens
     std::optional<PreprocessConfig> preprocess;
+    // The position scheme a description states ("learned" or "none"); a scheme with no tensor is never inferred from a
+    // tensor's absence (ConfigResolver.cpp, settlePosition).
+    std::optional<std::string> position;
+    std::string positionSource; // what stated it: "the model description", "vit-pytorch's SimpleViT layout"
+    // A linear patch embedding's patch side and channels (its weight is [D, P*P*C]: the tensors cannot tell them apart).
+    std::optional<int> patchSize;
+    std::optional<int> channels;
+    bool meanOverAllTokens = false; // "mean" pooling averages every token, CLS included (vit-pytorch)
 };
 
+// The family a config.json or a description names, checked before any tensor is read (docs/models.md, "Families"): a
+// family attnscope does not run is refused naming what it lacks (Families.h), whatever the tensors look like.
+void checkNamedFamily(const ConfigSources& src);
 // safetensors __metadata__ (e.g. {"num_heads": "4", "image_size": "32"}).
 void readMetadata(const std::map<std::string, std::string>& metadata, const std::string& weightsPath, StatedConfig& stated,
                   ResolvedConfig& out);

@@ -1,6 +1,7 @@
 // The rename and drop rules of a model description (docs/model-description.md), applied to tensor names.
 #include "checkpoint/ConfigResolver.h"
 
+#include "checkpoint/ConfigFields.h"
 #include "checkpoint/LoadError.h"
 
 #include <ATen/ATen.h>
@@ -109,43 +110,106 @@ void checkKeys(const json& object, const std::vector<std::string>& known, const 
 
 void checkDescriptionKeys(const json& d, const std::string& path)
 {
-    checkKeys(d, { "attnscope_description", "about", "weights", "rename", "drop", "architecture", "preprocessing", "labels" }, "", path);
+    checkKeys(d, { "attnscope_description", "about", "family", "weights", "weights_key", "concatenate", "rename", "drop", "architecture", "preprocessing", "labels" }, "", path);
     if (d.contains("architecture"))
         checkKeys(d["architecture"],
                   { "num_heads", "block_norm", "activation", "layer_norm_eps", "final_norm", "pooling", "image_size",
-                    "pos_embed_includes_prefix", "neutreno_lambda", "boost_t" },
+                    "pos_embed_includes_prefix", "position", "patch_size", "channels", "patch_order", "neutreno_lambda",
+                    "boost_t" },
                   "architecture.", path);
     if (d.contains("preprocessing"))
         checkKeys(d["preprocessing"], { "input_size", "crop_pct", "crop_mode", "interpolation", "mean", "std" }, "preprocessing.", path);
 }
 
+namespace {
+
+// The description's "concatenate" rules, before its renames: every tensor whose name matches `from` joins the tensor
+// `to` (the match's groups substituted), in the numeric order of `order` (a group, "$2"), along its first dimension:
+// per-head query/key/value layers become one projection, head-major as attnscope's q, k and v are
+// (docs/model-description.md). `joined` receives, for each new name, the names it was made of.
+TensorMap applyConcatenations(TensorMap tensors, const json& d, const std::string& path,
+                              std::map<std::string, std::string>& joined)
+{
+    for (const auto& r : d.value("concatenate", json::array())) {
+        if (!r.is_object() || !r.contains("from") || !r.contains("to") || !r.contains("order") || !r["from"].is_string()
+            || !r["to"].is_string() || !r["order"].is_string())
+            throw LoadError(path + ": each concatenate rule must be {\"from\": \"regex\", \"to\": \"name\", \"order\": \"$N\"}");
+        const std::regex from = descriptionRegex(r["from"].get<std::string>(), path);
+        const std::string to = r["to"].get<std::string>(), order = r["order"].get<std::string>();
+        std::map<std::string, std::map<long, std::string>> groups; // new name -> position -> name in the file
+        for (const auto& [name, t] : tensors) {
+            std::smatch m;
+            if (!std::regex_match(name, m, from))
+                continue;
+            const std::string target = m.format(to), position = m.format(order);
+            if (position.empty() || !std::all_of(position.begin(), position.end(), [](char ch) { return std::isdigit(uint8_t(ch)); })
+                || position.size() > 9)
+                throw LoadError(path + ": concatenate rule \"" + r["from"].get<std::string>() + "\": order \"" + order
+                                + "\" gives \"" + position + "\" for " + name + ", not a number");
+            auto& group = groups[target];
+            if (!group.emplace(std::stol(position), name).second)
+                throw LoadError(path + ": concatenate rule puts " + group.at(std::stol(position)) + " and " + name
+                                + " at the same position " + position + " of " + target);
+        }
+        for (auto& [target, members] : groups) {
+            if (tensors.count(target))
+                throw LoadError(path + ": concatenate rule makes " + target + ", which the checkpoint already has");
+            std::vector<at::Tensor> parts;
+            long expected = 0;
+            const std::string& first = members.begin()->second;
+            for (const auto& [position, name] : members) {
+                if (position != expected)
+                    throw LoadError(path + ": concatenate rule for " + target + ": position " + std::to_string(expected)
+                                    + " is missing (found " + std::to_string(position) + ", " + name + ")");
+                ++expected;
+                const at::Tensor& t = tensors.at(name);
+                if (!t.sizes().equals(tensors.at(first).sizes()) || t.dim() == 0)
+                    throw LoadError(path + ": concatenate rule for " + target + " joins tensors of different shapes: "
+                                    + first + " " + fields::shapeString(tensors.at(first)) + " and " + name + " " + fields::shapeString(t));
+                parts.push_back(t);
+            }
+            tensors[target] = at::cat(parts, 0);
+            joined[target] = first + " .. " + members.rbegin()->second + " (concatenated)";
+            for (const auto& [position, name] : members)
+                tensors.erase(name);
+        }
+    }
+    return tensors;
+}
+
+} // namespace
+
 TensorMap applyDescriptionRenames(TensorMap tensors, const json& d, const std::string& path, DescribedNames* names)
 {
     std::vector<std::pair<std::regex, std::string>> rules;
     try {
+        // Drop rules first (on the names in the file), then concatenations, then renames.
+        std::vector<std::regex> drops;
+        for (const auto& r : d.value("drop", json::array()))
+            drops.push_back(descriptionRegex(r.get<std::string>(), path));
+        for (auto it = tensors.begin(); it != tensors.end();)
+            it = std::any_of(drops.begin(), drops.end(), [&](const std::regex& re) { return std::regex_search(it->first, re); })
+                ? tensors.erase(it)
+                : std::next(it);
+        std::map<std::string, std::string> joined; // a concatenation's name -> what it was made of
+        tensors = applyConcatenations(std::move(tensors), d, path, joined);
         for (const auto& r : d.value("rename", json::array())) {
             if (!r.is_array() || r.size() != 2 || !r[0].is_string() || !r[1].is_string())
                 throw LoadError(path + ": each rename rule must be [\"regex\", \"replacement\"]");
             rules.emplace_back(descriptionRegex(r[0].get<std::string>(), path), r[1].get<std::string>());
         }
-        std::vector<std::regex> drops;
-        for (const auto& r : d.value("drop", json::array()))
-            drops.push_back(descriptionRegex(r.get<std::string>(), path));
         TensorMap out;
         std::map<std::string, std::string> checkpointName; // name after the rules -> name in the file
         for (auto& [name, t] : tensors) {
-            bool dropped = false;
-            for (const auto& re : drops)
-                dropped = dropped || std::regex_search(name, re);
-            if (dropped)
-                continue;
             std::string key = name;
             for (const auto& [re, replacement] : rules)
                 key = std::regex_replace(key, re, replacement);
             if (out.count(key))
-                throw LoadError(path + ": rename rules map two tensors onto " + key);
+                throw LoadError(path + ": rename rules map " + checkpointName.at(key) + " and " + name + " onto " + key
+                                + "; to join tensors into one (per-head query, key and value layers, say) write a "
+                                  "\"concatenate\" rule (docs/model-description.md)");
             out[key] = t;
-            checkpointName[key] = name;
+            checkpointName[key] = joined.count(name) ? joined.at(name) : name;
         }
         if (names) {
             // toCanonicalNames strips a prefix all names share ("module."): key the record by the names it will see.

@@ -50,19 +50,31 @@ std::string findWeightsIn(const fs::path& dir)
     return candidates.front();
 }
 
+// By structure, not by a first byte: a safetensors file is an 8-byte little-endian header length followed by '{', the
+// header within the file. (Its first byte is the length's low byte: 0x80, a pickle's PROTO opcode, for one valid file in
+// 256.) A zip (torch.save's format) starts with "PK", a legacy torch.save with a pickle's 0x80. A file of neither shape
+// goes to the reader its extension names, which says what in it is wrong.
 std::string sniffFormat(const std::string& path)
 {
-    std::ifstream in(path, std::ios::binary);
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in)
         throw LoadError(path + ": cannot open");
-    char magic[8] = {};
-    in.read(magic, 8);
+    const auto size = uint64_t(std::max<std::streamoff>(in.tellg(), 0));
+    in.seekg(0);
+    unsigned char head[9] = {};
+    in.read(reinterpret_cast<char*>(head), 9);
     const auto n = in.gcount();
-    if (n >= 4 && magic[0] == 'P' && magic[1] == 'K')
+    uint64_t headerLength = 0;
+    for (int i = 7; i >= 0; --i)
+        headerLength = (headerLength << 8) | head[i];
+    if (n == 9 && head[8] == '{' && headerLength >= 2 && headerLength <= size - 8)
+        return "safetensors";
+    if (n >= 4 && head[0] == 'P' && head[1] == 'K')
         return "pytorch";
-    if (n >= 2 && uint8_t(magic[0]) == 0x80)
+    if (n >= 2 && head[0] == 0x80 && fs::path(path).extension() != ".safetensors")
         return "pytorch"; // a bare pickle: the legacy torch.save format, which the reader names in its error
-    return "safetensors";
+    const auto ext = fs::path(path).extension().string();
+    return ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt" ? "pytorch" : "safetensors";
 }
 
 } // namespace
@@ -134,8 +146,16 @@ ModelFiles locateModelFiles(const std::string& given, const LoadOptions& options
 
 TensorMap readCheckpoint(ModelFiles& files)
 {
-    if (files.format == "pytorch")
-        return readTorchCheckpoint(files.weights);
+    if (files.format == "pytorch") {
+        std::string key;
+        if (files.sources.description && files.sources.description->contains("weights_key")) {
+            const auto& k = (*files.sources.description)["weights_key"];
+            if (!k.is_string())
+                throw LoadError(files.sources.descriptionPath + ": weights_key must be a string");
+            key = k.get<std::string>();
+        }
+        return readTorchCheckpoint(files.weights, key, &files.taken);
+    }
     auto st = readSafetensors(files.weights);
     files.sources.metadata = std::move(st.metadata);
     return std::move(st.tensors);

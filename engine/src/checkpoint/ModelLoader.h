@@ -13,6 +13,9 @@ struct ModelFiles {
     std::string weights;
     std::string format; // safetensors | pytorch
     ConfigSources sources;
+    // For a torch.save wrapper dict, which entry the tensors came from ("'model_state' (beside 'optimizer', 'epoch')");
+    // empty for a plain state dict (readCheckpoint fills it).
+    std::string taken;
 };
 
 // Resolves what the user named (file, folder, description .json or builtin:NAME) to files, and parses the
@@ -20,7 +23,8 @@ struct ModelFiles {
 ModelFiles locateModelFiles(const std::string& path, const LoadOptions& options);
 
 // Reads the checkpoint's tensors by content (safetensors, or a torch.save zip through the restricted unpickler);
-// a safetensors header's __metadata__ goes into files.sources.metadata.
+// a safetensors header's __metadata__ goes into files.sources.metadata, and which entry of a wrapper dict was taken into
+// files.taken (a description's "weights_key" chooses it).
 TensorMap readCheckpoint(ModelFiles& files);
 
 // "blocks.3.attn.qkv.weight: shape [1152, 384], expected [1152, 192]" etc.; throws LoadError listing every

@@ -241,7 +241,20 @@ private:
     size_t m_visits = 0;
 };
 
-TensorMap tensorsOf(const PickleValue& top, const std::string& name)
+// The wrapper entries a training script saves its model's state dict under, and the EMA copies beside it. The model's
+// own is preferred to an EMA copy; which one was taken is said (`taken`), and `key` chooses another.
+constexpr const char* kModelKeys[] = { "model", "state_dict", "model_state", "model_state_dict", "module", "net", "network" };
+constexpr const char* kEmaKeys[] = { "model_ema", "ema", "state_dict_ema", "ema_state_dict", "model_ema_state_dict", "ema_model" };
+
+std::string keyList(const std::vector<std::pair<std::string, const PickleValue*>>& items)
+{
+    std::string keys;
+    for (size_t i = 0; i < items.size() && i < 8; ++i)
+        keys += (i ? ", " : "") + (i == 7 ? std::string("...") : "'" + printableForMessage(items[i].first.substr(0, 60)) + "'");
+    return keys;
+}
+
+TensorMap tensorsOf(const PickleValue& top, const std::string& name, const std::string& key, std::string* taken)
 {
     if (top.kind != PickleValue::Kind::Dict) {
         const char* what = top.kind == PickleValue::Kind::Tensor ? "a single tensor" : "no dict";
@@ -249,7 +262,17 @@ TensorMap tensorsOf(const PickleValue& top, const std::string& name)
     }
     Collector collector(name);
     const PickleValue* sd = &top;
-    for (int depth = 0; depth < kMaxNesting; ++depth) {
+    std::string path; // the wrapper keys walked through, "'model_state'"
+    const auto holds = [&](const PickleValue* v) { return v && v->kind == PickleValue::Kind::Dict && collector.holdsTensor(v, 0); };
+    if (!key.empty()) {
+        const PickleValue* chosen = top.find(key);
+        if (!holds(chosen))
+            throw LoadError(name + ": weights_key '" + printableForMessage(key) + "' is not a dict of tensors in the checkpoint"
+                            + " (its keys: " + keyList(dictItems(top)) + ")");
+        sd = chosen;
+        path = "'" + key + "' (the description's weights_key)";
+    }
+    for (int depth = 0; key.empty() && depth < kMaxNesting; ++depth) {
         const auto items = dictItems(*sd);
         const bool plain = !items.empty() && std::all_of(items.begin(), items.end(), [](const auto& item) {
             return item.second->kind == PickleValue::Kind::Tensor;
@@ -257,17 +280,33 @@ TensorMap tensorsOf(const PickleValue& top, const std::string& name)
         if (plain)
             break;
         const PickleValue* inner = nullptr;
-        for (const char* key : {"model", "state_dict", "module"}) {
-            const PickleValue* v = sd->find(key);
-            if (v && v->kind == PickleValue::Kind::Dict && collector.holdsTensor(v, 0)) {
-                inner = v;
-                break;
+        std::string innerKey;
+        for (const char* k : kModelKeys)
+            if (!inner && holds(sd->find(k))) {
+                inner = sd->find(k);
+                innerKey = k;
             }
+        std::string emaKey;
+        for (const char* k : kEmaKeys)
+            if (emaKey.empty() && holds(sd->find(k)))
+                emaKey = k;
+        if (!inner && !emaKey.empty()) {
+            inner = sd->find(emaKey);
+            innerKey = emaKey;
+            emaKey.clear();
         }
         if (!inner)
             break;
+        std::string others;
+        for (const auto& [k, v] : items)
+            if (k != innerKey)
+                others += (others.empty() ? "" : ", ") + ("'" + printableForMessage(k.substr(0, 60)) + "'");
+        path += (path.empty() ? "" : " in ") + ("'" + innerKey + "'") + (others.empty() ? "" : " (beside " + others + ")")
+                + (emaKey.empty() ? "" : "; the EMA copy '" + emaKey + "' was not taken (a description's weights_key chooses it)");
         sd = inner;
     }
+    if (taken)
+        *taken = path;
     TensorMap out;
     collector.collect(sd, "", 0, out);
     if (out.empty()) {
@@ -281,7 +320,8 @@ TensorMap tensorsOf(const PickleValue& top, const std::string& name)
     return out;
 }
 
-TensorMap readArchive(zip_source_t* source, uint64_t archiveBytes, const std::string& name)
+TensorMap readArchive(zip_source_t* source, uint64_t archiveBytes, const std::string& name, const std::string& key = {},
+                      std::string* taken = nullptr)
 {
     ZipArchive zip(source, archiveBytes, name);
     const std::string prefix = findPrefix(zip, name);
@@ -329,7 +369,7 @@ TensorMap readArchive(zip_source_t* source, uint64_t archiveBytes, const std::st
     };
 
     detail::RestrictedUnpickler unpickler(pickle.data(), pickle.size(), name, loadStorage);
-    return tensorsOf(unpickler.load(), name);
+    return tensorsOf(unpickler.load(), name, key, taken);
 }
 
 // Turns whatever escaped the reader (LibTorch, allocation) into the one-line LoadError callers expect.
@@ -351,7 +391,7 @@ TensorMap guarded(const std::string& name, Function&& function)
 
 } // namespace
 
-TensorMap readTorchCheckpoint(const std::string& path)
+TensorMap readTorchCheckpoint(const std::string& path, const std::string& key, std::string* taken)
 {
     return guarded(path, [&] {
         struct stat st {};
@@ -378,7 +418,7 @@ TensorMap readTorchCheckpoint(const std::string& path)
             throw LoadError(path + ": cannot open (" + detail + ")");
         }
         zip_error_fini(&error);
-        return readArchive(source, uint64_t(st.st_size), path);
+        return readArchive(source, uint64_t(st.st_size), path, key, taken);
     });
 }
 

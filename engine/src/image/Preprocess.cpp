@@ -1,5 +1,7 @@
 #include "image/Preprocess.h"
 
+#include "image/PilResample.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -28,25 +30,17 @@ at::Tensor toChannels(const Image& image, int channels)
     return l.unsqueeze(1).contiguous();
 }
 
+// x: [1, C, H, W] of whole numbers 0..255 (an 8-bit image). Resized as PIL resizes an 8-bit image (PilResample.h),
+// which timm, torchvision and Hugging Face preprocess with: the same pixels, enlarging or reducing.
 at::Tensor resize(const at::Tensor& x, int h, int w, Interpolation interp)
 {
     if (x.size(2) == h && x.size(3) == w)
         return x;
-    at::Tensor y;
-    // The antialiased kernels reproduce PIL's resampling (bicubic with a = -0.5, support widened when
-    // downscaling), which timm, torchvision and Hugging Face preprocess with.
-    switch (interp) {
-    case Interpolation::Bicubic:
-        y = at::_upsample_bicubic2d_aa(x, { h, w }, false);
-        break;
-    case Interpolation::Bilinear:
-        y = at::_upsample_bilinear2d_aa(x, { h, w }, false);
-        break;
-    case Interpolation::Nearest:
-        y = at::upsample_nearest2d(x, { h, w });
-        break;
-    }
-    return y.round().clamp(0, 255); // PIL returns 8-bit pixels
+    const auto pixels = x[0].permute({ 1, 2, 0 }).to(at::kByte).contiguous();
+    auto out = at::empty({ h, w, x.size(1) }, at::kByte);
+    pilResize(pixels.data_ptr<uint8_t>(), int(x.size(2)), int(x.size(3)), int(x.size(1)), out.data_ptr<uint8_t>(), h, w,
+              interp);
+    return out.permute({ 2, 0, 1 }).unsqueeze(0).to(at::kFloat).contiguous();
 }
 
 // The size an image of h x w is resized to before the centre crop.

@@ -61,14 +61,15 @@ StandardAttention::StandardAttention(const ModelConfig& c)
     : m_heads(c.numHeads)
     , m_scale(1.0 / std::sqrt(double(c.headDim())))
 {
-    qkv = register_module("qkv", makeLinear(c.width, 3 * c.width, c.qkvBias));
-    proj = register_module("proj", makeLinear(c.width, c.width, c.projBias));
+    qkv = register_module("qkv", makeLinear(c.width, 3 * c.attnWidth(), c.qkvBias));
+    proj = register_module("proj", makeLinear(c.attnWidth(), c.width, c.projBias));
 }
 
 at::Tensor StandardAttention::forward(const at::Tensor& x, AttentionContext& ctx)
 {
-    // x [B, N, D] -> q, k, v [B, N, D] -> [B, H, N, d]; rows of qkv.weight are q|k|v, head-major in each.
-    const int64_t B = x.size(0), N = x.size(1), D = x.size(2);
+    // x [B, N, D] -> q, k, v [B, N, H d] -> [B, H, N, d]; rows of qkv.weight are q|k|v, head-major in each. H d is the
+    // model's width D but where the model says otherwise (ModelConfig::attentionWidth).
+    const int64_t B = x.size(0), N = x.size(1), D = qkv->weight.size(0) / 3;
     // With the oneDNN products, q, k and v each contiguous (AttentionProducts.h); otherwise views of one projection.
     const auto parts = ctx.linears && ctx.products && AttentionProducts::enabled() ? ctx.linears->forwardSplit(qkv, x, 3)
                                                                                     : applyLinear(qkv, x, ctx.linears).chunk(3, -1);

@@ -3,6 +3,8 @@
 
 #include "checkpoint/LoadError.h"
 #include "vit/ModelImpl.h"
+#include "checkpoint/ConfigSources.h"
+#include "checkpoint/Families.h"
 #include "checkpoint/ModelLoader.h"
 #include "image/Preprocess.h"
 #include "io/TensorImpl.h"
@@ -125,6 +127,7 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
     try {
         const at::Device device = parseDevice(options.device);
         ModelFiles files = locateModelFiles(path, options);
+        checkNamedFamily(files.sources); // before a tensor is read: never run as the nearest family it resembles
         TensorMap tensors = readCheckpoint(files);
         DescribedNames described;
         if (files.sources.description)
@@ -151,7 +154,11 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
         info.weightsPath = files.weights;
         info.format = files.format;
         info.naming = files.sources.description ? "described (" + hints.naming + " after renaming)" : hints.naming;
-        info.family = hints.family.empty() ? "vit" : hints.family;
+        info.family = !resolved.family.empty() ? resolved.family : hints.family.empty() ? "vit" : hints.family;
+        info.recognition = !resolved.recognition.empty() ? resolved.recognition : "tensor names (" + hints.naming + " naming)";
+        info.inferred = resolved.inferred;
+        if (!files.taken.empty())
+            info.inferred.insert(info.inferred.begin(), "tensors: the checkpoint's " + files.taken);
         info.configSource = resolved.source;
         info.guesses = resolved.guesses;
         info.ignoredConfigKeys = resolved.ignoredConfigKeys;
@@ -164,6 +171,8 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
             SkipParameterInit uninitialised; // every parameter is replaced below: no random initialisation
             impl->net = VisionTransformer(info.config);
         }
+        if (info.config.posFixedSinCos) // made, not read (no state dict holds it)
+            tensors["pos_embed"] = sinCosPositions(info.config.gridHeight(), info.config.gridWidth(), info.config.width);
         std::map<std::string, std::vector<int64_t>> expected;
         for (const auto& p : impl->net->named_parameters())
             expected[p.key()] = p.value().sizes().vec();
@@ -185,7 +194,8 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
             // set_data shares the checkpoint's memory (a memory map for float32 safetensors): no copy on the CPU.
             p.value().set_data(src.to(device, at::kFloat));
             p.value().set_requires_grad(false);
-            info.parameterCount += src.numel();
+            if (!(info.config.posFixedSinCos && p.key() == "pos_embed"))
+                info.parameterCount += src.numel();
         }
         if (info.config.attention == AttentionKind::Quadratic)
             for (int l = 0; l < info.config.depth; ++l) {
@@ -451,5 +461,7 @@ bool libtorchHasCuda() { return torch::cuda::is_available() || at::hasCUDA(); }
 ThreadSetup threadSetup() { return { std::max(1, at::get_num_threads()), interOpThreads() }; }
 
 const char* version() { return ATTNSCOPE_VERSION; }
+
+std::vector<std::string> supportedModelFamilies() { return supportedFamilies(); }
 
 } // namespace attnscope

@@ -22,6 +22,7 @@ const char* toString(Pooling p)
     case Pooling::PatchMean: return "patch-mean";
     case Pooling::TokenAndPatchMean: return "token+patch-mean";
     case Pooling::Distilled: return "distilled (mean of cls and dist heads)";
+    case Pooling::AllTokensMean: return "all-tokens-mean";
     }
     return "?";
 }
@@ -44,6 +45,15 @@ const char* toString(AttentionKind k)
     return "?";
 }
 const char* toString(BlockKind k) { return k == BlockKind::Standard ? "standard" : "attention-only"; }
+const char* toString(PatchEmbedding p)
+{
+    switch (p) {
+    case PatchEmbedding::Convolution: return "convolution";
+    case PatchEmbedding::LinearChannelsLast: return "linear (p1 p2 c)";
+    case PatchEmbedding::LinearChannelsFirst: return "linear (c p1 p2)";
+    }
+    return "?";
+}
 const char* toString(ResizeMode m)
 {
     switch (m) {

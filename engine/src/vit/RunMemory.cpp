@@ -38,7 +38,8 @@ RunMemory estimateRunMemory(const ModelConfig& c, const RecordSpec& record, int6
 
     // Weights, from the architecture (the loaded model's exact count is ModelInfo::parameterCount).
     int64_t params = int64_t(c.channels) * p * p * d + d + int64_t(c.numPrefixTokens()) * d + int64_t(c.numTokens()) * d;
-    const int64_t perBlock = 4 * d + 3 * d * d + 3 * d + d * d + d + d * mlp + mlp + mlp * d + d + (c.layerScale ? 2 * d : 0);
+    const int64_t a = c.attnWidth(); // the width of q, k and v
+    const int64_t perBlock = 4 * d + 3 * a * d + 3 * a + a * d + d + d * mlp + mlp + mlp * d + d + (c.layerScale ? 2 * d : 0);
     params += int64_t(c.depth) * perBlock + 2 * d;
     if (c.numClasses > 0)
         params += int64_t(c.numClasses) * (c.pooling == Pooling::TokenAndPatchMean ? 2 * d : d) + c.numClasses;

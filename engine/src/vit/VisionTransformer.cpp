@@ -63,17 +63,42 @@ const ForwardState::TapStack& ForwardState::stackOf(const std::vector<at::Tensor
 }
 
 PatchEmbedImpl::PatchEmbedImpl(const ModelConfig& c)
+    : kind(c.patchEmbedding)
+    , patchSize(c.patchSize)
 {
-    proj = register_module("proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(c.channels, c.width, c.patchSize)
-                                                         .stride(c.patchSize)
-                                                         .bias(c.patchBias)));
+    const int64_t patchPixels = int64_t(c.patchSize) * c.patchSize * c.channels;
+    if (kind == PatchEmbedding::Convolution) {
+        proj = register_module("proj", torch::nn::Conv2d(torch::nn::Conv2dOptions(c.channels, c.width, c.patchSize)
+                                                             .stride(c.patchSize)
+                                                             .bias(c.patchBias)));
+    } else {
+        if (c.patchNormIn)
+            norm_in = register_module("norm_in", torch::nn::LayerNorm(torch::nn::LayerNormOptions({ patchPixels }).eps(c.layerNormEps)));
+        linear = register_module("linear", makeLinear(patchPixels, c.width, c.patchBias));
+    }
+    if (c.patchNormOut)
+        norm = register_module("norm", layerNorm(c));
 }
 
 at::Tensor PatchEmbedImpl::forward(const at::Tensor& x)
 {
-    // [B, C, H, W] -> [B, D, gh, gw] -> [B, gh*gw, D], patches in row-major order
-    return proj->forward(x).flatten(2).transpose(1, 2);
+    // [B, C, H, W] -> [B, gh*gw, D], patches in row-major order
+    at::Tensor tokens;
+    if (kind == PatchEmbedding::Convolution) {
+        tokens = proj->forward(x).flatten(2).transpose(1, 2); // [B, D, gh, gw] -> [B, gh*gw, D]
+    } else {
+        // [B, C, gh, P, gw, P] -> [B, gh, gw, P, P, C] (p1 p2 c) or [B, gh, gw, C, P, P] (c p1 p2), flattened per patch
+        const int64_t B = x.size(0), C = x.size(1), gh = x.size(2) / patchSize, gw = x.size(3) / patchSize;
+        const auto grid = x.view({ B, C, gh, patchSize, gw, patchSize });
+        const auto patches = (kind == PatchEmbedding::LinearChannelsLast ? grid.permute({ 0, 2, 4, 3, 5, 1 })
+                                                                          : grid.permute({ 0, 2, 4, 1, 3, 5 }))
+                                 .reshape({ B, gh * gw, -1 });
+        tokens = linear->forward(norm_in ? norm_in->forward(patches) : patches);
+    }
+    return norm ? norm->forward(tokens) : tokens;
 }
+
+const at::Tensor& PatchEmbedImpl::weight() const { return proj ? proj->weight : linear->weight; }
 
 MlpImpl::MlpImpl(const ModelConfig& c)
     : activation(c.activation)
@@ -208,11 +233,25 @@ VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& c)
     }
 }
 
+at::Tensor sinCosPositions(int gridH, int gridW, int width)
+{
+    // vit-pytorch's posemb_sincos_2d (temperature 10000), in float32 as it computes it: per patch (y, x), the rows
+    // [sin(x w), cos(x w), sin(y w), cos(y w)] with w_i = 10000^(-i / (D/4 - 1)), i < D/4.
+    const auto f = at::TensorOptions().dtype(at::kFloat);
+    const int64_t quarter = width / 4;
+    const auto omega = 1.0 / at::pow(10000.0, at::arange(quarter, f) / double(std::max<int64_t>(quarter - 1, 1)));
+    const auto y = at::arange(gridH, f).repeat_interleave(gridW).unsqueeze(1) * omega.unsqueeze(0);
+    const auto x = at::arange(gridW, f).repeat({ gridH }).unsqueeze(1) * omega.unsqueeze(0);
+    return at::cat({ x.sin(), x.cos(), y.sin(), y.cos() }, 1).unsqueeze(0);
+}
+
 at::Tensor VisionTransformerImpl::positionEmbedding(int gridH, int gridW) const
 {
     const int trainedH = config.gridHeight(), trainedW = config.gridWidth();
     if (gridH == trainedH && gridW == trainedW)
         return pos_embed;
+    if (config.posFixedSinCos) // a fixed table is made for the grid, not resampled
+        return sinCosPositions(gridH, gridW, config.width).to(pos_embed.device());
     // Resample the patch part as timm's resample_abs_pos_embed does (timm 1.0.9, timm/layers/pos_embed.py:
     // F.interpolate(mode='bicubic', align_corners=False, antialias=True) on [1, D, gh, gw], in float32), keeping the
     // prefix rows as they are. With antialias the kernel is PIL's bicubic (a = -0.5, taps outside the grid dropped and
@@ -245,7 +284,7 @@ at::Tensor VisionTransformerImpl::tokenPositions(int gridH, int gridW) const
 {
     const int64_t prefix = config.numPrefixTokens();
     if (!config.posEmbed)
-        return at::zeros({ 1, prefix + int64_t(gridH) * gridW, config.width }, patch_embed->proj->weight.options());
+        return at::zeros({ 1, prefix + int64_t(gridH) * gridW, config.width }, patch_embed->weight().options());
     auto pos = positionEmbedding(gridH, gridW);
     if (config.posEmbedHasPrefix)
         return pos;
@@ -299,6 +338,9 @@ at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, ForwardState&
         break;
     case Pooling::TokenAndPatchMean:
         pooled = at::cat({ x.select(1, 0), x.slice(1, P).mean(1) }, -1);
+        break;
+    case Pooling::AllTokensMean:
+        pooled = x.mean(1);
         break;
     }
     if (fc_norm)

@@ -68,11 +68,19 @@ struct RunCancelled { };
 
 // Module and parameter names mirror timm's checkpoint keys (`blocks.3.attn.qkv.weight`), so that loading is a
 // walk over named_parameters(). Each forward starts with the shapes it takes.
+// A convolution (`proj`), or a linear layer over each patch's flattened pixels (`linear`, after `norm_in` when the
+// model has it); `norm` on the tokens when the model has it (ModelConfig::PatchEmbedding).
 class PatchEmbedImpl : public torch::nn::Module {
 public:
     explicit PatchEmbedImpl(const ModelConfig& c);
     at::Tensor forward(const at::Tensor& x); // [B, C, H, W] -> [B, gh*gw, D]
+    const at::Tensor& weight() const;        // the projection's weight, whichever it is
     torch::nn::Conv2d proj { nullptr };
+    torch::nn::LayerNorm norm_in { nullptr };
+    torch::nn::Linear linear { nullptr };
+    torch::nn::LayerNorm norm { nullptr };
+    PatchEmbedding kind;
+    int64_t patchSize;
 };
 TORCH_MODULE(PatchEmbed);
 
@@ -135,5 +143,8 @@ public:
     torch::nn::Linear head_dist { nullptr };
 };
 TORCH_MODULE(VisionTransformer);
+
+// vit-pytorch's fixed 2-D sin-cos position table for a gridH x gridW grid [1, gridH * gridW, width] (ModelConfig::posFixedSinCos).
+at::Tensor sinCosPositions(int gridH, int gridW, int width);
 
 } // namespace attnscope

@@ -222,6 +222,29 @@ def make_models():
                  "config.json: a value has the wrong JSON type", config=dict(hf, patch_size=P, model_type=7))
     model_folder("model_config_invalid_json", "config: not valid JSON", "invalid JSON", config_text='{"architecture": "vit_tiny", ')
 
+    # Families attnscope does not run (docs/models.md, "Families"): refused naming what they lack, never run as the
+    # nearest family they resemble.
+    model_folder("model_family_dinov3", "config: a timm architecture with rotary positions (DINOv3)",
+                 "vit_small_patch16_dinov3: attnscope does not run rotary position embedding (RoPE, dinov3)",
+                 config=dict(CONFIG, architecture="vit_small_patch16_dinov3"))
+    model_folder("model_family_hf_beit", "config: a Hugging Face model_type with relative position bias (BEiT)",
+                 'model_type "beit": attnscope does not run relative position bias (BEiT)',
+                 config=dict(hf, patch_size=P, model_type="beit"))
+    model_folder("model_config_model_args_unsupported", "config: a timm model_args key the tensors do not show (qk_norm)",
+                 "model_args.qk_norm = true changes the model in a way attnscope does not run",
+                 config=dict(CONFIG, model_args=dict(CONFIG["model_args"], qk_norm=True)))
+    t = base_tensors()
+    del t["pos_embed"]
+    h2, d2 = header_and_data(t)
+    model_file("model_no_position_table.safetensors", "no pos_embed and nothing stating the position scheme",
+               "no position embedding tensor (pos_embed), and nothing states the model has none",
+               raw=safetensors_bytes(h2, d2))
+    # A valid file whose header length's low byte is 0x80, a pickle's first byte: read as safetensors by its structure.
+    text = json.dumps(h, separators=(",", ":"))
+    text += " " * ((0x80 - len(text)) % 256)
+    model_file("model_header_length_0x80.safetensors", "control: a valid file whose first byte is 0x80 (a pickle's PROTO)",
+               None, raw=struct.pack("<Q", len(text)) + text.encode() + d)
+
     write("model_no_model_folder/README.txt", b"A folder with no checkpoint in it.\n")
     case("model_no_model_folder", "model", "a directory without a model", "no model in this folder")
 

@@ -1,0 +1,140 @@
+#include "checkpoint/Families.h"
+
+#include "checkpoint/LoadError.h"
+
+#include <algorithm>
+#include <map>
+#include <regex>
+
+namespace attnscope {
+
+namespace {
+
+constexpr TimmArchitecture kTimm[] = {
+#include "checkpoint/TimmRegistry.inc"
+};
+
+// What the families attnscope knows and does not run lack, by the names Hugging Face's model_type and a description's
+// family give them.
+const std::map<std::string, std::string>& unsupportedFamilies()
+{
+    static const std::map<std::string, std::string> table {
+        { "beit", "relative position bias (BEiT)" },
+        { "beitv2", "relative position bias (BEiT)" },
+        { "data2vec-vision", "relative position bias (BEiT)" },
+        { "dinov3", "rotary position embedding (RoPE)" },
+        { "dinov3_vit", "rotary position embedding (RoPE)" },
+        { "eva", "EVA blocks (query and value biases without a key bias)" },
+        { "eva02", "rotary position embedding (RoPE) and the SwiGLU MLP" },
+        { "siglip", "the attention-pool head (\"map\")" },
+        { "siglip_vision_model", "the attention-pool head (\"map\")" },
+        { "siglip2", "the attention-pool head (\"map\") and variable-resolution patches" },
+        { "siglip2_vision_model", "the attention-pool head (\"map\") and variable-resolution patches" },
+        { "swin", "hierarchical windowed attention (Swin)" },
+        { "swinv2", "hierarchical windowed attention (Swin v2)" },
+        { "vit_hybrid", "a convolutional (ResNet) stem before the transformer" },
+        { "vit_mae", "random patch masking inside its forward (MAE pre-training)" },
+        { "vitdet", "windowed attention with relative positions (ViTDet)" },
+        { "dinat", "neighbourhood attention" },
+        { "nat", "neighbourhood attention" },
+    };
+    return table;
+}
+
+// Hugging Face's model types attnscope runs and the classes of each whose weights are the plain encoder (a head at most).
+const std::map<std::string, std::string>& huggingFaceClasses()
+{
+    static const std::map<std::string, std::string> table {
+        { "vit", "ViT" }, { "deit", "DeiT" }, { "dinov2", "Dinov2" }, { "dinov2_with_registers", "Dinov2WithRegisters" },
+        { "clip", "CLIP" }, { "clip_vision_model", "CLIP" },
+    };
+    return table;
+}
+
+} // namespace
+
+const char* timmRegistryVersion() { return "1.0.31"; }
+
+const TimmArchitecture* findTimmArchitecture(std::string_view name)
+{
+    name = name.substr(0, name.find('.')); // "vit_small_patch16_224.augreg_in21k": the tag names weights, not a model
+    const auto* end = std::end(kTimm);
+    const auto* it = std::lower_bound(std::begin(kTimm), end, name,
+                                      [](const TimmArchitecture& a, std::string_view n) { return std::string_view(a.name) < n; });
+    return it != end && it->name == name ? it : nullptr;
+}
+
+const char* unsupportedByName(std::string_view name)
+{
+    static const std::pair<const char*, const char*> words[] = {
+        { "dinov3", "rotary position embedding (RoPE)" },
+        { "rope", "rotary position embedding (RoPE)" },
+        { "eva", "EVA blocks (rotary position embedding, SwiGLU MLP, q/v biases)" },
+        { "beit", "relative position bias (BEiT)" },
+        { "relpos", "relative position embedding" },
+        { "swin", "hierarchical windowed attention (Swin)" },
+        { "samvit", "windowed attention with relative positions (SAM's encoder)" },
+        { "naflex", "NaFlex variable-resolution patches" },
+    };
+    for (const auto& [word, reason] : words)
+        if (name.find(word) != std::string_view::npos)
+            return reason;
+    if (name.find("siglip") != std::string_view::npos && name.find("gap") == std::string_view::npos)
+        return "the attention-pool head (global_pool \"map\")";
+    return nullptr;
+}
+
+void checkHuggingFaceArchitecture(const std::string& modelType, const std::vector<std::string>& classes, const std::string& file)
+{
+    if (auto it = unsupportedFamilies().find(modelType); it != unsupportedFamilies().end())
+        throw LoadError(file + ": model_type \"" + modelType + "\": attnscope does not run " + it->second);
+    const auto& runs = huggingFaceClasses();
+    const auto type = runs.find(modelType);
+    if (type == runs.end()) {
+        std::string names;
+        for (const auto& [t, prefix] : runs)
+            names += (names.empty() ? "" : ", ") + t;
+        throw LoadError(file + ": model_type \"" + modelType + "\" is not a vision transformer attnscope runs (" + names + ")");
+    }
+    // The type's encoder, its classifiers and CLIP's vision tower; a class of another family saved under this type
+    // (a hybrid, a masked pre-training model) is not run as this one.
+    const std::regex plain("^" + type->second + "(Model|VisionModel|VisionModelWithProjection|ForImageClassification"
+                           "|ForImageClassificationWithTeacher|ForMaskedImageModeling|Backbone)$");
+    for (const auto& c : classes)
+        if (!std::regex_match(c, plain))
+            throw LoadError(file + ": architectures names " + c + ", which is not a " + modelType
+                            + " encoder or classifier attnscope runs");
+}
+
+void checkDescribedFamily(const std::string& family, const std::string& file)
+{
+    static const std::vector<std::string> runs { "vit", "deit", "deit3", "dino", "dinov2", "mae", "clip" };
+    if (std::find(runs.begin(), runs.end(), family) != runs.end())
+        return;
+    if (auto it = unsupportedFamilies().find(family); it != unsupportedFamilies().end())
+        throw LoadError(file + ": family \"" + family + "\": attnscope does not run " + it->second);
+    std::string names;
+    for (const auto& r : runs)
+        names += (names.empty() ? "" : ", ") + r;
+    throw LoadError(file + ": family \"" + family + "\" is not one attnscope knows (" + names + ")");
+}
+
+std::vector<std::string> supportedFamilies()
+{
+    int timmRuns = 0;
+    for (const auto& a : kTimm)
+        timmRuns += *a.unsupported == '\0';
+    return {
+        "vit: timm vit_* (" + std::to_string(timmRuns) + " of timm " + timmRegistryVersion()
+            + "'s architectures, with deit*), Hugging Face ViT, torchvision vit_*, attnscope's own",
+        "deit, deit3: timm deit_*/deit3_* (distilled heads, layer scale), Hugging Face DeiT",
+        "dino, dinov2: timm vit_*_dinov2 and registers (layer scale), Hugging Face Dinov2 (with registers), "
+        "the original DINOv2 repository",
+        "mae: timm vit_* MAE checkpoints (plain ViT encoders)",
+        "clip: timm vit_*_clip_*, Hugging Face CLIP vision towers, OpenAI CLIP (visual.*)",
+        "siglip (gap): timm vit_*_siglip_gap_* (mean-pooled SigLIP towers)",
+        "described: any ViT of these blocks in another layout, through a model description (docs/model-description.md)",
+    };
+}
+
+} // namespace attnscope

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Writes engine/src/checkpoint/TimmRegistry.inc: every vision transformer timm registers, with what attnscope needs to
+know of it that a checkpoint's tensors cannot tell (heads, activation, LayerNorm epsilon, whether position rows cover
+the prefix tokens, pooling) or, for one attnscope does not run exactly, why (docs/models.md, "Families").
+
+Nothing is built: each model's entry point is called with timm's builder replaced by one that records the class and
+the keyword arguments the entry point passes, so the facts are timm's own, not read off the names.
+
+    python3 -m venv --system-site-packages /work/venv31
+    /work/venv31/bin/pip install --no-deps timm==1.0.31 safetensors huggingface_hub
+    /work/venv31/bin/python scripts/make-timm-registry.py engine/src/checkpoint/TimmRegistry.inc
+"""
+import importlib
+import sys
+
+import timm
+from timm.models import _registry
+
+
+class Stop(Exception):
+    pass
+
+
+captured = {}
+
+
+def capture(module):
+    def build(model_cls, variant, pretrained, **kwargs):
+        captured.update(cls=model_cls.__name__, module=module, kwargs=kwargs)
+        raise Stop()
+    return build
+
+
+VIT_MODULES = ("vision_transformer", "deit", "eva", "beit")
+for name in VIT_MODULES:
+    importlib.import_module("timm.models." + name).build_model_with_cfg = capture(name)
+
+
+def text(v):
+    return getattr(v, "__name__", None) or str(v)
+
+
+def norm_eps(kw):
+    n = kw.get("norm_layer")
+    if n is None:
+        return 1e-6, None
+    s = text(n)
+    if "RmsNorm" in s or "rmsnorm" in s.lower():
+        return None, "RMSNorm"
+    if hasattr(n, "keywords") and "eps" in n.keywords:
+        return float(n.keywords["eps"]), None
+    return 1e-6, None
+
+
+ACTIVATIONS = {"gelu": "gelu", "GELU": "gelu", "gelu_tanh": "gelu_tanh", "quick_gelu": "quick_gelu",
+               "silu": "silu", "SiLU": "silu"}
+
+
+def vit_verdict(cls, kw):
+    """(reason or '', activation, eps) for timm's VisionTransformer and its distilled subclass."""
+    problems = []
+    if cls not in ("VisionTransformer", "VisionTransformerDistilled"):
+        problems.append("the " + cls + " class")
+    if kw.get("attn_layer") not in (None, "", "attention"):
+        problems.append("differential attention (attn_layer " + text(kw["attn_layer"]) + ")")
+    block = text(kw["block_fn"]) if "block_fn" in kw else None
+    if block in ("ParallelScalingBlock", "ParallelThingsBlock", "DiffParallelScalingBlock"):
+        problems.append("parallel attention and MLP branches (" + block + ")")
+    elif block == "ResPostBlock":
+        problems.append("norms after each residual branch (ResPostBlock)")
+    elif block is not None:
+        problems.append("blocks of " + block)
+    if "mlp_layer" in kw:
+        mlp = kw["mlp_layer"]
+        problems.append("a gated MLP (" + text(getattr(mlp, "func", mlp)) + ")")
+    eps, norm_problem = norm_eps(kw)
+    if norm_problem:
+        problems.append(norm_problem)
+    if kw.get("embed_norm_layer") is not None:
+        problems.append("a norm inside the patch embedding")
+    if kw.get("qk_norm"):
+        problems.append("query/key normalisation (qk_norm)")
+    if kw.get("scale_attn_norm") or kw.get("scale_mlp_norm"):
+        problems.append("norms inside the attention and MLP (scale_attn_norm, scale_mlp_norm)")
+    if kw.get("global_pool") == "map":
+        problems.append("the attention-pool head (global_pool \"map\")")
+    if kw.get("pool_include_prefix"):
+        problems.append("average pooling over the prefix tokens too")
+    if kw.get("pos_embed", "learn") != "learn":
+        problems.append("position embedding \"" + str(kw["pos_embed"]) + "\"")
+    act = ACTIVATIONS.get(text(kw.get("act_layer", "gelu")))
+    if act is None:
+        problems.append("activation " + text(kw["act_layer"]))
+    return "; ".join(problems), act or "gelu", eps or 1e-6
+
+
+def eva_verdict(kw):
+    problems = []
+    if kw.get("use_rot_pos_emb"):
+        problems.append("rotary position embedding (RoPE, " + str(kw.get("rope_type", "axial")) + ")")
+    if kw.get("swiglu_mlp"):
+        problems.append("SwiGLU MLP")
+    if kw.get("qk_norm"):
+        problems.append("query/key normalisation")
+    if kw.get("global_pool") == "map":
+        problems.append("the attention-pool head (global_pool \"map\")")
+    if kw.get("use_post_norm"):
+        problems.append("post-norm EVA blocks")
+    if "num_kv_heads" in kw:
+        problems.append("grouped key/value heads")
+    if not problems:
+        problems.append("EVA blocks (query and value biases without a key bias)")
+    return "; ".join(problems)
+
+
+OTHER_REASONS = {
+    "vision_transformer_relpos": "relative position embedding (timm's relpos ViT)",
+    "vision_transformer_sam": "windowed attention with relative positions (SAM's encoder)",
+    "vision_transformer_hybrid": "a convolutional (ResNet) stem before the transformer",
+    "naflexvit": "NaFlex variable-resolution patches",
+    "swin_transformer": "hierarchical windowed attention (Swin)",
+    "swin_transformer_v2": "hierarchical windowed attention (Swin v2)",
+    "swin_transformer_v2_cr": "hierarchical windowed attention (Swin v2)",
+}
+
+
+def family(name):
+    for word in ("dinov2", "deit3", "deit", "clip", "siglip", "dino", "mae"):
+        if word in name:
+            return word
+    return "vit"
+
+
+def c_string(s):
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def main(out_path):
+    rows = []
+    for name in timm.list_models():
+        module = _registry._model_to_module.get(name, "").split(".")[-1]
+        captured.clear()
+        if module in VIT_MODULES:
+            try:
+                _registry._model_entrypoints[name](pretrained=False)
+            except Stop:
+                pass
+        kw = captured.get("kwargs", {})
+        heads, act, eps, nec, pool, fam = 0, "gelu", 1e-6, False, "token", ""
+        if module in ("vision_transformer", "deit") and captured:
+            reason, act, eps = vit_verdict(captured["cls"], kw)
+            heads = int(kw.get("num_heads", 12))
+            nec = bool(kw.get("no_embed_class", False))
+            pool = kw.get("global_pool", "token") or "token"
+            fam = family(name)
+        elif module == "eva":
+            reason = eva_verdict(kw)
+        elif module == "beit":
+            reason = "relative position bias (BEiT)"
+        elif module in OTHER_REASONS:
+            reason = OTHER_REASONS[module]
+        else:
+            continue  # not a vision transformer: refused as a name outside this table
+        if reason:
+            rows.append("{ %s, %s, %s }," % (c_string(name), c_string(module), c_string(reason)))
+        else:
+            rows.append("{ %s, %s, \"\", %s, %d, %s, %.0e, %s, %s }," % (
+                c_string(name), c_string(module), c_string(fam), heads, c_string(act), eps,
+                "true" if nec else "false", c_string(pool)))
+    with open(out_path, "w") as f:
+        f.write("// Generated by scripts/make-timm-registry.py from timm " + timm.__version__ + "; do not edit.\n")
+        f.write("// { architecture, module, why attnscope does not run it (empty: it does), family, heads, activation,\n")
+        f.write("//   LayerNorm eps, no_embed_class, global_pool }\n")
+        f.write("\n".join(sorted(rows)) + "\n")
+    print(len(rows), "vision transformers,", sum(1 for r in rows if '", "", "' in r), "run", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
