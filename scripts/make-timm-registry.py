@@ -113,6 +113,20 @@ def eva_verdict(kw):
     return "; ".join(problems)
 
 
+def beit_verdict(kw):
+    """attnscope runs timm's Beit with a relative position bias table per layer, q and v biases, layer scale."""
+    problems = []
+    if kw.get("use_shared_rel_pos_bias"):
+        problems.append("a relative position bias shared by all layers")
+    if kw.get("use_abs_pos_emb", True):
+        problems.append("an absolute position embedding beside the relative bias")
+    if not kw.get("use_rel_pos_bias"):
+        problems.append("BEiT without a relative position bias")
+    if kw.get("swiglu_mlp") or kw.get("scale_mlp"):
+        problems.append("SwiGLU or scaled MLPs")
+    return "; ".join(problems)
+
+
 OTHER_REASONS = {
     "vision_transformer_relpos": "relative position embedding (timm's relpos ViT)",
     "vision_transformer_sam": "windowed attention with relative positions (SAM's encoder)",
@@ -156,7 +170,10 @@ def main(out_path):
         elif module == "eva":
             reason = eva_verdict(kw)
         elif module == "beit":
-            reason = "relative position bias (BEiT)"
+            reason = beit_verdict(kw)
+            heads = int(kw.get("num_heads", 12))
+            pool = kw.get("global_pool", "avg") or "token"
+            fam = "beitv2" if name.startswith("beitv2") else "beit"
         elif module in OTHER_REASONS:
             reason = OTHER_REASONS[module]
         else:

@@ -5,6 +5,8 @@
 
 #include "checkpoint/ConfigResolver.h"
 #include "checkpoint/Families.h"
+
+#include <attnscope/Analyses.h>
 #include "checkpoint/ModelLoader.h"
 
 #include <ATen/ATen.h>
@@ -59,6 +61,22 @@ std::string refusal(const std::string& path)
     return model.message();
 }
 
+// Logits, both layers' attention maps and the block outputs 0..2 against the folder's reference (1e-4 of the largest).
+void expectReferenceNumbers(const Model& model, const std::string& dir)
+{
+    RunOptions options;
+    options.record = RecordSpec::everything();
+    auto trace = model.run(loadNpy(dir + "/input.npy"), options);
+    ASSERT_TRUE(trace.ok()) << trace.message();
+    EXPECT_TRUE(closeTo(trace->logits, loadNpy(dir + "/logits.npy"), 1e-4)) << "logits";
+    for (int l = 1; l <= 2; ++l)
+        EXPECT_TRUE(closeTo(trace->attention[size_t(l)], loadNpy(dir + "/attn_L" + std::to_string(l) + ".npy"), 1e-4))
+            << "attention " << l;
+    for (int l = 0; l <= 2; ++l)
+        EXPECT_TRUE(closeTo(trace->blocks[size_t(l)], loadNpy(dir + "/block_L" + std::to_string(l) + ".npy"), 1e-4))
+            << "block " << l;
+}
+
 #define EXPECT_CONTAINS(text, fragment)                                                                                \
     do {                                                                                                               \
         const std::string text_ = (text);                                                                              \
@@ -73,7 +91,6 @@ TEST_F(Families, EachFamilyAttnscopeDoesNotRunIsRefusedNamingWhatItLacks)
     const std::pair<const char*, const char*> cases[] = {
         { "timm_dinov3", "config.json: vit_small_patch16_dinov3: attnscope does not run rotary position embedding (RoPE, dinov3)" },
         { "timm_eva02", "config.json: eva02_tiny_patch14_224: attnscope does not run rotary position embedding (RoPE, axial); SwiGLU MLP" },
-        { "timm_beitv2", "config.json: beitv2_base_patch16_224: attnscope does not run relative position bias (BEiT)" },
         { "timm_siglip", "config.json: vit_base_patch16_siglip_224: attnscope does not run the attention-pool head (global_pool \"map\")" },
         { "timm_swin", "config.json: swin_tiny_patch4_window7_224: attnscope does not run hierarchical windowed attention (Swin)" },
         { "timm_vit_rope", "config.json: vit_small_patch16_rope_224: attnscope does not run rotary position embedding (RoPE" },
@@ -123,7 +140,9 @@ TEST_F(Families, APlainViTUnderItsTimmNameRunsWithTheRegistrysFacts)
     };
     for (const Case& c : { Case { "timm_vit_small", "vit_small_patch16_224", 6, Activation::Gelu, Pooling::Token },
                            Case { "timm_siglip_gap", "vit_base_patch32_siglip_gap_256", 12, Activation::GeluTanh,
-                                  Pooling::PatchMean } }) {
+                                  Pooling::PatchMean },
+                           Case { "timm_beit", "beit_base_patch16_224", 12, Activation::Gelu, Pooling::PatchMean },
+                           Case { "timm_beitv2", "beitv2_base_patch16_224", 12, Activation::Gelu, Pooling::PatchMean } }) {
         SCOPED_TRACE(c.folder);
         const std::string dir = familiesDir() + "/" + c.folder;
         auto model = Model::load(dir);
@@ -142,10 +161,45 @@ TEST_F(Families, APlainViTUnderItsTimmNameRunsWithTheRegistrysFacts)
                             "heads " + std::to_string(c.heads) + ": timm's " + c.architecture),
                   info.inferred.end());
         EXPECT_TRUE(info.guesses.empty());
-        auto trace = (*model)->run(loadNpy(dir + "/input.npy"), RunOptions {});
-        ASSERT_TRUE(trace.ok()) << trace.message();
-        EXPECT_TRUE(closeTo(trace->logits, loadNpy(dir + "/logits.npy"), 1e-4));
+        expectReferenceNumbers(**model, dir);
     }
+}
+
+// transformers' BeitForImageClassification as save_pretrained writes it: the same relative position bias, q and v biases
+// without k, layer scale (lambda_1, lambda_2) and mean pooling through its pooler's norm; transformers' numbers.
+TEST(Beit, HuggingFaceBeitGivesTransformersNumbers)
+{
+    const std::string dir = familiesDir() + "/hf_beit";
+    auto model = Model::load(dir);
+    ASSERT_TRUE(model.ok()) << model.message();
+    const ModelInfo& info = (*model)->info();
+    EXPECT_EQ(info.family, "beit");
+    EXPECT_EQ(info.naming, "huggingface");
+    EXPECT_TRUE(info.config.relativePositionBias && info.config.layerScale);
+    EXPECT_EQ(info.config.pooling, Pooling::PatchMean);
+    EXPECT_EQ(info.config.finalNorm, FinalNorm::Pooled);
+    EXPECT_DOUBLE_EQ(info.config.layerNormEps, 1e-12);
+    expectReferenceNumbers(**model, dir);
+}
+
+// BEiT's relative position bias is inside the softmax of every layer (the maps above equal timm's); the position scheme
+// is said, and another input size is refused rather than run with a table made for the trained grid.
+TEST(Beit, TheRelativePositionBiasIsSaidAndBoundToItsGrid)
+{
+    auto model = Model::load(familiesDir() + "/timm_beitv2");
+    ASSERT_TRUE(model.ok()) << model.message();
+    const ModelInfo& info = (*model)->info();
+    EXPECT_TRUE(info.config.relativePositionBias);
+    EXPECT_FALSE(info.config.posEmbed);
+    EXPECT_TRUE(info.config.layerScale);
+    EXPECT_EQ(info.config.finalNorm, FinalNorm::Pooled);
+    EXPECT_EQ(info.family, "beitv2");
+    EXPECT_NE(std::find(info.inferred.begin(), info.inferred.end(),
+                        "position: a relative position bias in every layer's attention (relative_position_bias_table)"),
+              info.inferred.end());
+    auto other = (*model)->withInputSize(32, 32);
+    ASSERT_FALSE(other.ok());
+    EXPECT_CONTAINS(other.message(), "input size 32x32: this model's relative position bias tables are for its trained 16x16");
 }
 
 TEST(TimmRegistry, NamesWithTagsAndTheFamiliesTimmDefines)
@@ -207,8 +261,8 @@ TEST_F(Families, HuggingFaceTypesAndClassesAttnscopeDoesNotRun)
     };
     EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "dinov3_vit"; }),
                     "config.json: model_type \"dinov3_vit\": attnscope does not run rotary position embedding (RoPE)");
-    EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "beit"; }),
-                    "config.json: model_type \"beit\": attnscope does not run relative position bias (BEiT)");
+    EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "swinv2"; }),
+                    "config.json: model_type \"swinv2\": attnscope does not run hierarchical windowed attention (Swin v2)");
     EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "levit"; }),
                     "config.json: model_type \"levit\" is not a vision transformer attnscope runs");
     EXPECT_CONTAINS(hf([](json& c) { c["architectures"] = { "Dinov2WithRegistersBackboneHybrid" }; }),
@@ -286,17 +340,28 @@ TEST(VitPytorch, ViTAndSimpleViTGiveVitPytorchsNumbers)
                                 "position: fixed 2-D sin-cos (posemb_sincos_2d), vit-pytorch SimpleViT's layout"),
                       info.inferred.end());
         }
-        RunOptions options;
-        options.record = RecordSpec::everything();
-        auto trace = (*model)->run(loadNpy(dir + "/input.npy"), options);
-        ASSERT_TRUE(trace.ok()) << trace.message();
-        EXPECT_TRUE(closeTo(trace->logits, loadNpy(dir + "/logits.npy"), 1e-4)) << "logits";
-        for (int l = 1; l <= 2; ++l)
-            EXPECT_TRUE(closeTo(trace->attention[size_t(l)], loadNpy(dir + "/attn_L" + std::to_string(l) + ".npy"), 1e-4))
-                << "attention " << l;
-        for (int l = 0; l <= 2; ++l)
-            EXPECT_TRUE(closeTo(trace->blocks[size_t(l)], loadNpy(dir + "/block_L" + std::to_string(l) + ".npy"), 1e-4))
-                << "block " << l;
+        expectReferenceNumbers(**model, dir);
+        // The first layer's logits split into token and position terms (learned or SimpleViT's fixed table) whose sum,
+        // through the softmax, is vit-pytorch's first map.
+        auto parts = decomposeLogits(**model, loadNpy(dir + "/input.npy"));
+        ASSERT_TRUE(parts.ok()) << parts.message();
+        const Tensor map = loadNpy(dir + "/attn_L1.npy");
+        const int64_t n = map.shape()[1];
+        std::vector<float> softmax(size_t(map.numel()));
+        for (int64_t row = 0; row < map.numel() / n; ++row) {
+            double largest = -1e300, sum = 0;
+            const auto term = [&](int64_t j) {
+                const int64_t i = row * n + j;
+                return double(parts->tt.data()[i]) + parts->tp.data()[i] + parts->pt.data()[i] + parts->pp.data()[i];
+            };
+            for (int64_t j = 0; j < n; ++j)
+                largest = std::max(largest, term(j));
+            for (int64_t j = 0; j < n; ++j)
+                sum += std::exp(term(j) - largest);
+            for (int64_t j = 0; j < n; ++j)
+                softmax[size_t(row * n + j)] = float(std::exp(term(j) - largest) / sum);
+        }
+        EXPECT_TRUE(closeTo(Tensor::fromVector(map.shape(), softmax), map, 1e-4)) << "softmax(TT + TP + PT + PP)";
     }
 }
 

@@ -4,9 +4,11 @@ downloads them) of the families attnscope refuses, each with small seeded random
 tests/engine/FamiliesTest.cpp: each must be refused in one line that names what the family needs, never run as the
 nearest family it resembles (docs/models.md, "Families").
 
-Needs timm 1.0.31 (DINOv3, EVA-02, SigLIP, BEiT v2, Swin), which runs on Debian's torch 1.13:
+Needs timm 1.0.31 (DINOv3, EVA-02, SigLIP, BEiT v2, Swin), which runs on Debian's torch 1.13, and transformers 4.40.2
+(hf_beit):
     /usr/bin/python3 -m venv --system-site-packages /work/venv31
-    /work/venv31/bin/pip install --no-deps timm==1.0.31 safetensors huggingface_hub
+    /work/venv31/bin/pip install --no-deps timm==1.0.31 transformers==4.40.2 tokenizers==0.19.1 safetensors \
+        huggingface_hub filelock fsspec pyyaml requests tqdm packaging regex
     /work/venv31/bin/python tests/golden/make_families.py
 """
 import json
@@ -25,26 +27,57 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "families")
 REFUSED = {
     "timm_dinov3": ("vit_small_patch16_dinov3", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, num_classes=5)),
     "timm_eva02": ("eva02_tiny_patch14_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, num_classes=5)),
-    "timm_beitv2": ("beitv2_base_patch16_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, num_classes=5)),
     "timm_siglip": ("vit_base_patch16_siglip_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, num_classes=5)),
     "timm_swin": ("swin_tiny_patch4_window7_224", dict(img_size=56, embed_dim=8, depths=(1, 1), num_heads=(1, 2),
                                                        num_classes=5)),
     "timm_vit_rope": ("vit_small_patch16_rope_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, num_classes=5)),
 }
-# Plain ViTs under their registry names, which attnscope runs: model_args as save_for_hf writes them, less num_heads
-# (and act_layer), so that the heads, the activation and the LayerNorm eps come from attnscope's copy of timm's registry.
-# Each folder also has input.npy and timm's logits.npy.
+# Families attnscope runs, under their registry names, as save_for_hf writes them. Each folder also has input.npy and
+# what timm computes: logits.npy, attn_L{l}.npy (every layer's softmax, with BEiT's relative position bias inside) and
+# block_L{l}.npy (the token stream entering block 1 and after each block).
 RUNS = {
     "timm_vit_small": ("vit_small_patch16_224", dict(img_size=16, patch_size=4, embed_dim=24, depth=2, num_heads=6,
                                                      num_classes=5)),
+    "timm_beitv2": ("beitv2_base_patch16_224", dict(img_size=16, patch_size=4, embed_dim=24, depth=2, num_heads=12,
+                                                    num_classes=5)),
+    "timm_beit": ("beit_base_patch16_224", dict(img_size=16, patch_size=4, embed_dim=24, depth=2, num_heads=12,
+                                                num_classes=5)),
     "timm_siglip_gap": ("vit_base_patch32_siglip_gap_256", dict(img_size=16, patch_size=4, embed_dim=24, depth=2,
                                                                 num_heads=12, num_classes=5)),
 }
 
 
+def hugging_face_beit():
+    """transformers' BeitForImageClassification, small, saved as the hub has it (save_pretrained: model.safetensors +
+    config.json), with its logits, attention maps (output_attentions) and hidden states (output_hidden_states)."""
+    from transformers import BeitConfig, BeitForImageClassification
+    import transformers
+    cfg = BeitConfig(image_size=16, patch_size=4, hidden_size=24, num_hidden_layers=2, num_attention_heads=12,
+                     intermediate_size=96, use_relative_position_bias=True, use_absolute_position_embeddings=False,
+                     use_mean_pooling=True, layer_scale_init_value=0.1, num_labels=5)
+    model = BeitForImageClassification(cfg).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn_like(p) * 0.1)
+    folder = os.path.join(OUT, "hf_beit")
+    shutil.rmtree(folder, ignore_errors=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    x = torch.randn(1, 3, 16, 16)
+    with torch.no_grad():
+        out = model(pixel_values=x, output_attentions=True, output_hidden_states=True)
+    np.save(os.path.join(folder, "input.npy"), x.numpy().astype(np.float32))
+    np.save(os.path.join(folder, "logits.npy"), out.logits[0].numpy().astype(np.float32))
+    for l, m in enumerate(out.attentions, start=1):
+        np.save(os.path.join(folder, "attn_L%d.npy" % l), np.ascontiguousarray(m[0].numpy(), dtype=np.float32))
+    for l, h in enumerate(out.hidden_states):
+        np.save(os.path.join(folder, "block_L%d.npy" % l), np.ascontiguousarray(h[0].numpy(), dtype=np.float32))
+    print("hf_beit", "transformers", transformers.__version__, sorted(os.listdir(folder)), file=sys.stderr)
+
+
 def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
+    timm.layers.set_fused_attn(False)  # the softmax explicit, so that its maps can be recorded (the same numbers)
     if os.path.isdir(OUT):
         for name in list(REFUSED) + list(RUNS):
             shutil.rmtree(os.path.join(OUT, name), ignore_errors=True)
@@ -54,18 +87,29 @@ def main():
             for p in model.parameters():
                 p.copy_(torch.randn_like(p) * 0.1)
         folder = os.path.join(OUT, name)
-        saved_args = {k: v for k, v in kwargs.items() if name not in RUNS or k != "num_heads"}
-        save_for_hf(model, folder, model_args=saved_args, safe_serialization=True)
+        save_for_hf(model, folder, model_args=kwargs, safe_serialization=True)
         if name in RUNS:
             x = torch.randn(1, 3, kwargs["img_size"], kwargs["img_size"])
+            maps, blocks = [], []
+            hooks = [b.attn.attn_drop.register_forward_hook(lambda m, i, o: maps.append(o[0].clone())) for b in model.blocks]
+            hooks.append(model.blocks[0].register_forward_pre_hook(lambda m, i: blocks.append(i[0][0].clone())))
+            hooks += [b.register_forward_hook(lambda m, i, o: blocks.append(o[0].clone())) for b in model.blocks]
             with torch.no_grad():
                 logits = model(x)[0]
+            for h in hooks:
+                h.remove()
+            assert len(maps) == len(model.blocks), "the attention maps were not recorded (fused attention?)"
             np.save(os.path.join(folder, "input.npy"), x.numpy().astype(np.float32))
             np.save(os.path.join(folder, "logits.npy"), logits.numpy().astype(np.float32))
+            for l, m in enumerate(maps, start=1):
+                np.save(os.path.join(folder, "attn_L%d.npy" % l), np.ascontiguousarray(m.numpy(), dtype=np.float32))
+            for l, b in enumerate(blocks):
+                np.save(os.path.join(folder, "block_L%d.npy" % l), np.ascontiguousarray(b.numpy(), dtype=np.float32))
         os.remove(os.path.join(folder, "pytorch_model.bin")) if os.path.exists(os.path.join(folder, "pytorch_model.bin")) else None
         with open(os.path.join(folder, "config.json")) as f:
             cfg = json.load(f)
         print(name, cfg["architecture"], sorted(os.listdir(folder)), file=sys.stderr)
+    hugging_face_beit()
     print("timm", timm.__version__, "torch", torch.__version__, file=sys.stderr)
 
 

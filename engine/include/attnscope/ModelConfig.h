@@ -67,6 +67,10 @@ struct ModelConfig {
     int attentionWidth = 0;
     // pos_embed is a fixed 2-D sin-cos table (vit-pytorch's SimpleViT, posemb_sincos_2d), made at load, not read.
     bool posFixedSinCos = false;
+    // A learned bias on every layer's attention logits, looked up by the relative position of the query's and the
+    // key's patches, with three entries for the CLS token's row, column and itself (BEiT:
+    // blocks.{i}.attn.relative_position_bias_table [(2 gh - 1)(2 gw - 1) + 3, H]). For the trained grid only.
+    bool relativePositionBias = false;
 
     bool patchBias = true;
     bool qkvBias = true;

@@ -17,9 +17,9 @@ Result<LogitDecomposition> decomposeLogits(const Model& model, const Tensor& inp
     const auto& impl = implOf(model);
     const ModelConfig& c = model.config();
     if (!c.posEmbed || c.attention != AttentionKind::Standard || c.blockNorm != BlockNorm::Pre || c.preNorm
-        || c.block != BlockKind::Standard || c.patchNormOut)
+        || c.block != BlockKind::Standard)
         return Error { "the logit decomposition needs additive absolute position embeddings, standard attention and "
-                       "a pre-norm first block without a pre-transformer norm or a norm on the embedded patches" };
+                       "a pre-norm first block without a pre-transformer norm" };
     try {
         c10::InferenceMode guard;
         at::Tensor x = unwrap(input).to(impl.device);

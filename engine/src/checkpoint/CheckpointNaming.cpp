@@ -66,9 +66,12 @@ void fuseQkv(TensorMap& t, const std::string& q, const std::string& k, const std
             continue;
         const std::string kName = name.substr(0, pos) + k + name.substr(pos + q.size());
         const std::string vName = name.substr(0, pos) + v + name.substr(pos + q.size());
-        if (!has(t, kName) || !has(t, vName))
+        // BEiT has query and value biases and no key bias: the key's is zero, as its forward makes it.
+        const bool keyBiasZero = !has(t, kName) && has(t, vName) && name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+        if ((!has(t, kName) && !keyBiasZero) || !has(t, vName))
             throw LoadError(path + ": " + name + " has no matching " + kName + " and " + vName);
-        fused[name.substr(0, pos) + target + name.substr(pos + q.size())] = at::cat({ tensor, t.at(kName), t.at(vName) }, 0);
+        const at::Tensor key = keyBiasZero ? at::zeros_like(tensor) : t.at(kName);
+        fused[name.substr(0, pos) + target + name.substr(pos + q.size())] = at::cat({ tensor, key, t.at(vName) }, 0);
         toErase.insert(toErase.end(), { name, kName, vName });
     }
     for (const auto& n : toErase)
@@ -98,7 +101,7 @@ bool isAttnscopeName(const std::string& name)
         "^(cls_token|dist_token|reg_token|pos_embed|patch_embed\\.(proj|linear|norm_in|norm)\\.(weight|bias)"
         "|(norm_pre|norm|fc_norm|head|head_dist)\\.(weight|bias)"
         "|blocks\\.\\d+\\.((norm1|norm2|attn\\.(qkv|q|k|v|proj)|mlp\\.fc1|mlp\\.fc2)\\.(weight|bias)"
-        "|ls[12]\\.gamma|gamma_[12]|attn\\.(log_hy|log_hp|centre|alpha)))$");
+        "|ls[12]\\.gamma|gamma_[12]|attn\\.(log_hy|log_hp|centre|alpha|q_bias|v_bias|relative_position_bias_table)))$");
     return std::regex_match(name, names);
 }
 
@@ -138,6 +141,23 @@ std::string indexRanges(std::vector<long> v)
     return s;
 }
 
+// BEiT's and EVA's attention has biases for the query and the value but none for the key (timm: attn.q_bias, attn.v_bias
+// beside a bias-free attn.qkv): they become attn.qkv.bias with zeros for the key, as their forward concatenates them.
+void fuseQueryValueBiases(TensorMap& t, const std::string& path)
+{
+    for (int i = 0; has(t, "blocks." + std::to_string(i) + ".attn.q_bias"); ++i) {
+        const std::string p = "blocks." + std::to_string(i) + ".attn.";
+        if (!has(t, p + "v_bias") || has(t, p + "qkv.bias"))
+            throw LoadError(path + ": " + p + "q_bias needs " + p + "v_bias beside it and no " + p + "qkv.bias");
+        const at::Tensor q = t.at(p + "q_bias"), v = t.at(p + "v_bias");
+        if (q.dim() != 1 || !q.sizes().equals(v.sizes()))
+            throw LoadError(path + ": " + p + "q_bias and v_bias must be vectors of one size");
+        t[p + "qkv.bias"] = at::cat({ q, at::zeros_like(q), v });
+        t.erase(p + "q_bias");
+        t.erase(p + "v_bias");
+    }
+}
+
 // Folds the CLS position into the CLS token and leaves the position table to the patches, so that registers,
 // which never get a position, can sit between CLS and the patches (timm's DINOv2-register conversion, NAMING 4.7).
 void foldClassPosition(TensorMap& t, NamingHints& hints)
@@ -152,6 +172,9 @@ TensorMap fromHuggingFaceVit(TensorMap t, NamingHints& hints, const std::string&
 {
     const std::string p = std::regex_replace(prefix, std::regex("\\."), "\\.");
     t = applyRules(std::move(t), {
+        // BEiT's pooler is its norm of the mean of the patch tokens (use_mean_pooling); ViT's, a dense layer no
+        // classifier reads, is dropped.
+        rename("^" + p + "pooler\\.layernorm\\.", "fc_norm."),
         drop("^" + p + "embeddings\\.mask_token$"),
         drop("^pooler\\."),
         drop("^" + p + "pooler\\."),
@@ -169,6 +192,10 @@ TensorMap fromHuggingFaceVit(TensorMap t, NamingHints& hints, const std::string&
         rename("^(blocks\\.\\d+\\.)output\\.dense\\.", "$1mlp.fc2."),
         rename("^(blocks\\.\\d+\\.)layer_scale1\\.lambda1$", "$1ls1.gamma"),
         rename("^(blocks\\.\\d+\\.)layer_scale2\\.lambda1$", "$1ls2.gamma"),
+        rename("^(blocks\\.\\d+\\.)lambda_1$", "$1ls1.gamma"), // BEiT
+        rename("^(blocks\\.\\d+\\.)lambda_2$", "$1ls2.gamma"),
+        drop("\\.relative_position_bias\\.relative_position_index$"),
+        rename("^(blocks\\.\\d+\\.attn\\.)relative_position_bias\\.relative_position_bias_table$", "$1relative_position_bias_table"),
         rename("^" + p + "layernorm\\.", "norm."),
         rename("^cls_classifier\\.", "head."),
         rename("^distillation_classifier\\.", "head_dist."),
@@ -407,6 +434,12 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
         hints.naming = "huggingface";
         return fromHuggingFaceClip(std::move(t), hints, path);
     }
+    if (auto p = prefixOf(t, "encoder.layer.0.attention.attention.relative_position_bias.relative_position_bias_table",
+                          { "beit.", "data2vec_vision.", "" })) {
+        hints.naming = "huggingface";
+        hints.family = "beit";
+        return fromHuggingFaceVit(std::move(t), hints, *p, path);
+    }
     if (auto p = prefixOf(t, "encoder.layer.0.layer_scale1.lambda1", { "dinov2_with_registers.", "dinov2.", "" })) {
         hints.naming = "huggingface";
         hints.family = "dinov2";
@@ -455,6 +488,7 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
                                        rename("^(blocks\\.\\d+\\.)gamma_2$", "$1ls2.gamma") });
         // Separate projections (a described model's attn.q/k/v) are fused as the blocks expect.
         fuseQkv(t, "attn.q.", "attn.k.", "attn.v.", "attn.qkv.", path);
+        fuseQueryValueBiases(t, path);
         return t;
     }
     if (described) {

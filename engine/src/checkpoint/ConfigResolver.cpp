@@ -89,6 +89,7 @@ void readTensors(const TensorMap& t, const NamingHints& hints, const std::string
         c.patchBias = has(t, "patch_embed.proj.bias");
     }
     c.patchNormOut = has(t, "patch_embed.norm.weight");
+    c.relativePositionBias = has(t, "blocks.0.attn.relative_position_bias_table");
     const auto hasBlock = [&](int i) {
         auto it = t.lower_bound("blocks." + std::to_string(i) + ".");
         return it != t.end() && it->first.rfind("blocks." + std::to_string(i) + ".", 0) == 0;
@@ -219,6 +220,16 @@ void settleGrid(const TensorMap& t, const ConfigSources& src, const std::string&
         if (c.attention == AttentionKind::Bilateral && !c.posEmbedHasPrefix && prefix > 0)
             fail(weightsPath, "bilateral attention needs a position row for every token, prefix tokens included");
     } else {
+        if (c.relativePositionBias) {
+            // The table has (2 gh - 1)(2 gw - 1) + 3 rows: the grid, when it is square and nothing states the size.
+            const auto& table = t.at("blocks.0.attn.relative_position_bias_table");
+            const auto side = table.dim() == 2 ? perfectSquareRoot(table.size(0) - 3) : std::nullopt;
+            if (!imageSize && side && *side % 2 == 1)
+                imageSize = std::make_pair((*side + 1) / 2 * c.patchSize, (*side + 1) / 2 * c.patchSize);
+            if (!imageSize)
+                fail(weightsPath, "blocks.0.attn.relative_position_bias_table: shape " + shapeString(table)
+                                      + " is not a square grid's table; state image_size");
+        }
         const auto size = imageSize.value_or(std::make_pair(224, 224));
         if (size.first % c.patchSize || size.second % c.patchSize)
             fail(src.descriptionPath.empty() ? weightsPath : src.descriptionPath,
@@ -253,7 +264,12 @@ void settlePosition(const ConfigSources& src, const std::string& weightsPath, co
                                + stated.positionSource);
         return;
     }
-    if (c.posEmbed) {
+    if (c.relativePositionBias) {
+        if (c.attention != AttentionKind::Standard || !c.classToken || c.numPrefixTokens() != 1)
+            fail(weightsPath, "a relative position bias needs standard attention and one CLS token as its only prefix token");
+        out.inferred.push_back(std::string("position: a relative position bias in every layer's attention "
+                                           "(relative_position_bias_table)") + (c.posEmbed ? " and the learned pos_embed" : ""));
+    } else if (c.posEmbed) {
         out.inferred.push_back("position: learned, the pos_embed tensor");
     } else if (c.attention != AttentionKind::Standard) {
         out.inferred.push_back(std::string("position: inside the ") + toString(c.attention) + " attention's own parameters");

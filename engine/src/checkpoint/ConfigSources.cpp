@@ -201,12 +201,22 @@ void readConfigJson(const ConfigSources& src, const TensorMap& tensors, StatedCo
             const std::string type = cfgTop["model_type"].get<std::string>();
             const json& cfg = (type == "clip" && cfgTop.contains("vision_config")) ? cfgTop["vision_config"] : cfgTop;
             static const std::map<std::string, double> epsDefault { { "vit", 1e-12 }, { "deit", 1e-12 }, { "dinov2", 1e-6 },
+                                                                    { "beit", 1e-12 }, { "data2vec-vision", 1e-12 },
                                                                     { "dinov2_with_registers", 1e-6 }, { "clip_vision_model", 1e-5 }, { "clip", 1e-5 } };
             const std::vector<std::string> classes = classNames(cfgTop);
             checkHuggingFaceArchitecture(type, classes, cp);
             if (&cfg != &cfgTop && cfg.contains("model_type") && cfg["model_type"].is_string())
                 checkHuggingFaceArchitecture(cfg["model_type"].get<std::string>(), {}, cp);
-            out.family = type.rfind("clip", 0) == 0 ? "clip" : type == "dinov2_with_registers" ? "dinov2" : type;
+            out.family = type.rfind("clip", 0) == 0 ? "clip" : type == "dinov2_with_registers" ? "dinov2"
+                         : type == "data2vec-vision"                                        ? "beit"
+                                                                                            : type;
+            const bool beit = out.family == "beit";
+            if (beit) {
+                // BEiT's switches the tensors do not show: one bias table shared by all layers is not run; its pooling.
+                if (cfg.value("use_shared_relative_position_bias", false))
+                    fail(cp, "use_shared_relative_position_bias: attnscope does not run a relative position bias shared by all layers");
+                c.pooling = cfg.value("use_mean_pooling", true) ? Pooling::PatchMean : Pooling::Token;
+            }
             out.recognition = "Hugging Face " + type + (classes.empty() ? std::string() : " " + classes.front())
                               + " (config.json model_type)";
             out.source = "config.json (Hugging Face " + type + ")";
@@ -243,10 +253,12 @@ void readConfigJson(const ConfigSources& src, const TensorMap& tensors, StatedCo
             }
             // Every key read above; the rest (dropouts, initializer_range, label2id; qkv_bias,
             // which the tensors tell; ...) is listed as ignored.
-            const std::vector<std::string> visionKeys { "hidden_size", "num_hidden_layers", "num_channels",
+            std::vector<std::string> visionKeys { "hidden_size", "num_hidden_layers", "num_channels",
                                                         "intermediate_size", "num_register_tokens", "patch_size",
                                                         "num_attention_heads", "layer_norm_eps", "hidden_act",
                                                         "image_size" };
+            if (beit)
+                visionKeys.insert(visionKeys.end(), { "use_shared_relative_position_bias", "use_mean_pooling" });
             std::vector<std::string> topKeys { "model_type", "architectures", "id2label", "attnscope" };
             if (&cfg != &cfgTop) {
                 topKeys.push_back("vision_config");

@@ -3,6 +3,7 @@
 #include "checkpoint/LoadError.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <regex>
 
@@ -19,9 +20,6 @@ constexpr TimmArchitecture kTimm[] = {
 const std::map<std::string, std::string>& unsupportedFamilies()
 {
     static const std::map<std::string, std::string> table {
-        { "beit", "relative position bias (BEiT)" },
-        { "beitv2", "relative position bias (BEiT)" },
-        { "data2vec-vision", "relative position bias (BEiT)" },
         { "dinov3", "rotary position embedding (RoPE)" },
         { "dinov3_vit", "rotary position embedding (RoPE)" },
         { "eva", "EVA blocks (query and value biases without a key bias)" },
@@ -46,7 +44,7 @@ const std::map<std::string, std::string>& huggingFaceClasses()
 {
     static const std::map<std::string, std::string> table {
         { "vit", "ViT" }, { "deit", "DeiT" }, { "dinov2", "Dinov2" }, { "dinov2_with_registers", "Dinov2WithRegisters" },
-        { "clip", "CLIP" }, { "clip_vision_model", "CLIP" },
+        { "clip", "CLIP" }, { "clip_vision_model", "CLIP" }, { "beit", "Beit" }, { "data2vec-vision", "Data2VecVision" },
     };
     return table;
 }
@@ -70,7 +68,6 @@ const char* unsupportedByName(std::string_view name)
         { "dinov3", "rotary position embedding (RoPE)" },
         { "rope", "rotary position embedding (RoPE)" },
         { "eva", "EVA blocks (rotary position embedding, SwiGLU MLP, q/v biases)" },
-        { "beit", "relative position bias (BEiT)" },
         { "relpos", "relative position embedding" },
         { "swin", "hierarchical windowed attention (Swin)" },
         { "samvit", "windowed attention with relative positions (SAM's encoder)" },
@@ -108,7 +105,7 @@ void checkHuggingFaceArchitecture(const std::string& modelType, const std::vecto
 
 void checkDescribedFamily(const std::string& family, const std::string& file)
 {
-    static const std::vector<std::string> runs { "vit", "deit", "deit3", "dino", "dinov2", "mae", "clip" };
+    static const std::vector<std::string> runs { "vit", "deit", "deit3", "dino", "dinov2", "mae", "clip", "beit", "beitv2" };
     if (std::find(runs.begin(), runs.end(), family) != runs.end())
         return;
     if (auto it = unsupportedFamilies().find(family); it != unsupportedFamilies().end())
@@ -125,14 +122,18 @@ std::vector<std::string> supportedFamilies()
     for (const auto& a : kTimm)
         timmRuns += *a.unsupported == '\0';
     return {
-        "vit: timm vit_* (" + std::to_string(timmRuns) + " of timm " + timmRegistryVersion()
-            + "'s architectures, with deit*), Hugging Face ViT, torchvision vit_*, attnscope's own",
+        "timm: " + std::to_string(timmRuns) + " of timm " + timmRegistryVersion() + "'s "
+            + std::to_string(std::size(kTimm)) + " vision-transformer architectures (the families below)",
+        "vit: timm vit_* (the plain VisionTransformer), Hugging Face ViT, torchvision vit_*, attnscope's own",
         "deit, deit3: timm deit_*/deit3_* (distilled heads, layer scale), Hugging Face DeiT",
         "dino, dinov2: timm vit_*_dinov2 and registers (layer scale), Hugging Face Dinov2 (with registers), "
         "the original DINOv2 repository",
         "mae: timm vit_* MAE checkpoints (plain ViT encoders)",
         "clip: timm vit_*_clip_*, Hugging Face CLIP vision towers, OpenAI CLIP (visual.*)",
         "siglip (gap): timm vit_*_siglip_gap_* (mean-pooled SigLIP towers)",
+        "beit, beitv2: timm beit_*/beitv2_*, Hugging Face Beit and Data2VecVision (a relative position bias in every "
+        "layer, q and v biases, layer scale, mean pooling with fc_norm)",
+        "vit-pytorch: lucidrains' ViT and SimpleViT, by their tensor names (a description gives heads and image size)",
         "described: any ViT of these blocks in another layout, through a model description (docs/model-description.md)",
     };
 }

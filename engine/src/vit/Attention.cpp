@@ -63,6 +63,29 @@ StandardAttention::StandardAttention(const ModelConfig& c)
 {
     qkv = register_module("qkv", makeLinear(c.width, 3 * c.attnWidth(), c.qkvBias));
     proj = register_module("proj", makeLinear(c.attnWidth(), c.width, c.projBias));
+    if (c.relativePositionBias) {
+        const int64_t gh = c.gridHeight(), gw = c.gridWidth(), distances = (2 * gh - 1) * (2 * gw - 1);
+        relative_position_bias_table = register_parameter("relative_position_bias_table", at::zeros({ distances + 3, c.numHeads }));
+        // Patch i = (ri, ci) attending to j = (rj, cj): row (ri - rj + gh - 1)(2 gw - 1) + (ci - cj + gw - 1); the CLS
+        // token's row to the patches, the patches' column to it, and CLS to itself take the last three rows.
+        const auto rows = at::arange(gh, at::kLong).repeat_interleave(gw), cols = at::arange(gw, at::kLong).repeat({ gh });
+        const auto patches = (rows.unsqueeze(1) - rows.unsqueeze(0) + gh - 1) * (2 * gw - 1) + (cols.unsqueeze(1) - cols.unsqueeze(0) + gw - 1);
+        auto index = at::empty({ gh * gw + 1, gh * gw + 1 }, at::kLong);
+        index.slice(0, 1).slice(1, 1).copy_(patches);
+        index.select(0, 0).fill_(distances);
+        index.select(1, 0).fill_(distances + 1);
+        index[0][0] = distances + 2;
+        m_relativeIndex = index.flatten();
+    }
+}
+
+at::Tensor StandardAttention::relativeBias(int64_t tokens) const
+{
+    if (!relative_position_bias_table.defined())
+        return {};
+    TORCH_CHECK(tokens * tokens == m_relativeIndex.numel(), "a relative position bias is for its trained grid only");
+    const auto& table = relative_position_bias_table;
+    return table.index_select(0, m_relativeIndex.to(table.device())).view({ tokens, tokens, -1 }).permute({ 2, 0, 1 });
 }
 
 at::Tensor StandardAttention::forward(const at::Tensor& x, AttentionContext& ctx)
@@ -77,6 +100,8 @@ at::Tensor StandardAttention::forward(const at::Tensor& x, AttentionContext& ctx
     const auto q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
     // Explicit softmax(QK^T / sqrt(d)): the map is recorded by construction, never hidden in a fused kernel.
     auto logits = attentionScores(q, k, m_scale, ctx.products);
+    if (relative_position_bias_table.defined())
+        logits = logits + relativeBias(N).to(logits.scalar_type()); // inside the softmax, as BEiT's forward adds it
     return applyLinear(proj, mix(logits, v, ctx), ctx.linears);
 }
 

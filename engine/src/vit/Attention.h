@@ -66,10 +66,15 @@ public:
     at::Tensor forward(const at::Tensor& x, AttentionContext& ctx) override;
     torch::nn::Linear qkv { nullptr };
     torch::nn::Linear proj { nullptr };
+    at::Tensor relative_position_bias_table; // [(2 gh - 1)(2 gw - 1) + 3, H] (ModelConfig::relativePositionBias)
 
 protected:
+    // The relative position bias of the logits [H, N, N], N = 1 + gh * gw; undefined without a table.
+    at::Tensor relativeBias(int64_t tokens) const;
+
     int m_heads;
     double m_scale;
+    at::Tensor m_relativeIndex; // [N * N]: each (query, key) pair's row of the table, as timm's gen_relative_position_index
 };
 
 // Bilateral attention (filtering paper, Eq. 24): logits = q_y.k_y / h_y^2 + (W_Q p_i).(W_K p_j) / h_p^2 with

@@ -153,7 +153,11 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
         info.path = path;
         info.weightsPath = files.weights;
         info.format = files.format;
-        info.naming = files.sources.description ? "described (" + hints.naming + " after renaming)" : hints.naming;
+        // "described" only where a description's rules made the names; one that only states the architecture (a
+        // vit-pytorch model's heads) leaves the naming the tensors' own.
+        const bool renamed = files.sources.description
+                             && (files.sources.description->contains("rename") || files.sources.description->contains("concatenate"));
+        info.naming = renamed ? "described (" + hints.naming + " after renaming)" : hints.naming;
         info.family = !resolved.family.empty() ? resolved.family : hints.family.empty() ? "vit" : hints.family;
         info.recognition = !resolved.recognition.empty() ? resolved.recognition : "tensor names (" + hints.naming + " naming)";
         info.inferred = resolved.inferred;
@@ -253,6 +257,10 @@ Result<std::shared_ptr<const Model>> Model::withInputSize(int height, int width)
     if (height <= 0 || width <= 0 || height % p != 0 || width % p != 0 || height > kMaxSide || width > kMaxSide)
         return Error { "input size " + size + ": height and width must be multiples of the patch size " + std::to_string(p)
                        + " from " + std::to_string(p) + " to " + std::to_string(kMaxSide - kMaxSide % p) };
+    if (trained.relativePositionBias && (height != from.info.trainedHeight || width != from.info.trainedWidth))
+        return Error { "input size " + size + ": this model's relative position bias tables are for its trained "
+                       + std::to_string(from.info.trainedHeight) + "x" + std::to_string(from.info.trainedWidth)
+                       + " input only (resampling them is not supported)" };
     try {
         auto impl = std::make_unique<Impl>();
         impl->info = from.info;

@@ -227,9 +227,9 @@ def make_models():
     model_folder("model_family_dinov3", "config: a timm architecture with rotary positions (DINOv3)",
                  "vit_small_patch16_dinov3: attnscope does not run rotary position embedding (RoPE, dinov3)",
                  config=dict(CONFIG, architecture="vit_small_patch16_dinov3"))
-    model_folder("model_family_hf_beit", "config: a Hugging Face model_type with relative position bias (BEiT)",
-                 'model_type "beit": attnscope does not run relative position bias (BEiT)',
-                 config=dict(hf, patch_size=P, model_type="beit"))
+    model_folder("model_family_hf_swin", "config: a Hugging Face model_type with hierarchical windows (Swin)",
+                 'model_type "swin": attnscope does not run hierarchical windowed attention (Swin)',
+                 config=dict(hf, patch_size=P, model_type="swin"))
     model_folder("model_config_model_args_unsupported", "config: a timm model_args key the tensors do not show (qk_norm)",
                  "model_args.qk_norm = true changes the model in a way attnscope does not run",
                  config=dict(CONFIG, model_args=dict(CONFIG["model_args"], qk_norm=True)))
