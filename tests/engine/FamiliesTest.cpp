@@ -89,11 +89,11 @@ void expectReferenceNumbers(const Model& model, const std::string& dir)
 TEST_F(Families, EachFamilyAttnscopeDoesNotRunIsRefusedNamingWhatItLacks)
 {
     const std::pair<const char*, const char*> cases[] = {
-        { "timm_dinov3", "config.json: vit_small_patch16_dinov3: attnscope does not run rotary position embedding (RoPE, dinov3)" },
-        { "timm_eva02", "config.json: eva02_tiny_patch14_224: attnscope does not run rotary position embedding (RoPE, axial); SwiGLU MLP" },
+        { "timm_eva02", "config.json: eva02_tiny_patch14_224: attnscope does not run rotary position embedding (RoPE, axial); an "
+                        "absolute position embedding beside the rotary one; SwiGLU MLP" },
         { "timm_siglip", "config.json: vit_base_patch16_siglip_224: attnscope does not run the attention-pool head (global_pool \"map\")" },
         { "timm_swin", "config.json: swin_tiny_patch4_window7_224: attnscope does not run hierarchical windowed attention (Swin)" },
-        { "timm_vit_rope", "config.json: vit_small_patch16_rope_224: attnscope does not run rotary position embedding (RoPE" },
+        { "timm_vit_rope", "config.json: vit_small_patch16_rope_224: attnscope does not run rotary position embedding (RoPE, axial)" },
     };
     for (const auto& [folder, expected] : cases) {
         SCOPED_TRACE(folder);
@@ -124,7 +124,8 @@ TEST_F(Families, ACheckpointWithoutAPositionTableNeedsTheSchemeStated)
     writeBytes(m_dir / "attnscope.json",
                R"({"attnscope_description": 1, "family": "dinov3", "architecture": {"num_heads": 2, "position": "none"}})");
     EXPECT_CONTAINS(refusal((m_dir / "model.safetensors").string()),
-                    "attnscope.json: family \"dinov3\": attnscope does not run rotary position embedding (RoPE)");
+                    "attnscope.json: family \"dinov3\": its rotary position embedding has no tensor; open timm's DINOv3 "
+                    "hub folder");
 }
 
 // A plain ViT under its timm name runs with what timm's registry says of it: heads (when model_args do not state them, as
@@ -142,7 +143,8 @@ TEST_F(Families, APlainViTUnderItsTimmNameRunsWithTheRegistrysFacts)
                            Case { "timm_siglip_gap", "vit_base_patch32_siglip_gap_256", 12, Activation::GeluTanh,
                                   Pooling::PatchMean },
                            Case { "timm_beit", "beit_base_patch16_224", 12, Activation::Gelu, Pooling::PatchMean },
-                           Case { "timm_beitv2", "beitv2_base_patch16_224", 12, Activation::Gelu, Pooling::PatchMean } }) {
+                           Case { "timm_beitv2", "beitv2_base_patch16_224", 12, Activation::Gelu, Pooling::PatchMean },
+                           Case { "timm_dinov3", "vit_small_patch16_dinov3", 6, Activation::Gelu, Pooling::PatchMean } }) {
         SCOPED_TRACE(c.folder);
         const std::string dir = familiesDir() + "/" + c.folder;
         auto model = Model::load(dir);
@@ -184,6 +186,30 @@ TEST(Beit, HuggingFaceBeitGivesTransformersNumbers)
 
 // BEiT's relative position bias is inside the softmax of every layer (the maps above equal timm's); the position scheme
 // is said, and another input size is refused rather than run with a table made for the trained grid.
+// DINOv3's rotary embedding has no tensor: timm's registry states it, info says so, and the query-key map projects the
+// rotated queries and keys (the logits are their products: checked against the first layer's map). The maps above equal
+// timm's; another input size makes the angles for its grid.
+TEST(DinoV3, TheRotaryEmbeddingIsStatedAndTheQueryKeyMapUsesTheRotatedVectors)
+{
+    const std::string dir = familiesDir() + "/timm_dinov3";
+    auto model = Model::load(dir);
+    ASSERT_TRUE(model.ok()) << model.message();
+    const ModelInfo& info = (*model)->info();
+    EXPECT_EQ(info.config.rope, ModelConfig::Rope::DinoV3);
+    EXPECT_EQ(info.config.numRegisters, 4);
+    EXPECT_FALSE(info.config.posEmbed);
+    EXPECT_EQ(info.family, "dinov3");
+    EXPECT_NE(std::find(info.inferred.begin(), info.inferred.end(),
+                        "position: rotary (DINOv3's, temperature 100, on the patch tokens' queries and keys), "
+                        "timm's vit_small_patch16_dinov3"),
+              info.inferred.end());
+    auto larger = (*model)->withInputSize(24, 20);
+    ASSERT_TRUE(larger.ok()) << larger.message();
+    auto trace = (*larger)->run(Tensor::fromVector({ 3, 24, 20 }, std::vector<float>(3 * 24 * 20, 0.1f)), RunOptions {});
+    ASSERT_TRUE(trace.ok()) << trace.message();
+    EXPECT_EQ(trace->gridHeight * trace->gridWidth, 30);
+}
+
 TEST(Beit, TheRelativePositionBiasIsSaidAndBoundToItsGrid)
 {
     auto model = Model::load(familiesDir() + "/timm_beitv2");
@@ -260,7 +286,8 @@ TEST_F(Families, HuggingFaceTypesAndClassesAttnscopeDoesNotRun)
         return refusal(m_dir.string());
     };
     EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "dinov3_vit"; }),
-                    "config.json: model_type \"dinov3_vit\": attnscope does not run rotary position embedding (RoPE)");
+                    "config.json: model_type \"dinov3_vit\": attnscope does not run Hugging Face's DINOv3 layout (timm's "
+                    "DINOv3 runs)");
     EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "swinv2"; }),
                     "config.json: model_type \"swinv2\": attnscope does not run hierarchical windowed attention (Swin v2)");
     EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "levit"; }),

@@ -25,7 +25,6 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "families")
 
 # name -> (timm architecture, small keyword arguments)
 REFUSED = {
-    "timm_dinov3": ("vit_small_patch16_dinov3", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, num_classes=5)),
     "timm_eva02": ("eva02_tiny_patch14_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, num_classes=5)),
     "timm_siglip": ("vit_base_patch16_siglip_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, num_classes=5)),
     "timm_swin": ("swin_tiny_patch4_window7_224", dict(img_size=56, embed_dim=8, depths=(1, 1), num_heads=(1, 2),
@@ -42,6 +41,8 @@ RUNS = {
                                                     num_classes=5)),
     "timm_beit": ("beit_base_patch16_224", dict(img_size=16, patch_size=4, embed_dim=24, depth=2, num_heads=12,
                                                 num_classes=5)),
+    "timm_dinov3": ("vit_small_patch16_dinov3", dict(img_size=16, patch_size=4, embed_dim=24, depth=2, num_heads=6,
+                                                     num_classes=5)),
     "timm_siglip_gap": ("vit_base_patch32_siglip_gap_256", dict(img_size=16, patch_size=4, embed_dim=24, depth=2,
                                                                 num_heads=12, num_classes=5)),
 }

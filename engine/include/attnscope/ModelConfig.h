@@ -71,6 +71,12 @@ struct ModelConfig {
     // key's patches, with three entries for the CLS token's row, column and itself (BEiT:
     // blocks.{i}.attn.relative_position_bias_table [(2 gh - 1)(2 gw - 1) + 3, H]). For the trained grid only.
     bool relativePositionBias = false;
+    // A rotary position embedding of the patch tokens' queries and keys in every layer, the prefix tokens unrotated
+    // (DINOv3's: patch centres normalised to [-1, 1] per axis, periods ropeTemperature^(4 i / d), "rotate half"). It
+    // has no tensor: a config states it (docs/models.md, "Families"). Any grid: the angles are made for it.
+    enum class Rope { None, DinoV3 };
+    Rope rope = Rope::None;
+    double ropeTemperature = 100.0;
 
     bool patchBias = true;
     bool qkvBias = true;

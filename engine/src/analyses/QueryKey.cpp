@@ -6,6 +6,7 @@
 #include "io/TensorImpl.h"
 #include "vit/Attention.h"
 #include "vit/ModelImpl.h"
+#include "vit/Rope.h"
 #include "vit/VisionTransformer.h"
 #include "analyses/Tsne.h"
 
@@ -85,8 +86,19 @@ Result<LayerRows> layerRows(const Model& model, const std::vector<Trace>& traces
         if (block.kind == BlockKind::Standard && block.placement == BlockNorm::Pre)
             x = block.norm1->forward(x.to(block.norm1->weight.device())).to(at::kCPU);
         const at::Tensor qkv = at::linear(x.to(at::kDouble), w, b); // [N, 3D]
-        rows.q.push_back(qkv.slice(1, 0, D));
-        rows.k.push_back(qkv.slice(1, D, 2 * D));
+        at::Tensor q = qkv.slice(1, 0, D), k = qkv.slice(1, D, 2 * D);
+        const ModelConfig& c = model.config();
+        if (c.rope == ModelConfig::Rope::DinoV3) {
+            // The queries and keys the logits are made of: rotated by their patch's position (docs/analyses.md).
+            const auto heads = [&](const at::Tensor& r) { return r.reshape({ r.size(0), c.numHeads, -1 }).transpose(0, 1); };
+            const auto rotated = [&](const at::Tensor& r) {
+                return rotateDinoV3(heads(r), t.gridHeight, t.gridWidth, c.ropeTemperature).transpose(0, 1).reshape({ r.size(0), D });
+            };
+            q = rotated(q);
+            k = rotated(k);
+        }
+        rows.q.push_back(q);
+        rows.k.push_back(k);
     }
     return rows;
 }

@@ -3,6 +3,7 @@
 #include "checkpoint/LoadError.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 
 namespace attnscope::fields {
@@ -44,6 +45,13 @@ std::pair<int, int> sizePair(const json& v, const std::string& path, const char*
     if (v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[1].is_number_integer())
         return { sideField(v[0], path, what), sideField(v[1], path, what) };
     throw LoadError(path + ": " + what + " " + v.dump() + " is neither an integer nor [height, width]");
+}
+
+std::string shortNumber(double v)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    return text;
 }
 
 Activation activationFromName(const std::string& name, const std::string& path)

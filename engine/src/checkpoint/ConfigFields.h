@@ -23,6 +23,7 @@ constexpr int kMaxSide = 16384;
 
 [[noreturn]] void fail(const std::string& file, const std::string& problem); // throws LoadError("file: problem")
 std::string shapeString(const at::Tensor& t);                                // "[384, 3, 16, 16]"
+std::string shortNumber(double v);                                           // "1e-05", "100"
 // An integer of int's range (nlohmann's get<int>() of a float out of range is undefined, of a large integer wraps).
 int intField(const json& v, const std::string& path, const std::string& what);
 // An image, resize or crop side: 1 to kMaxSide.

@@ -252,6 +252,12 @@ void settlePosition(const ConfigSources& src, const std::string& weightsPath, co
             fail(where, "architecture.position is \"none\" but the checkpoint has a pos_embed tensor");
         if (p == "learned" && !c.posEmbed)
             fail(where, "architecture.position is \"learned\" but no tensor is pos_embed after renaming");
+        if (p == "rotary") {
+            if (c.posEmbed)
+                fail(where, "the model's positions are rotary (DINOv3), but the checkpoint has a pos_embed tensor");
+            if (c.attention != AttentionKind::Standard)
+                fail(where, "a rotary position embedding needs standard attention");
+        }
         if (p == "sincos2d") {
             if (c.posEmbed)
                 fail(where, "the position is a fixed 2-D sin-cos table, but the checkpoint has a pos_embed tensor");
@@ -260,8 +266,11 @@ void settlePosition(const ConfigSources& src, const std::string& weightsPath, co
             c.posEmbed = c.posFixedSinCos = true; // made at load (Model.cpp), for the patches only
             c.posEmbedHasPrefix = false;
         }
-        out.inferred.push_back("position: " + std::string(p == "sincos2d" ? "fixed 2-D sin-cos (posemb_sincos_2d)" : p) + ", "
-                               + stated.positionSource);
+        const std::string scheme = p == "sincos2d" ? "fixed 2-D sin-cos (posemb_sincos_2d)"
+                                   : p == "rotary" ? "rotary (DINOv3's, temperature " + shortNumber(c.ropeTemperature)
+                                                         + ", on the patch tokens' queries and keys)"
+                                                   : p;
+        out.inferred.push_back("position: " + scheme + ", " + stated.positionSource);
         return;
     }
     if (c.relativePositionBias) {
@@ -465,6 +474,9 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
         readDescription(*src.description, src.descriptionPath, stated, out);
     settlePosition(src, weightsPath, stated, out);
     settleHeads(src, weightsPath, stated, out); // and refuses a quadratic model with prefix tokens
+    if (out.model.rope != ModelConfig::Rope::None && out.model.headDim() % 4 != 0)
+        fail(src.configPath.empty() ? weightsPath : src.configPath,
+             "a rotary position embedding needs a head width divisible by 4, not " + std::to_string(out.model.headDim()));
     settleLinearPatch(t, src.descriptionPath.empty() ? weightsPath : src.descriptionPath, stated, out);
     ModelConfig& c = out.model;
     settleGrid(t, src, weightsPath, stated, c);

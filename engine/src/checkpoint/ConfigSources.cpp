@@ -24,13 +24,6 @@ const std::vector<std::string> kTimmArgsHarmless {
     "dynamic_img_size", "dynamic_img_pad", "pretrained_cfg_overlay", "checkpoint_path"
 };
 
-std::string shortNumber(double v)
-{
-    char text[32];
-    std::snprintf(text, sizeof text, "%g", v);
-    return text;
-}
-
 // A Hugging Face config's "architectures": the classes it was saved from.
 std::vector<std::string> classNames(const json& config)
 {
@@ -113,6 +106,12 @@ static bool readTimmConfig(const ConfigSources& src, ModelConfig& c, StatedConfi
             && std::find(kTimmArgsHarmless.begin(), kTimmArgsHarmless.end(), key) == kTimmArgsHarmless.end())
             fail(cp, "model_args." + key + " = " + value.dump() + " changes the model in a way attnscope does not run");
     out.source = "config.json (timm " + arch + ")";
+    if (entry && *entry->rope) { // DINOv3's rotary embedding: no tensor shows it, the registry states it
+        c.rope = ModelConfig::Rope::DinoV3;
+        c.ropeTemperature = entry->ropeTemperature;
+        stated.position = "rotary";
+        stated.positionSource = "timm's " + arch;
+    }
     if (entry) {
         out.family = entry->family;
         out.recognition = std::string("timm ") + entry->name + " (config.json architecture, timm " + timmRegistryVersion()

@@ -20,8 +20,7 @@ constexpr TimmArchitecture kTimm[] = {
 const std::map<std::string, std::string>& unsupportedFamilies()
 {
     static const std::map<std::string, std::string> table {
-        { "dinov3", "rotary position embedding (RoPE)" },
-        { "dinov3_vit", "rotary position embedding (RoPE)" },
+        { "dinov3_vit", "Hugging Face's DINOv3 layout (timm's DINOv3 runs)" },
         { "eva", "EVA blocks (query and value biases without a key bias)" },
         { "eva02", "rotary position embedding (RoPE) and the SwiGLU MLP" },
         { "siglip", "the attention-pool head (\"map\")" },
@@ -106,6 +105,9 @@ void checkHuggingFaceArchitecture(const std::string& modelType, const std::vecto
 void checkDescribedFamily(const std::string& family, const std::string& file)
 {
     static const std::vector<std::string> runs { "vit", "deit", "deit3", "dino", "dinov2", "mae", "clip", "beit", "beitv2" };
+    if (family == "dinov3")
+        throw LoadError(file + ": family \"dinov3\": its rotary position embedding has no tensor; open timm's DINOv3 hub "
+                               "folder (its config.json names the architecture) rather than a description");
     if (std::find(runs.begin(), runs.end(), family) != runs.end())
         return;
     if (auto it = unsupportedFamilies().find(family); it != unsupportedFamilies().end())
@@ -128,6 +130,8 @@ std::vector<std::string> supportedFamilies()
         "deit, deit3: timm deit_*/deit3_* (distilled heads, layer scale), Hugging Face DeiT",
         "dino, dinov2: timm vit_*_dinov2 and registers (layer scale), Hugging Face Dinov2 (with registers), "
         "the original DINOv2 repository",
+        "dinov3: timm vit_*_patch16_dinov3 and _qkvb, vit_*_lingbot (DINOv3's rotary embedding, registers, layer scale; "
+        "not the SwiGLU sizes)",
         "mae: timm vit_* MAE checkpoints (plain ViT encoders)",
         "clip: timm vit_*_clip_*, Hugging Face CLIP vision towers, OpenAI CLIP (visual.*)",
         "siglip (gap): timm vit_*_siglip_gap_* (mean-pooled SigLIP towers)",

@@ -23,6 +23,8 @@ struct TimmArchitecture {
     double layerNormEps = 1e-6;
     bool noEmbedClass = false; // the position table has no rows for the prefix tokens
     const char* globalPool = "token";
+    const char* rope = "";      // a rotary position embedding ("dinov3"), or none
+    double ropeTemperature = 0; // its temperature
 };
 
 // The entry for a timm architecture name (a pretrained tag after a '.' is ignored); nullptr for a name timm 1.0.31 does

@@ -2,6 +2,7 @@
 
 #include "vit/AttentionProducts.h"
 #include "vit/PackedLinear.h"
+#include "vit/Rope.h"
 
 #include <ATen/ATen.h>
 
@@ -60,6 +61,8 @@ at::Tensor AttentionBase::mix(const at::Tensor& logits, const at::Tensor& v, Att
 StandardAttention::StandardAttention(const ModelConfig& c)
     : m_heads(c.numHeads)
     , m_scale(1.0 / std::sqrt(double(c.headDim())))
+    , m_rope(c.rope)
+    , m_ropeTemperature(c.ropeTemperature)
 {
     qkv = register_module("qkv", makeLinear(c.width, 3 * c.attnWidth(), c.qkvBias));
     proj = register_module("proj", makeLinear(c.attnWidth(), c.width, c.projBias));
@@ -97,7 +100,12 @@ at::Tensor StandardAttention::forward(const at::Tensor& x, AttentionContext& ctx
     const auto parts = ctx.linears && ctx.products && AttentionProducts::enabled() ? ctx.linears->forwardSplit(qkv, x, 3)
                                                                                     : applyLinear(qkv, x, ctx.linears).chunk(3, -1);
     const auto heads = [&](const at::Tensor& t) { return t.view({ B, N, m_heads, D / m_heads }).transpose(1, 2); };
-    const auto q = heads(parts[0]), k = heads(parts[1]), v = heads(parts[2]);
+    auto q = heads(parts[0]), k = heads(parts[1]);
+    const auto v = heads(parts[2]);
+    if (m_rope == ModelConfig::Rope::DinoV3) { // the patch tokens' queries and keys rotated (Rope.h)
+        q = rotateDinoV3(q, ctx.gridH, ctx.gridW, m_ropeTemperature);
+        k = rotateDinoV3(k, ctx.gridH, ctx.gridW, m_ropeTemperature);
+    }
     // Explicit softmax(QK^T / sqrt(d)): the map is recorded by construction, never hidden in a fused kernel.
     auto logits = attentionScores(q, k, m_scale, ctx.products);
     if (relative_position_bias_table.defined())

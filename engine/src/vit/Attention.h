@@ -74,6 +74,8 @@ protected:
 
     int m_heads;
     double m_scale;
+    ModelConfig::Rope m_rope;
+    double m_ropeTemperature;
     at::Tensor m_relativeIndex; // [N * N]: each (query, key) pair's row of the table, as timm's gen_relative_position_index
 };
 

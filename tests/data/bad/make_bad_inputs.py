@@ -224,9 +224,15 @@ def make_models():
 
     # Families attnscope does not run (docs/models.md, "Families"): refused naming what they lack, never run as the
     # nearest family they resemble.
-    model_folder("model_family_dinov3", "config: a timm architecture with rotary positions (DINOv3)",
-                 "vit_small_patch16_dinov3: attnscope does not run rotary position embedding (RoPE, dinov3)",
+    model_folder("model_family_rope", "config: a timm architecture with a rotary embedding attnscope does not run",
+                 "vit_small_patch16_rope_224: attnscope does not run rotary position embedding (RoPE, axial)",
+                 config=dict(CONFIG, architecture="vit_small_patch16_rope_224"))
+    model_folder("model_family_dinov3_with_table", "config: DINOv3 (rotary positions) over tensors with a position table",
+                 "the model's positions are rotary (DINOv3), but the checkpoint has a pos_embed tensor",
                  config=dict(CONFIG, architecture="vit_small_patch16_dinov3"))
+    model_folder("model_config_rope_variant_unknown", "config: model_args naming a rotary variant attnscope does not know",
+                 'model_args.rope_type = "spiral" changes the model in a way attnscope does not run',
+                 config=dict(CONFIG, model_args=dict(CONFIG["model_args"], rope_type="spiral")))
     model_folder("model_family_hf_swin", "config: a Hugging Face model_type with hierarchical windows (Swin)",
                  'model_type "swin": attnscope does not run hierarchical windowed attention (Swin)',
                  config=dict(hf, patch_size=P, model_type="swin"))
