@@ -68,7 +68,7 @@ static nlohmann::json infoJson(const attnscope::ModelInfo& i)
         { "layer_scale", c.layerScale }, { "pre_norm", c.preNorm },
         { "patch_embedding", toString(c.patchEmbedding) }, { "patch_norm_in", c.patchNormIn },
         { "patch_norm_out", c.patchNormOut }, { "attention_width", c.attnWidth() },
-        { "position", c.posFixedSinCos ? "sincos2d" : c.posEmbed ? "learned" : "none" },
+        { "position", c.positionScheme() },
         { "pos_embed_includes_prefix", c.posEmbedHasPrefix },
         { "attention", toString(c.attention) }, { "block", toString(c.block) },
         { "neutreno_lambda", c.neutrenoLambda }, { "boost_t", c.boostT },

@@ -45,7 +45,7 @@ py::dict configDict(const ModelInfo& info)
     d["grid"] = py::make_tuple(c.gridHeight(), c.gridWidth());
     d["tokens"] = c.numTokens();
     d["pos_embed"] = c.posEmbed;
-    d["position"] = c.posFixedSinCos ? "sincos2d" : c.posEmbed ? "learned" : "none";
+    d["position"] = c.positionScheme();
     d["patch_embedding"] = toString(c.patchEmbedding);
     d["attention_width"] = c.attnWidth();
     d["layer_scale"] = c.layerScale;

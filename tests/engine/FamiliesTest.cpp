@@ -7,6 +7,7 @@
 #include "checkpoint/Families.h"
 
 #include <attnscope/Analyses.h>
+#include <attnscope/QueryKey.h>
 #include "checkpoint/ModelLoader.h"
 
 #include <ATen/ATen.h>
@@ -14,6 +15,7 @@
 
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <fstream>
 
 using namespace attnscope;
@@ -75,6 +77,23 @@ void expectReferenceNumbers(const Model& model, const std::string& dir)
     for (int l = 0; l <= 2; ++l)
         EXPECT_TRUE(closeTo(trace->blocks[size_t(l)], loadNpy(dir + "/block_L" + std::to_string(l) + ".npy"), 1e-4))
             << "block " << l;
+}
+
+// softmax over the last axis of logits [rows, n] given as a function of (row, column), as a Tensor of `shape`.
+Tensor softmaxRows(const std::vector<int64_t>& shape, const std::function<double(int64_t, int64_t)>& logit)
+{
+    const int64_t n = shape.back(), rows = std::accumulate(shape.begin(), shape.end() - 1, int64_t(1), std::multiplies<>());
+    std::vector<float> out(size_t(rows * n));
+    for (int64_t row = 0; row < rows; ++row) {
+        double largest = -1e300, sum = 0;
+        for (int64_t j = 0; j < n; ++j)
+            largest = std::max(largest, logit(row, j));
+        for (int64_t j = 0; j < n; ++j)
+            sum += std::exp(logit(row, j) - largest);
+        for (int64_t j = 0; j < n; ++j)
+            out[size_t(row * n + j)] = float(std::exp(logit(row, j) - largest) / sum);
+    }
+    return Tensor::fromVector(shape, out);
 }
 
 #define EXPECT_CONTAINS(text, fragment)                                                                                \
@@ -184,8 +203,6 @@ TEST(Beit, HuggingFaceBeitGivesTransformersNumbers)
     expectReferenceNumbers(**model, dir);
 }
 
-// BEiT's relative position bias is inside the softmax of every layer (the maps above equal timm's); the position scheme
-// is said, and another input size is refused rather than run with a table made for the trained grid.
 // DINOv3's rotary embedding has no tensor: timm's registry states it, info says so, and the query-key map projects the
 // rotated queries and keys (the logits are their products: checked against the first layer's map). The maps above equal
 // timm's; another input size makes the angles for its grid.
@@ -196,6 +213,7 @@ TEST(DinoV3, TheRotaryEmbeddingIsStatedAndTheQueryKeyMapUsesTheRotatedVectors)
     ASSERT_TRUE(model.ok()) << model.message();
     const ModelInfo& info = (*model)->info();
     EXPECT_EQ(info.config.rope, ModelConfig::Rope::DinoV3);
+    EXPECT_STREQ(info.config.positionScheme(), "rotary");
     EXPECT_EQ(info.config.numRegisters, 4);
     EXPECT_FALSE(info.config.posEmbed);
     EXPECT_EQ(info.family, "dinov3");
@@ -203,6 +221,24 @@ TEST(DinoV3, TheRotaryEmbeddingIsStatedAndTheQueryKeyMapUsesTheRotatedVectors)
                         "position: rotary (DINOv3's, temperature 100, on the patch tokens' queries and keys), "
                         "timm's vit_small_patch16_dinov3"),
               info.inferred.end());
+    // The query-key map's rows are the rotated queries and keys: through the softmax, each head's first-layer map.
+    const Tensor map = loadNpy(dir + "/attn_L1.npy"); // [H, N, N]
+    const int64_t n = map.shape()[1];
+    for (int head = 0; head < info.config.numHeads; ++head) {
+        auto rows = queryKeyRows(**model, { loadNpy(dir + "/input.npy") }, 1, head);
+        ASSERT_TRUE(rows.ok()) << rows.message();
+        const Tensor& q = rows->queries[0];
+        const Tensor& k = rows->keys[0];
+        const int64_t d = q.shape()[1];
+        const Tensor softmax = softmaxRows({ n, n }, [&](int64_t i, int64_t j) {
+            double dot = 0;
+            for (int64_t e = 0; e < d; ++e)
+                dot += double(q.data()[i * d + e]) * k.data()[j * d + e];
+            return dot / std::sqrt(double(d));
+        });
+        const Tensor headMap = Tensor::fromData({ n, n }, map.data() + head * n * n);
+        EXPECT_TRUE(closeTo(softmax, headMap, 1e-4)) << "head " << head;
+    }
     auto larger = (*model)->withInputSize(24, 20);
     ASSERT_TRUE(larger.ok()) << larger.message();
     auto trace = (*larger)->run(Tensor::fromVector({ 3, 24, 20 }, std::vector<float>(3 * 24 * 20, 0.1f)), RunOptions {});
@@ -210,6 +246,8 @@ TEST(DinoV3, TheRotaryEmbeddingIsStatedAndTheQueryKeyMapUsesTheRotatedVectors)
     EXPECT_EQ(trace->gridHeight * trace->gridWidth, 30);
 }
 
+// BEiT's relative position bias is inside the softmax of every layer (the maps above equal timm's); the position scheme
+// is said, and another input size is refused rather than run with a table made for the trained grid.
 TEST(Beit, TheRelativePositionBiasIsSaidAndBoundToItsGrid)
 {
     auto model = Model::load(familiesDir() + "/timm_beitv2");
@@ -217,6 +255,7 @@ TEST(Beit, TheRelativePositionBiasIsSaidAndBoundToItsGrid)
     const ModelInfo& info = (*model)->info();
     EXPECT_TRUE(info.config.relativePositionBias);
     EXPECT_FALSE(info.config.posEmbed);
+    EXPECT_STREQ(info.config.positionScheme(), "relative-bias");
     EXPECT_TRUE(info.config.layerScale);
     EXPECT_EQ(info.config.finalNorm, FinalNorm::Pooled);
     EXPECT_EQ(info.family, "beitv2");
@@ -362,6 +401,7 @@ TEST(VitPytorch, ViTAndSimpleViTGiveVitPytorchsNumbers)
         EXPECT_DOUBLE_EQ(config.layerNormEps, 1e-5);
         EXPECT_EQ(config.pooling, c.pooling);
         EXPECT_EQ(config.posFixedSinCos, c.sinCos);
+        EXPECT_STREQ(config.positionScheme(), c.sinCos ? "sincos2d" : "learned");
         if (c.sinCos) {
             EXPECT_NE(std::find(info.inferred.begin(), info.inferred.end(),
                                 "position: fixed 2-D sin-cos (posemb_sincos_2d), vit-pytorch SimpleViT's layout"),
@@ -374,21 +414,11 @@ TEST(VitPytorch, ViTAndSimpleViTGiveVitPytorchsNumbers)
         ASSERT_TRUE(parts.ok()) << parts.message();
         const Tensor map = loadNpy(dir + "/attn_L1.npy");
         const int64_t n = map.shape()[1];
-        std::vector<float> softmax(size_t(map.numel()));
-        for (int64_t row = 0; row < map.numel() / n; ++row) {
-            double largest = -1e300, sum = 0;
-            const auto term = [&](int64_t j) {
-                const int64_t i = row * n + j;
-                return double(parts->tt.data()[i]) + parts->tp.data()[i] + parts->pt.data()[i] + parts->pp.data()[i];
-            };
-            for (int64_t j = 0; j < n; ++j)
-                largest = std::max(largest, term(j));
-            for (int64_t j = 0; j < n; ++j)
-                sum += std::exp(term(j) - largest);
-            for (int64_t j = 0; j < n; ++j)
-                softmax[size_t(row * n + j)] = float(std::exp(term(j) - largest) / sum);
-        }
-        EXPECT_TRUE(closeTo(Tensor::fromVector(map.shape(), softmax), map, 1e-4)) << "softmax(TT + TP + PT + PP)";
+        const Tensor softmax = softmaxRows(map.shape(), [&](int64_t row, int64_t j) {
+            const int64_t i = row * n + j;
+            return double(parts->tt.data()[i]) + parts->tp.data()[i] + parts->pt.data()[i] + parts->pp.data()[i];
+        });
+        EXPECT_TRUE(closeTo(softmax, map, 1e-4)) << "softmax(TT + TP + PT + PP)";
     }
 }
 

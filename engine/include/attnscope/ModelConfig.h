@@ -96,6 +96,9 @@ struct ModelConfig {
 
     int attnWidth() const { return attentionWidth > 0 ? attentionWidth : width; }
     int headDim() const { return attnWidth() / numHeads; }
+    // How positions enter: "learned", "sincos2d" (a fixed table), "rotary", "relative-bias" (with "learned+" before it
+    // when a table is added too), "attention" (bilateral or quadratic attention's own parameters) or "none".
+    const char* positionScheme() const;
     int numPrefixTokens() const { return (classToken ? 1 : 0) + (distToken ? 1 : 0) + numRegisters; }
     int gridHeight() const { return imageHeight / patchSize; }
     int gridWidth() const { return imageWidth / patchSize; }

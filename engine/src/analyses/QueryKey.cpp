@@ -91,8 +91,9 @@ Result<LayerRows> layerRows(const Model& model, const std::vector<Trace>& traces
         if (c.rope == ModelConfig::Rope::DinoV3) {
             // The queries and keys the logits are made of: rotated by their patch's position (docs/analyses.md).
             const auto heads = [&](const at::Tensor& r) { return r.reshape({ r.size(0), c.numHeads, -1 }).transpose(0, 1); };
+            const RopeAngles angles = dinoV3Angles(t.gridHeight, t.gridWidth, c.headDim(), c.ropeTemperature, at::kCPU);
             const auto rotated = [&](const at::Tensor& r) {
-                return rotateDinoV3(heads(r), t.gridHeight, t.gridWidth, c.ropeTemperature).transpose(0, 1).reshape({ r.size(0), D });
+                return rotate(heads(r), angles).transpose(0, 1).reshape({ r.size(0), D });
             };
             q = rotated(q);
             k = rotated(k);

@@ -158,7 +158,7 @@ void settleHeads(const ConfigSources& src, const std::string& weightsPath, State
         if (attnWidth % 64 != 0)
             fail(weightsPath, "the number of heads is not recorded and width " + std::to_string(attnWidth)
                                   + " is not a multiple of 64; give num_heads in config.json, metadata or a description");
-        heads = attnWidth / 64; // the common head width when nothing says otherwise (DESIGN.md, Models)
+        heads = attnWidth / 64; // a head width of 64, the usual one, when nothing says otherwise (warned below)
         out.source += "; heads = width/64";
         out.guesses.push_back("num_heads guessed as width/64 = " + std::to_string(*heads)
                               + ": nothing records it (give architecture.num_heads in a model description to be sure)");

@@ -38,7 +38,8 @@ struct ResolvedConfig {
 
 // Decides the architecture from the tensors (canonical names), the naming hints and whatever config files exist.
 // Values a config states are checked against the tensors: a contradiction is a LoadError naming both.
-// Precedence: description > config.json > safetensors metadata > tensor shapes > defaults.
+// Precedence: description > config.json > safetensors metadata > tensor shapes > defaults. The family a config names is
+// checked before, by checkNamedFamily (ConfigSources.h), as Model::load does before it reads a tensor.
 ResolvedConfig resolveConfig(const TensorMap& tensors, const NamingHints& hints, const ConfigSources& sources,
                              const std::string& weightsPath);
 

@@ -4,7 +4,6 @@
 #include "checkpoint/Families.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
 
 namespace attnscope {
@@ -76,9 +75,8 @@ static bool readTimmConfig(const ConfigSources& src, ModelConfig& c, StatedConfi
     if (!args.is_object())
         fail(cp, "model_args must be an object");
     const bool own = arch == "attnscope_vit";
+    // checkNamedFamily has refused the names attnscope does not run, by the registry or by the name.
     const TimmArchitecture* entry = own ? nullptr : findTimmArchitecture(arch);
-    if (entry && *entry->unsupported)
-        fail(cp, arch + ": attnscope does not run " + entry->unsupported);
     if (!own && !entry) {
         if (src.description) {
             listUnread(cfgTop, {}, "", ignored);
@@ -86,10 +84,6 @@ static bool readTimmConfig(const ConfigSources& src, ModelConfig& c, StatedConfi
                                    + "'s registry; the model description says what the model is");
             return false;
         }
-        // A name of a family attnscope does not run, under a name of one's own ("my_dinov3_small").
-        if (const char* reason = unsupportedByName(arch))
-            fail(cp, arch + ": attnscope does not run " + reason + " (the name says so; describe the model in a model "
-                           "description if it is a plain ViT: docs/model-description.md)");
         // A name of one's own with every shape in model_args: what timm builds for it is VisionTransformer(**model_args)
         // only if the name's entry point adds nothing; said, as a guess, not silently assumed.
         if (!args.contains("num_heads"))
@@ -176,6 +170,9 @@ void checkNamedFamily(const ConfigSources& src)
     const json& cfg = *src.config;
     if (cfg.contains("model_type") && cfg["model_type"].is_string()) {
         checkHuggingFaceArchitecture(cfg["model_type"].get<std::string>(), classNames(cfg), src.configPath);
+        const auto vision = cfg.find("vision_config"); // CLIP's vision tower names its own type
+        if (vision != cfg.end() && vision->is_object() && vision->contains("model_type") && (*vision)["model_type"].is_string())
+            checkHuggingFaceArchitecture((*vision)["model_type"].get<std::string>(), {}, src.configPath);
     } else if (cfg.contains("architecture") && cfg["architecture"].is_string()) {
         const std::string arch = cfg["architecture"].get<std::string>();
         const TimmArchitecture* entry = findTimmArchitecture(arch);
@@ -202,10 +199,7 @@ void readConfigJson(const ConfigSources& src, const TensorMap& tensors, StatedCo
             static const std::map<std::string, double> epsDefault { { "vit", 1e-12 }, { "deit", 1e-12 }, { "dinov2", 1e-6 },
                                                                     { "beit", 1e-12 }, { "data2vec-vision", 1e-12 },
                                                                     { "dinov2_with_registers", 1e-6 }, { "clip_vision_model", 1e-5 }, { "clip", 1e-5 } };
-            const std::vector<std::string> classes = classNames(cfgTop);
-            checkHuggingFaceArchitecture(type, classes, cp);
-            if (&cfg != &cfgTop && cfg.contains("model_type") && cfg["model_type"].is_string())
-                checkHuggingFaceArchitecture(cfg["model_type"].get<std::string>(), {}, cp);
+            const std::vector<std::string> classes = classNames(cfgTop); // checked by checkNamedFamily
             out.family = type.rfind("clip", 0) == 0 ? "clip" : type == "dinov2_with_registers" ? "dinov2"
                          : type == "data2vec-vision"                                        ? "beit"
                                                                                             : type;

@@ -2,7 +2,6 @@
 
 #include "vit/AttentionProducts.h"
 #include "vit/PackedLinear.h"
-#include "vit/Rope.h"
 
 #include <ATen/ATen.h>
 
@@ -61,8 +60,6 @@ at::Tensor AttentionBase::mix(const at::Tensor& logits, const at::Tensor& v, Att
 StandardAttention::StandardAttention(const ModelConfig& c)
     : m_heads(c.numHeads)
     , m_scale(1.0 / std::sqrt(double(c.headDim())))
-    , m_rope(c.rope)
-    , m_ropeTemperature(c.ropeTemperature)
 {
     qkv = register_module("qkv", makeLinear(c.width, 3 * c.attnWidth(), c.qkvBias));
     proj = register_module("proj", makeLinear(c.attnWidth(), c.width, c.projBias));
@@ -102,9 +99,9 @@ at::Tensor StandardAttention::forward(const at::Tensor& x, AttentionContext& ctx
     const auto heads = [&](const at::Tensor& t) { return t.view({ B, N, m_heads, D / m_heads }).transpose(1, 2); };
     auto q = heads(parts[0]), k = heads(parts[1]);
     const auto v = heads(parts[2]);
-    if (m_rope == ModelConfig::Rope::DinoV3) { // the patch tokens' queries and keys rotated (Rope.h)
-        q = rotateDinoV3(q, ctx.gridH, ctx.gridW, m_ropeTemperature);
-        k = rotateDinoV3(k, ctx.gridH, ctx.gridW, m_ropeTemperature);
+    if (ctx.rope.defined()) { // the patch tokens' queries and keys rotated (Rope.h)
+        q = rotate(q, ctx.rope);
+        k = rotate(k, ctx.rope);
     }
     // Explicit softmax(QK^T / sqrt(d)): the map is recorded by construction, never hidden in a fused kernel.
     auto logits = attentionScores(q, k, m_scale, ctx.products);

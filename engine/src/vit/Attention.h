@@ -1,6 +1,7 @@
 #pragma once
 
 #include "attnscope/ModelConfig.h"
+#include "vit/Rope.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
@@ -43,6 +44,7 @@ struct AttentionContext {
     // mean of its rows); undefined: none.
     at::Tensor headMask;
     bool ablateMean = false;
+    RopeAngles rope;                       // the rotary embedding's angles for this forward's grid (Rope.h), if any
     PackedLinears* linears = nullptr;      // the inference forward's linear layers (PackedLinear.h)
     AttentionProducts* products = nullptr; // ... and attention products (AttentionProducts.h)
 };
@@ -74,8 +76,6 @@ protected:
 
     int m_heads;
     double m_scale;
-    ModelConfig::Rope m_rope;
-    double m_ropeTemperature;
     at::Tensor m_relativeIndex; // [N * N]: each (query, key) pair's row of the table, as timm's gen_relative_position_index
 };
 

@@ -74,4 +74,17 @@ const char* toString(Interpolation i)
     return "?";
 }
 
+const char* ModelConfig::positionScheme() const
+{
+    if (rope != Rope::None)
+        return "rotary";
+    if (relativePositionBias)
+        return posEmbed ? "learned+relative-bias" : "relative-bias";
+    if (posFixedSinCos)
+        return "sincos2d";
+    if (posEmbed)
+        return "learned";
+    return attention == AttentionKind::Standard ? "none" : "attention";
+}
+
 } // namespace attnscope

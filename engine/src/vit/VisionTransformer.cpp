@@ -150,6 +150,7 @@ at::Tensor BlockImpl::forward(const at::Tensor& x, int layer, ForwardState& stat
     ctx.positions = state.positions;
     ctx.gridH = state.gridH;
     ctx.gridW = state.gridW;
+    ctx.rope = state.rope;
     ctx.linears = state.linears;
     ctx.products = state.products;
     if (state.headMask.defined()) {
@@ -310,6 +311,8 @@ at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, ForwardState&
         x = norm_pre->forward(x);
     state.gridH = gridH;
     state.gridW = gridW;
+    if (config.rope == ModelConfig::Rope::DinoV3)
+        state.rope = dinoV3Angles(gridH, gridW, config.headDim(), config.ropeTemperature, x.device());
     state.x0 = x;
 
     if (state.spec.blocks && state.wants(0))

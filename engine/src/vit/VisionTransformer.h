@@ -32,6 +32,7 @@ struct ForwardState {
     at::Tensor x0;          // X_0, for Boost
     at::Tensor firstValues; // V_1, for NeuTRENO
     at::Tensor positions;   // bilateral attention's position table [1, N, D]
+    RopeAngles rope;        // the rotary embedding's angles for this forward's grid (ModelConfig::rope), made once
     int gridH = 0, gridW = 0;
     // tokenPositions(knownGridH, knownGridW), made once at load (Model::Impl::positions): a forward on that grid uses
     // it instead of resampling the position table again. Undefined: always computed.
