@@ -94,29 +94,37 @@ def vit_verdict(cls, kw):
     return "; ".join(problems), act or "gelu", eps or 1e-6
 
 
+# timm's Eva arguments attnscope reads or that do not change the model at inference; any other refuses the model.
+EVA_ARGS = {"img_size", "patch_size", "in_chans", "num_classes", "embed_dim", "depth", "num_heads", "qkv_bias",
+            "qkv_fused", "mlp_ratio", "swiglu_mlp", "scale_mlp", "scale_attn_inner", "attn_type", "init_values",
+            "class_token", "num_reg_tokens", "no_embed_class", "use_abs_pos_emb", "use_rot_pos_emb", "rope_type",
+            "rope_grid_indexing", "rope_temperature", "rope_rotate_half", "rope_shift_coords", "rope_jitter_coords",
+            "rope_rescale_coords", "ref_feat_shape", "global_pool", "use_fc_norm", "use_post_transformer_norm",
+            "dynamic_img_size", "norm_layer", "swiglu_align_to", "drop_rate", "pos_drop_rate", "proj_drop_rate", "attn_drop_rate",
+            "drop_path_rate", "head_init_scale",
+            # the builder's own, not the model's
+            "feature_cfg", "pretrained_filter_fn", "pretrained_cfg", "pretrained_strict", "pretrained_cfg_overlay"}
+
+
 def eva_verdict(kw):
-    """(reason or '', eps) for timm's Eva: attnscope runs DINOv3's rotary embedding in plain Eva blocks."""
+    """(reason or '', eps, rope fields) for timm's Eva: EVA-02 and the RoPE ViTs (axial and mixed rotary embeddings,
+    an absolute table beside them, SwiGLU MLPs with their inner norm, q/k/v apart) and DINOv3."""
     problems = []
     eps, norm_problem = norm_eps(kw)
     if norm_problem:
         problems.append(norm_problem)
-    rope = kw.get("rope_type", "cat")  # Eva's default: axial frequencies concatenated
-    if kw.get("use_rot_pos_emb") and rope != "dinov3":
-        problems.append("rotary position embedding (RoPE, " + {"cat": "axial", "mixed": "mixed"}.get(str(rope), str(rope)) + ")")
-    if kw.get("use_rot_pos_emb") and kw.get("use_abs_pos_emb", True):
-        problems.append("an absolute position embedding beside the rotary one")
-    if kw.get("attn_type", "eva") not in ("eva", "rope") and kw.get("attn_type") is not None:
+    rope = str(kw.get("rope_type", "cat"))  # Eva's default: axial frequencies concatenated
+    xy = kw.get("rope_grid_indexing", "ij") == "xy"
+    if kw.get("use_rot_pos_emb") and rope not in ("cat", "mixed", "dinov3"):
+        problems.append("rotary position embedding (RoPE, " + rope + ")")
+    if kw.get("use_rot_pos_emb") and rope == "mixed" and not xy:
+        problems.append("RoPE-Mixed over (y, x) coordinates")
+    if kw.get("attn_type", "eva") not in ("eva", "rope"):
         problems.append("attention " + str(kw["attn_type"]))
-    if kw.get("scale_attn_inner") or kw.get("scale_mlp"):
-        problems.append("norms inside the attention or MLP")
     if kw.get("attn_only_layer_scale"):
         problems.append("layer scale on the attention branch only")
-    if kw.get("qkv_fused") is False:
-        problems.append("separate q, k, v projections")
     if kw.get("use_pre_transformer_norm"):
         problems.append("a norm before the first block")
-    if kw.get("swiglu_mlp"):
-        problems.append("SwiGLU MLP")
     if kw.get("qk_norm"):
         problems.append("query/key normalisation")
     if kw.get("global_pool") == "map":
@@ -125,9 +133,25 @@ def eva_verdict(kw):
         problems.append("post-norm EVA blocks")
     if "num_kv_heads" in kw:
         problems.append("grouped key/value heads")
+    if kw.get("gated_attn"):
+        problems.append("gated attention")
+    if kw.get("rope_grid_offset"):
+        problems.append("a RoPE grid offset")
+    for key in sorted(set(kw) - EVA_ARGS - {"use_post_norm", "num_kv_heads", "qk_norm", "attn_only_layer_scale",
+                                            "use_pre_transformer_norm", "gated_attn",
+                                            "rope_grid_offset", "attn_pool_num_heads", "attn_pool_mlp_ratio"}):
+        problems.append("EVA argument " + key)
     if not problems and not kw.get("use_rot_pos_emb"):
         problems.append("EVA without a rotary position embedding")
-    return "; ".join(problems), eps
+    fields = None
+    if kw.get("use_rot_pos_emb"):
+        ref = kw.get("ref_feat_shape")
+        ref = (ref, ref) if isinstance(ref, int) else tuple(ref) if ref is not None else (0, 0)
+        kind = {"cat": "axial", "mixed": "mixed", "dinov3": "dinov3"}.get(rope, rope)
+        fields = dict(rope=kind, temperature=float(kw.get("rope_temperature", 100 if rope == "dinov3" else 10000)),
+                      xy=xy, half=bool(kw.get("rope_rotate_half", False)) or rope == "dinov3", ref=ref,
+                      abs=bool(kw.get("use_abs_pos_emb", True)), swiglu=bool(kw.get("swiglu_mlp", False)))
+    return "; ".join(problems), eps, fields
 
 
 def beit_verdict(kw):
@@ -185,10 +209,12 @@ def main(out_path):
             pool = kw.get("global_pool", "token") or "token"
             fam = family(name)
         elif module == "eva":
-            reason, eps = eva_verdict(kw)
+            reason, eps, rope = eva_verdict(kw)
             heads = int(kw.get("num_heads", 12))
             pool = kw.get("global_pool", "avg") or "token"
-            fam = "dinov3"
+            nec = bool(kw.get("no_embed_class", False))
+            fam = ("dinov3" if rope and rope["rope"] == "dinov3" else "eva02" if name.startswith("eva02") else "rope-vit")
+            act = "silu" if rope and rope["swiglu"] else "gelu"
         elif module == "beit":
             reason = beit_verdict(kw)
             heads = int(kw.get("num_heads", 12))
@@ -201,14 +227,19 @@ def main(out_path):
         if reason:
             rows.append("{ %s, %s, %s }," % (c_string(name), c_string(module), c_string(reason)))
         else:
-            rope = ', "dinov3", %g' % kw.get("rope_temperature", 100) if module == "eva" else ""
+            extra = ""
+            if module == "eva" and rope:
+                extra = ', "%s", %g, %s, %s, %d, %d, %s' % (
+                    rope["rope"], rope["temperature"], "true" if rope["xy"] else "false",
+                    "true" if rope["half"] else "false", rope["ref"][0], rope["ref"][1], "true" if rope["abs"] else "false")
             rows.append("{ %s, %s, \"\", %s, %d, %s, %.0e, %s, %s%s }," % (
                 c_string(name), c_string(module), c_string(fam), heads, c_string(act), eps,
-                "true" if nec else "false", c_string(pool), rope))
+                "true" if nec else "false", c_string(pool), extra))
     with open(out_path, "w") as f:
         f.write("// Generated by scripts/make-timm-registry.py from timm " + timm.__version__ + "; do not edit.\n")
         f.write("// { architecture, module, why attnscope does not run it (empty: it does), family, heads, activation,\n")
-        f.write("//   LayerNorm eps, no_embed_class, global_pool[, rotary embedding, its temperature] }\n")
+        f.write("//   LayerNorm eps, no_embed_class, global_pool[, rotary embedding (dinov3 | axial | mixed), its temperature,\n")
+        f.write("//   (x, y) coordinates, rotated in halves, reference grid height and width (0: none), a learned table beside it] }\n")
         f.write("\n".join(sorted(rows)) + "\n")
     print(len(rows), "vision transformers,", sum(1 for r in rows if '", "", "' in r), "run", file=sys.stderr)
 

@@ -57,7 +57,7 @@ static nlohmann::json infoJson(const attnscope::ModelInfo& i)
         { "config_source", i.configSource }, { "guesses", i.guesses },
         { "ignored_config_keys", i.ignoredConfigKeys }, { "device", i.device },
         { "layers", c.depth }, { "heads", c.numHeads }, { "width", c.width }, { "head_dim", c.headDim() },
-        { "mlp_hidden", c.mlpHidden }, { "patch_size", c.patchSize },
+        { "mlp_hidden", c.mlpHidden }, { "mlp_gated", c.mlpGated }, { "patch_size", c.patchSize },
         { "input_size", { c.imageHeight, c.imageWidth } }, { "trained_input_size", { i.trainedHeight, i.trainedWidth } },
         { "grid", { c.gridHeight(), c.gridWidth() } },
         { "prefix_tokens", prefix }, { "tokens", c.numTokens() }, { "channels", c.channels },
@@ -139,7 +139,7 @@ int InfoCommand::run() const
     }
     std::cout << "layers       " << c.depth << "\nheads        " << c.numHeads << " (head width " << c.headDim()
               << (c.attnWidth() != c.width ? ", attention width " + std::to_string(c.attnWidth()) : std::string()) << ")\n"
-              << "width        " << c.width << " (MLP " << c.mlpHidden << ", " << toString(c.activation) << ")\n"
+              << "width        " << c.width << " (MLP " << c.mlpHidden << ", " << (c.mlpGated ? "gated, " : "") << toString(c.activation) << ")\n"
               << "patch size   " << c.patchSize
               << (c.patchEmbedding != attnscope::PatchEmbedding::Convolution
                       ? std::string(" (") + toString(c.patchEmbedding) + (c.patchNormIn ? ", normed first" : "") + ")"

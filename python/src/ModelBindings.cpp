@@ -32,6 +32,7 @@ py::dict configDict(const ModelInfo& info)
     d["width"] = c.width;
     d["head_dim"] = c.headDim();
     d["mlp_hidden"] = c.mlpHidden;
+    d["mlp_gated"] = c.mlpGated;
     d["patch_size"] = c.patchSize;
     d["image_size"] = py::make_tuple(c.imageHeight, c.imageWidth);
     d["trained_size"] = py::make_tuple(info.trainedHeight, info.trainedWidth);

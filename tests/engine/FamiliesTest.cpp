@@ -108,11 +108,8 @@ Tensor softmaxRows(const std::vector<int64_t>& shape, const std::function<double
 TEST_F(Families, EachFamilyAttnscopeDoesNotRunIsRefusedNamingWhatItLacks)
 {
     const std::pair<const char*, const char*> cases[] = {
-        { "timm_eva02", "config.json: eva02_tiny_patch14_224: attnscope does not run rotary position embedding (RoPE, axial); an "
-                        "absolute position embedding beside the rotary one; SwiGLU MLP" },
         { "timm_siglip", "config.json: vit_base_patch16_siglip_224: attnscope does not run the attention-pool head (global_pool \"map\")" },
         { "timm_swin", "config.json: swin_tiny_patch4_window7_224: attnscope does not run hierarchical windowed attention (Swin)" },
-        { "timm_vit_rope", "config.json: vit_small_patch16_rope_224: attnscope does not run rotary position embedding (RoPE, axial)" },
     };
     for (const auto& [folder, expected] : cases) {
         SCOPED_TRACE(folder);
@@ -203,6 +200,28 @@ TEST(Beit, HuggingFaceBeitGivesTransformersNumbers)
     expectReferenceNumbers(**model, dir);
 }
 
+// The query-key map's rows are the rotated queries and keys: through the softmax, each head's map of `layer` (timm's).
+void expectQueryKeyRowsMakeTheMaps(const Model& model, const std::string& dir, int layer)
+{
+    const Tensor map = loadNpy(dir + "/attn_L" + std::to_string(layer) + ".npy"); // [H, N, N]
+    const int64_t n = map.shape()[1];
+    for (int head = 0; head < model.config().numHeads; ++head) {
+        auto rows = queryKeyRows(model, { loadNpy(dir + "/input.npy") }, layer, head);
+        ASSERT_TRUE(rows.ok()) << rows.message();
+        const Tensor& q = rows->queries[0];
+        const Tensor& k = rows->keys[0];
+        const int64_t d = q.shape()[1];
+        const Tensor softmax = softmaxRows({ n, n }, [&](int64_t i, int64_t j) {
+            double dot = 0;
+            for (int64_t e = 0; e < d; ++e)
+                dot += double(q.data()[i * d + e]) * k.data()[j * d + e];
+            return dot / std::sqrt(double(d));
+        });
+        const Tensor headMap = Tensor::fromData({ n, n }, map.data() + head * n * n);
+        EXPECT_TRUE(closeTo(softmax, headMap, 1e-4)) << "layer " << layer << " head " << head;
+    }
+}
+
 // DINOv3's rotary embedding has no tensor: timm's registry states it, info says so, and the query-key map projects the
 // rotated queries and keys (the logits are their products: checked against the first layer's map). The maps above equal
 // timm's; another input size makes the angles for its grid.
@@ -218,32 +237,61 @@ TEST(DinoV3, TheRotaryEmbeddingIsStatedAndTheQueryKeyMapUsesTheRotatedVectors)
     EXPECT_FALSE(info.config.posEmbed);
     EXPECT_EQ(info.family, "dinov3");
     EXPECT_NE(std::find(info.inferred.begin(), info.inferred.end(),
-                        "position: rotary (DINOv3's, temperature 100, on the patch tokens' queries and keys), "
-                        "timm's vit_small_patch16_dinov3"),
+                        "position: rotary (DINOv3's, temperature 100, patch centres in [-1, 1], rotated in halves; on the "
+                        "patch tokens' queries and keys), timm's vit_small_patch16_dinov3"),
               info.inferred.end());
-    // The query-key map's rows are the rotated queries and keys: through the softmax, each head's first-layer map.
-    const Tensor map = loadNpy(dir + "/attn_L1.npy"); // [H, N, N]
-    const int64_t n = map.shape()[1];
-    for (int head = 0; head < info.config.numHeads; ++head) {
-        auto rows = queryKeyRows(**model, { loadNpy(dir + "/input.npy") }, 1, head);
-        ASSERT_TRUE(rows.ok()) << rows.message();
-        const Tensor& q = rows->queries[0];
-        const Tensor& k = rows->keys[0];
-        const int64_t d = q.shape()[1];
-        const Tensor softmax = softmaxRows({ n, n }, [&](int64_t i, int64_t j) {
-            double dot = 0;
-            for (int64_t e = 0; e < d; ++e)
-                dot += double(q.data()[i * d + e]) * k.data()[j * d + e];
-            return dot / std::sqrt(double(d));
-        });
-        const Tensor headMap = Tensor::fromData({ n, n }, map.data() + head * n * n);
-        EXPECT_TRUE(closeTo(softmax, headMap, 1e-4)) << "head " << head;
-    }
+    expectQueryKeyRowsMakeTheMaps(**model, dir, 1);
     auto larger = (*model)->withInputSize(24, 20);
     ASSERT_TRUE(larger.ok()) << larger.message();
     auto trace = (*larger)->run(Tensor::fromVector({ 3, 24, 20 }, std::vector<float>(3 * 24 * 20, 0.1f)), RunOptions {});
     ASSERT_TRUE(trace.ok()) << trace.message();
     EXPECT_EQ(trace->gridHeight * trace->gridWidth, 30);
+}
+
+// EVA-02, timm's RoPE ViTs (axial and mixed, with and without a learned table beside the rotation, a register without a
+// CLS token) and DINOv3 with SwiGLU, each from the folder timm writes: timm's logits, maps and block outputs; the query-
+// key map's rows are the rotated vectors in every layer (RoPE-Mixed's differ per layer); another input size runs with
+// the angles made for its grid.
+TEST(Rope, EvaAndTheRopeViTsGiveTimmsNumbers)
+{
+    struct Case {
+        const char* folder;
+        const char* family;
+        ModelConfig::Rope rope;
+        const char* position;
+        bool gated, mlpNorm, attnNorm;
+        Pooling pooling;
+    };
+    using R = ModelConfig::Rope;
+    for (const Case& c : { Case { "timm_eva02", "eva02", R::Axial, "learned+rotary", true, false, false, Pooling::PatchMean },
+                           Case { "timm_eva02_clip", "eva02", R::Axial, "learned+rotary", true, true, true, Pooling::Token },
+                           Case { "timm_vit_rope", "rope-vit", R::Axial, "rotary", false, false, false, Pooling::Token },
+                           Case { "timm_vit_rope_ape", "rope-vit", R::Axial, "learned+rotary", false, false, false, Pooling::Token },
+                           Case { "timm_vit_rope_mixed", "rope-vit", R::Mixed, "rotary", false, false, false, Pooling::Token },
+                           Case { "timm_vit_rope_reg", "rope-vit", R::Axial, "rotary", false, false, false, Pooling::PatchMean },
+                           Case { "timm_dinov3_swiglu", "dinov3", R::DinoV3, "rotary", true, false, false, Pooling::PatchMean } }) {
+        SCOPED_TRACE(c.folder);
+        const std::string dir = familiesDir() + "/" + c.folder;
+        auto model = Model::load(dir);
+        ASSERT_TRUE(model.ok()) << model.message();
+        const ModelInfo& info = (*model)->info();
+        EXPECT_EQ(info.family, c.family);
+        EXPECT_EQ(info.config.rope, c.rope);
+        EXPECT_STREQ(info.config.positionScheme(), c.position);
+        EXPECT_EQ(info.config.mlpGated, c.gated);
+        EXPECT_EQ(info.config.mlpNorm, c.mlpNorm);
+        EXPECT_EQ(info.config.attnNorm, c.attnNorm);
+        EXPECT_EQ(info.config.pooling, c.pooling);
+        EXPECT_TRUE(info.guesses.empty());
+        expectReferenceNumbers(**model, dir);
+        for (int layer = 1; layer <= 2; ++layer)
+            expectQueryKeyRowsMakeTheMaps(**model, dir, layer);
+        auto larger = (*model)->withInputSize(24, 20);
+        ASSERT_TRUE(larger.ok()) << larger.message();
+        auto trace = (*larger)->run(Tensor::fromVector({ 3, 24, 20 }, std::vector<float>(3 * 24 * 20, 0.1f)), RunOptions {});
+        ASSERT_TRUE(trace.ok()) << trace.message();
+        EXPECT_EQ(trace->gridHeight * trace->gridWidth, 30);
+    }
 }
 
 // BEiT's relative position bias is inside the softmax of every layer (the maps above equal timm's); the position scheme

@@ -25,11 +25,9 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "families")
 
 # name -> (timm architecture, small keyword arguments)
 REFUSED = {
-    "timm_eva02": ("eva02_tiny_patch14_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, num_classes=5)),
     "timm_siglip": ("vit_base_patch16_siglip_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, num_classes=5)),
     "timm_swin": ("swin_tiny_patch4_window7_224", dict(img_size=56, embed_dim=8, depths=(1, 1), num_heads=(1, 2),
                                                        num_classes=5)),
-    "timm_vit_rope": ("vit_small_patch16_rope_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, num_classes=5)),
 }
 # Families attnscope runs, under their registry names, as save_for_hf writes them. Each folder also has input.npy and
 # what timm computes: logits.npy, attn_L{l}.npy (every layer's softmax, with BEiT's relative position bias inside) and
@@ -45,6 +43,28 @@ RUNS = {
                                                      num_classes=5)),
     "timm_siglip_gap": ("vit_base_patch32_siglip_gap_256", dict(img_size=16, patch_size=4, embed_dim=24, depth=2,
                                                                 num_heads=12, num_classes=5)),
+    # EVA-02: axial RoPE over (y, x) rescaled to the 16x16 pretraining grid, interleaved pairs, beside a learned table;
+    # packed SwiGLU, q and v biases, mean pooling through fc_norm.
+    "timm_eva02": ("eva02_tiny_patch14_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2,
+                                                  num_classes=5)),
+    # EVA-02 base/large's layout: q, k, v apart (no k bias), SwiGLU's fc1_g/fc1_x with its norm, the CLIP towers' norm
+    # inside the attention, CLS pooling.
+    "timm_eva02_clip": ("eva02_base_patch16_clip_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2,
+                                                           num_heads=2, num_classes=5)),
+    # RoPE-Axial ViT: (x, y) index coordinates, temperature 100, no learned table; and with one beside it (_ape).
+    "timm_vit_rope": ("vit_small_patch16_rope_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2,
+                                                         num_classes=5)),
+    "timm_vit_rope_ape": ("vit_small_patch16_rope_ape_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2,
+                                                                 num_heads=2, num_classes=5)),
+    # RoPE-Mixed: learned frequencies per layer and head (rope.freqs).
+    "timm_vit_rope_mixed": ("vit_small_patch16_rope_mixed_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2,
+                                                                     num_heads=2, num_classes=5)),
+    # A register and no CLS token, mean pooling, (y, x) coordinates rescaled to 16x16.
+    "timm_vit_rope_reg": ("vit_medium_patch16_rope_reg1_gap_256", dict(img_size=16, patch_size=4, embed_dim=16,
+                                                                       depth=2, num_heads=2, num_classes=5)),
+    # DINOv3 with SwiGLU (fc1_g/fc1_x, hidden width aligned to 8).
+    "timm_dinov3_swiglu": ("vit_small_plus_patch16_dinov3", dict(img_size=16, patch_size=4, embed_dim=24, depth=2,
+                                                                 num_heads=6, num_classes=5)),
 }
 
 

@@ -143,7 +143,8 @@ def test_query_key_map(name):
 
 def test_families_open_as_in_the_engine():
     """The folders of tests/golden/families open in Python as in the CLI (docs/models.md, "Families"): vit-pytorch's
-    SimpleViT by its tensor names with vit-pytorch's logits, and a timm RoPE ViT refused naming what it lacks."""
+    SimpleViT by its tensor names with vit-pytorch's logits, timm's RoPE-Mixed ViT and EVA-02 with timm's logits, and a
+    timm Swin refused naming what it lacks."""
     folder = os.path.join(GOLDEN, "families", "vitpytorch_simplevit")
     model = attnscope.load(os.path.join(folder, "model.pt"))
     assert model.info["family"] == "vit-pytorch SimpleViT"
@@ -151,5 +152,11 @@ def test_families_open_as_in_the_engine():
     assert model.config["position"] == "sincos2d" and model.config["attention_width"] == 48
     x = numpy.load(os.path.join(folder, "input.npy"))[0]
     close(model.run(x, record="none").logits, numpy.load(os.path.join(folder, "logits.npy")))
-    with pytest.raises(attnscope.Error, match=r"vit_small_patch16_rope_224: attnscope does not run rotary position embedding \(RoPE, axial\)"):
-        attnscope.load(os.path.join(GOLDEN, "families", "timm_vit_rope"))
+    for name, position in (("timm_vit_rope_mixed", "rotary"), ("timm_eva02", "learned+rotary")):
+        folder = os.path.join(GOLDEN, "families", name)
+        model = attnscope.load(folder)
+        assert model.config["position"] == position
+        x = numpy.load(os.path.join(folder, "input.npy"))[0]
+        close(model.run(x, record="none").logits, numpy.load(os.path.join(folder, "logits.npy")))
+    with pytest.raises(attnscope.Error, match=r"swin_tiny_patch4_window7_224: attnscope does not run hierarchical windowed attention \(Swin\)"):
+        attnscope.load(os.path.join(GOLDEN, "families", "timm_swin"))

@@ -71,12 +71,28 @@ struct ModelConfig {
     // key's patches, with three entries for the CLS token's row, column and itself (BEiT:
     // blocks.{i}.attn.relative_position_bias_table [(2 gh - 1)(2 gw - 1) + 3, H]). For the trained grid only.
     bool relativePositionBias = false;
-    // A rotary position embedding of the patch tokens' queries and keys in every layer, the prefix tokens unrotated
-    // (DINOv3's: patch centres normalised to [-1, 1] per axis, periods ropeTemperature^(4 i / d), "rotate half"). It
-    // has no tensor: a config states it (docs/models.md, "Families"). Any grid: the angles are made for it.
-    enum class Rope { None, DinoV3 };
+    // A rotary position embedding of the patch tokens' queries and keys in every layer, the prefix tokens unrotated. It
+    // has no tensor but Mixed's frequencies: a config states it (docs/models.md, "Families"). Any grid: the angles are
+    // made for it (vit/Rope.h has the formulas).
+    //  - DinoV3: patch centres normalised to [-1, 1] per axis, periods ropeTemperature^(4 i / d), "rotate half".
+    //  - Axial (timm's RotaryEmbeddingCat: EVA-02, the RoPE-Axial ViTs): patch indices (rescaled so that the grid spans
+    //    ropeReferenceGrid when one is given), frequencies ropeTemperature^(-4 i / d), the first coordinate's angles then
+    //    the second's (y, x; x, y with ropeXY), rotated in interleaved pairs (in halves with ropeHalf).
+    //  - Mixed (RoPE-Mixed): learned frequencies per layer and head (`rope.freqs` [2, L, H, d / 2]) over the x and y
+    //    patch indices, interleaved pairs.
+    enum class Rope { None, DinoV3, Axial, Mixed };
     Rope rope = Rope::None;
     double ropeTemperature = 100.0;
+    bool ropeXY = false;
+    bool ropeHalf = false;
+    int ropeReferenceGridH = 0, ropeReferenceGridW = 0; // 0: the coordinates are the indices themselves
+    // The MLP: fc2(act(fc1 x)), or gated (SwiGLU, EVA-02): fc1's rows are the gate's then the value's
+    // (timm's GluMlp, or SwiGLU's fc1_g and fc1_x stacked), fc2(act(gate) * value); with mlpNorm a LayerNorm over the
+    // hidden width before fc2 (EVA-02's scale_mlp, `mlp.norm`).
+    bool mlpGated = false;
+    bool mlpNorm = false;
+    // A LayerNorm over the heads' concatenated outputs before the output projection (EVA's scale_attn_inner, `attn.norm`).
+    bool attnNorm = false;
 
     bool patchBias = true;
     bool qkvBias = true;

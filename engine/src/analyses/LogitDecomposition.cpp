@@ -20,6 +20,11 @@ Result<LogitDecomposition> decomposeLogits(const Model& model, const Tensor& inp
         || c.block != BlockKind::Standard)
         return Error { "the logit decomposition needs additive absolute position embeddings, standard attention and "
                        "a pre-norm first block without a pre-transformer norm" };
+    if (c.rope != ModelConfig::Rope::None || c.relativePositionBias)
+        return Error { std::string("the logit decomposition splits additive position terms off the logits; this model's "
+                                   "positions also enter as a ")
+                       + (c.rope != ModelConfig::Rope::None ? "rotation of its queries and keys" : "relative position bias")
+                       + ", which no such term describes" };
     try {
         c10::InferenceMode guard;
         at::Tensor x = unwrap(input).to(impl.device);

@@ -88,12 +88,13 @@ Result<LayerRows> layerRows(const Model& model, const std::vector<Trace>& traces
         const at::Tensor qkv = at::linear(x.to(at::kDouble), w, b); // [N, 3D]
         at::Tensor q = qkv.slice(1, 0, D), k = qkv.slice(1, D, 2 * D);
         const ModelConfig& c = model.config();
-        if (c.rope == ModelConfig::Rope::DinoV3) {
+        if (c.rope != ModelConfig::Rope::None) {
             // The queries and keys the logits are made of: rotated by their patch's position (docs/analyses.md).
             const auto heads = [&](const at::Tensor& r) { return r.reshape({ r.size(0), c.numHeads, -1 }).transpose(0, 1); };
-            const RopeAngles angles = dinoV3Angles(t.gridHeight, t.gridWidth, c.headDim(), c.ropeTemperature, at::kCPU);
+            const RopeAngles angles = layerAngles(ropeAngles(c, t.gridHeight, t.gridWidth, net->ropeFreqs, at::kCPU), layer);
             const auto rotated = [&](const at::Tensor& r) {
-                return rotate(heads(r), angles).transpose(0, 1).reshape({ r.size(0), D });
+                const RopeAngles a { angles.sin.to(at::kCPU), angles.cos.to(at::kCPU), angles.half };
+                return rotate(heads(r), a).transpose(0, 1).reshape({ r.size(0), D });
             };
             q = rotated(q);
             k = rotated(k);

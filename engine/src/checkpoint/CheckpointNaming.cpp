@@ -99,8 +99,8 @@ bool isAttnscopeName(const std::string& name)
 {
     static const std::regex names(
         "^(cls_token|dist_token|reg_token|pos_embed|patch_embed\\.(proj|linear|norm_in|norm)\\.(weight|bias)"
-        "|(norm_pre|norm|fc_norm|head|head_dist)\\.(weight|bias)"
-        "|blocks\\.\\d+\\.((norm1|norm2|attn\\.(qkv|q|k|v|proj)|mlp\\.fc1|mlp\\.fc2)\\.(weight|bias)"
+        "|(norm_pre|norm|fc_norm|head|head_dist)\\.(weight|bias)|rope\\.freqs"
+        "|blocks\\.\\d+\\.((norm1|norm2|attn\\.(qkv|q|k|v|proj|norm)|mlp\\.(fc1|fc2|norm))\\.(weight|bias)"
         "|ls[12]\\.gamma|gamma_[12]|attn\\.(log_hy|log_hp|centre|alpha|q_bias|v_bias|relative_position_bias_table)))$");
     return std::regex_match(name, names);
 }
@@ -155,6 +155,27 @@ void fuseQueryValueBiases(TensorMap& t, const std::string& path)
         t[p + "qkv.bias"] = at::cat({ q, at::zeros_like(q), v });
         t.erase(p + "q_bias");
         t.erase(p + "v_bias");
+    }
+}
+
+// timm's SwiGLU keeps the gate and the value apart (mlp.fc1_g, mlp.fc1_x): one fc1 with the gate's rows first, as timm's
+// packed GluMlp has them (ModelConfig::mlpGated).
+void stackGateAndValue(TensorMap& t, const std::string& path)
+{
+    for (int i = 0; has(t, "blocks." + std::to_string(i) + ".mlp.fc1_g.weight"); ++i) {
+        const std::string p = "blocks." + std::to_string(i) + ".mlp.";
+        for (const char* part : { "weight", "bias" }) {
+            const std::string g = p + "fc1_g." + part, x = p + "fc1_x." + part;
+            if (has(t, g) != has(t, x))
+                throw LoadError(path + ": " + (has(t, g) ? g : x) + " has no matching " + (has(t, g) ? x : g));
+            if (!has(t, g))
+                continue;
+            if (!t.at(g).sizes().equals(t.at(x).sizes()))
+                throw LoadError(path + ": " + g + " and " + x + " differ in shape");
+            t[p + "fc1." + part] = at::cat({ t.at(g), t.at(x) }, 0);
+            t.erase(g);
+            t.erase(x);
+        }
     }
 }
 
@@ -466,7 +487,9 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
         hints.naming = "openai-clip";
         return fromOpenAiClip(std::move(t), hints);
     }
-    if ((has(t, "patch_embed.proj.weight") || has(t, "patch_embed.linear.weight")) && (has(t, "blocks.0.attn.qkv.weight") || has(t, "blocks.0.attn.q.weight") || has(t, "blocks.0.attn.v.weight"))) {
+    if ((has(t, "patch_embed.proj.weight") || has(t, "patch_embed.linear.weight"))
+        && (has(t, "blocks.0.attn.qkv.weight") || has(t, "blocks.0.attn.q.weight") || has(t, "blocks.0.attn.v.weight")
+            || has(t, "blocks.0.attn.q_proj.weight"))) {
         if (has(t, "mask_token")) {
             // The original DINOv2 release: timm names plus a mask token; registers are `register_tokens` and
             // the position table still covers CLS (NAMING.md 4.7).
@@ -488,7 +511,9 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
                                        rename("^(blocks\\.\\d+\\.)gamma_2$", "$1ls2.gamma") });
         // Separate projections (a described model's attn.q/k/v) are fused as the blocks expect.
         fuseQkv(t, "attn.q.", "attn.k.", "attn.v.", "attn.qkv.", path);
+        fuseQkv(t, "attn.q_proj.", "attn.k_proj.", "attn.v_proj.", "attn.qkv.", path); // EVA-02 with q, k, v apart
         fuseQueryValueBiases(t, path);
+        stackGateAndValue(t, path);
         return t;
     }
     if (described) {

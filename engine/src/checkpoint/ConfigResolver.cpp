@@ -105,6 +105,17 @@ void readTensors(const TensorMap& t, const NamingHints& hints, const std::string
                                                  : AttentionKind::Standard;
     c.block = has(t, "blocks.0.mlp.fc1.weight") ? BlockKind::Standard : BlockKind::AttentionOnly;
     c.mlpHidden = has(t, "blocks.0.mlp.fc1.weight") ? int(t.at("blocks.0.mlp.fc1.weight").size(0)) : 4 * c.width;
+    if (has(t, "blocks.0.mlp.fc1.weight") && has(t, "blocks.0.mlp.fc2.weight")) {
+        // A gated MLP shows in its shapes: fc1 makes twice the width fc2 reads (the gate and the value).
+        const auto& fc1 = t.at("blocks.0.mlp.fc1.weight");
+        const auto& fc2 = t.at("blocks.0.mlp.fc2.weight");
+        if (fc1.dim() == 2 && fc2.dim() == 2 && fc2.size(1) > 0 && fc1.size(0) == 2 * fc2.size(1)) {
+            c.mlpGated = true;
+            c.mlpHidden = int(fc2.size(1));
+        }
+    }
+    c.mlpNorm = has(t, "blocks.0.mlp.norm.weight");
+    c.attnNorm = has(t, "blocks.0.attn.norm.weight");
     c.classToken = has(t, "cls_token");
     c.distToken = has(t, "dist_token");
     c.numRegisters = has(t, "reg_token") ? int(t.at("reg_token").size(1)) : 0;
@@ -240,6 +251,47 @@ void settleGrid(const TensorMap& t, const ConfigSources& src, const std::string&
     }
 }
 
+// "rotary (axial, EVA's, temperature 10000, (y, x) index coordinates rescaled to a 16x16 grid, interleaved pairs, ...)".
+std::string ropeDescription(const ModelConfig& c)
+{
+    std::string s = c.posEmbed ? "the learned pos_embed and a rotary embedding (" : "rotary (";
+    switch (c.rope) {
+    case ModelConfig::Rope::DinoV3:
+        s += "DINOv3's, temperature " + shortNumber(c.ropeTemperature) + ", patch centres in [-1, 1], rotated in halves";
+        break;
+    case ModelConfig::Rope::Axial:
+        s += "axial, temperature " + shortNumber(c.ropeTemperature) + ", " + (c.ropeXY ? "(x, y)" : "(y, x)") + " patch indices";
+        if (c.ropeReferenceGridH > 0)
+            s += " rescaled to a " + std::to_string(c.ropeReferenceGridH) + "x" + std::to_string(c.ropeReferenceGridW) + " grid";
+        s += c.ropeHalf ? ", rotated in halves" : ", rotated in interleaved pairs";
+        break;
+    case ModelConfig::Rope::Mixed:
+        s += "RoPE-Mixed, learned frequencies per layer and head (rope.freqs) over (x, y) patch indices";
+        break;
+    case ModelConfig::Rope::None:
+        break;
+    }
+    return s + "; on the patch tokens' queries and keys)";
+}
+
+// A gated MLP (fc1 twice as wide as what fc2 reads) runs only where its activation is stated (timm's registry): the
+// tensors cannot tell SwiGLU from a GeGLU. A stated one whose tensors are not gated is an error too.
+void settleGatedMlp(const ConfigSources& src, const std::string& weightsPath, const StatedConfig& stated, ResolvedConfig& out)
+{
+    const ModelConfig& c = out.model;
+    if (c.mlpGated && !stated.gatedMlp)
+        fail(weightsPath, "blocks.0.mlp.fc1.weight makes twice the width blocks.0.mlp.fc2.weight reads: a gated MLP "
+                          "(SwiGLU), whose activation nothing states; attnscope runs the gated MLPs of the timm "
+                          "architectures its registry names (attnscope-cli info --list-families)");
+    if (!c.mlpGated && stated.gatedMlp)
+        fail(src.configPath.empty() ? weightsPath : src.configPath,
+             "the architecture has a gated MLP (SwiGLU), but blocks.0.mlp.fc1.weight is not twice as wide as what fc2 reads");
+    if (c.mlpGated)
+        out.inferred.push_back(std::string("MLP: gated, ") + toString(c.activation) + "(gate) x value (fc1's rows: gate, then "
+                               "value)" + (c.mlpNorm ? ", a LayerNorm before fc2" : "") + ": the tensors' shapes and "
+                               + out.recognition);
+}
+
 // The position scheme. A learned table is a tensor; a scheme with no tensor (rotary, fixed sin-cos, none) must be stated,
 // never inferred from the table's absence: DINOv3 and EVA-02 have none and their positions are rotary.
 void settlePosition(const ConfigSources& src, const std::string& weightsPath, const StatedConfig& stated, ResolvedConfig& out)
@@ -252,9 +304,12 @@ void settlePosition(const ConfigSources& src, const std::string& weightsPath, co
             fail(where, "architecture.position is \"none\" but the checkpoint has a pos_embed tensor");
         if (p == "learned" && !c.posEmbed)
             fail(where, "architecture.position is \"learned\" but no tensor is pos_embed after renaming");
-        if (p == "rotary") {
-            if (c.posEmbed)
-                fail(where, "the model's positions are rotary (DINOv3), but the checkpoint has a pos_embed tensor");
+        if (p == "rotary" || p == "learned+rotary") {
+            if (c.posEmbed && p == "rotary")
+                fail(where, "the model's positions are rotary alone (" + stated.positionSource + "), but the checkpoint has a pos_embed tensor");
+            if (!c.posEmbed && p == "learned+rotary")
+                fail(where, "the model adds a learned position table to its rotary embedding (" + stated.positionSource
+                                + "), but the checkpoint has no pos_embed tensor");
             if (c.attention != AttentionKind::Standard)
                 fail(where, "a rotary position embedding needs standard attention");
         }
@@ -267,9 +322,7 @@ void settlePosition(const ConfigSources& src, const std::string& weightsPath, co
             c.posEmbedHasPrefix = false;
         }
         const std::string scheme = p == "sincos2d" ? "fixed 2-D sin-cos (posemb_sincos_2d)"
-                                   : p == "rotary" ? "rotary (DINOv3's, temperature " + shortNumber(c.ropeTemperature)
-                                                         + ", on the patch tokens' queries and keys)"
-                                                   : p;
+                                   : p == "rotary" || p == "learned+rotary" ? ropeDescription(c) : p;
         out.inferred.push_back("position: " + scheme + ", " + stated.positionSource);
         return;
     }
@@ -473,6 +526,7 @@ ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const
     if (src.description)
         readDescription(*src.description, src.descriptionPath, stated, out);
     settlePosition(src, weightsPath, stated, out);
+    settleGatedMlp(src, weightsPath, stated, out);
     settleHeads(src, weightsPath, stated, out); // and refuses a quadratic model with prefix tokens
     if (out.model.rope != ModelConfig::Rope::None && out.model.headDim() % 4 != 0)
         fail(src.configPath.empty() ? weightsPath : src.configPath,

@@ -100,12 +100,18 @@ static bool readTimmConfig(const ConfigSources& src, ModelConfig& c, StatedConfi
             && std::find(kTimmArgsHarmless.begin(), kTimmArgsHarmless.end(), key) == kTimmArgsHarmless.end())
             fail(cp, "model_args." + key + " = " + value.dump() + " changes the model in a way attnscope does not run");
     out.source = "config.json (timm " + arch + ")";
-    if (entry && *entry->rope) { // DINOv3's rotary embedding: no tensor shows it, the registry states it
-        c.rope = ModelConfig::Rope::DinoV3;
+    if (entry && *entry->rope) { // a rotary embedding: no tensor shows it (but RoPE-Mixed's frequencies), the registry states it
+        const std::string_view kind = entry->rope;
+        c.rope = kind == "dinov3" ? ModelConfig::Rope::DinoV3 : kind == "mixed" ? ModelConfig::Rope::Mixed : ModelConfig::Rope::Axial;
         c.ropeTemperature = entry->ropeTemperature;
-        stated.position = "rotary";
+        c.ropeXY = entry->ropeXY;
+        c.ropeHalf = entry->ropeHalf;
+        c.ropeReferenceGridH = entry->ropeReferenceH;
+        c.ropeReferenceGridW = entry->ropeReferenceW;
+        stated.position = entry->ropeWithTable ? "learned+rotary" : "rotary";
         stated.positionSource = "timm's " + arch;
     }
+    stated.gatedMlp = entry && std::string_view(entry->activation) == "silu" && entry->rope && *entry->rope;
     if (entry) {
         out.family = entry->family;
         out.recognition = std::string("timm ") + entry->name + " (config.json architecture, timm " + timmRegistryVersion()

@@ -25,6 +25,8 @@ struct StatedConfig {
     std::optional<int> patchSize;
     std::optional<int> channels;
     bool meanOverAllTokens = false; // "mean" pooling averages every token, CLS included (vit-pytorch)
+    // A gated MLP (SwiGLU) is stated (timm's EVA-02 and DINOv3 entries): the tensors show the gate, not its activation.
+    bool gatedMlp = false;
 };
 
 // The family a config.json or a description names, checked before any tensor is read (docs/models.md, "Families"): a

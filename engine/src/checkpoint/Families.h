@@ -17,14 +17,21 @@ struct TimmArchitecture {
     const char* name;
     const char* module;      // timm.models.<module>
     const char* unsupported; // empty: attnscope runs it exactly; otherwise what it lacks ("rotary position ...")
-    const char* family = "";  // vit | deit | deit3 | dinov2 | clip | siglip | dino | mae
+    const char* family = "";  // vit | deit | deit3 | dinov2 | clip | siglip | dino | mae | beit | beitv2 | dinov3 | eva02 | rope-vit
     int heads = 0;
     const char* activation = "gelu"; // gelu | gelu_tanh | quick_gelu | silu
     double layerNormEps = 1e-6;
     bool noEmbedClass = false; // the position table has no rows for the prefix tokens
     const char* globalPool = "token";
-    const char* rope = "";      // a rotary position embedding ("dinov3"), or none
-    double ropeTemperature = 0; // its temperature
+    // A rotary position embedding ("dinov3", "axial", "mixed"; ModelConfig::Rope), or none, and what timm's entry point
+    // passes for it: temperature, coordinates in (x, y) order, rotation in halves, the reference grid EVA rescales
+    // coordinates to (0: none), and whether a learned position table is added too (EVA-02, the _ape RoPE ViTs).
+    const char* rope = "";
+    double ropeTemperature = 0;
+    bool ropeXY = false;
+    bool ropeHalf = false;
+    int ropeReferenceH = 0, ropeReferenceW = 0;
+    bool ropeWithTable = false;
 };
 
 // The entry for a timm architecture name (a pretrained tag after a '.' is ignored); nullptr for a name timm 1.0.31 does

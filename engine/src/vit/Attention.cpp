@@ -62,6 +62,8 @@ StandardAttention::StandardAttention(const ModelConfig& c)
     , m_scale(1.0 / std::sqrt(double(c.headDim())))
 {
     qkv = register_module("qkv", makeLinear(c.width, 3 * c.attnWidth(), c.qkvBias));
+    if (c.attnNorm)
+        norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({ int64_t(c.attnWidth()) }).eps(c.layerNormEps)));
     proj = register_module("proj", makeLinear(c.attnWidth(), c.width, c.projBias));
     if (c.relativePositionBias) {
         const int64_t gh = c.gridHeight(), gw = c.gridWidth(), distances = (2 * gh - 1) * (2 * gw - 1);
@@ -107,7 +109,8 @@ at::Tensor StandardAttention::forward(const at::Tensor& x, AttentionContext& ctx
     auto logits = attentionScores(q, k, m_scale, ctx.products);
     if (relative_position_bias_table.defined())
         logits = logits + relativeBias(N).to(logits.scalar_type()); // inside the softmax, as BEiT's forward adds it
-    return applyLinear(proj, mix(logits, v, ctx), ctx.linears);
+    const auto mixed = mix(logits, v, ctx);
+    return applyLinear(proj, norm ? norm->forward(mixed) : mixed, ctx.linears);
 }
 
 BilateralAttention::BilateralAttention(const ModelConfig& c)

@@ -68,6 +68,7 @@ public:
     at::Tensor forward(const at::Tensor& x, AttentionContext& ctx) override;
     torch::nn::Linear qkv { nullptr };
     torch::nn::Linear proj { nullptr };
+    torch::nn::LayerNorm norm { nullptr }; // over the heads' outputs before proj (ModelConfig::attnNorm)
     at::Tensor relative_position_bias_table; // [(2 gh - 1)(2 gw - 1) + 3, H] (ModelConfig::relativePositionBias)
 
 protected:

@@ -77,7 +77,7 @@ const char* toString(Interpolation i)
 const char* ModelConfig::positionScheme() const
 {
     if (rope != Rope::None)
-        return "rotary";
+        return posEmbed ? "learned+rotary" : "rotary";
     if (relativePositionBias)
         return posEmbed ? "learned+relative-bias" : "relative-bias";
     if (posFixedSinCos)

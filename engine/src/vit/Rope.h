@@ -1,20 +1,45 @@
 #pragma once
 
+#include "attnscope/ModelConfig.h"
+
 #include <ATen/Tensor.h>
+
+#include <vector>
 
 namespace attnscope {
 
-// DINOv3's rotary position embedding (timm's RotaryEmbeddingDinoV3 at inference, DINOv3's RopePositionEmbedding): each
-// patch's centre, (y + 0.5) / gh and (x + 0.5) / gw mapped to [-1, 1]; for a head width d, the angles 2 pi y / p_i and
-// 2 pi x / p_i with the periods p_i = temperature^(4 i / d), i < d / 4, laid out [y angles, x angles] twice ("rotate
-// half"); a vector v becomes v cos + (-v2, v1) sin, v1 and v2 its halves. Prefix tokens are not rotated.
+// The sines and cosines a rotary position embedding multiplies the patch tokens' queries and keys by
+// (ModelConfig::rope): [gh * gw, d], or [H, gh * gw, d] when each head has its own (RoPE-Mixed), float32. A head vector
+// v becomes v cos + rot(v) sin, where rot pairs channel 2i with 2i + 1, (-v_{2i+1}, v_{2i}) (interleaved), or the two
+// halves, (-v2, v1) (half); the angle of a pair is in both of its channels. Prefix tokens are not rotated.
 struct RopeAngles {
-    at::Tensor sin, cos; // [gh * gw, d], float32
+    at::Tensor sin, cos;
+    bool half = true;
     bool defined() const { return sin.defined(); }
 };
-// Made once per forward (VisionTransformerImpl::forward) and read by every layer.
+
+// DINOv3's (timm's RotaryEmbeddingDinoV3 at inference, DINOv3's RopePositionEmbedding): each patch's centre,
+// (y + 0.5) / gh and (x + 0.5) / gw mapped to [-1, 1]; for a head width d, the angles 2 pi y / p_i and 2 pi x / p_i with
+// the periods p_i = temperature^(4 i / d), i < d / 4, laid out [y angles, x angles] twice (half).
 RopeAngles dinoV3Angles(int64_t gridH, int64_t gridW, int64_t headDim, double temperature, const at::Device& device);
-// x: [..., N, d] with N = prefix + gh * gw (queries or keys, head by head); returns the rotated copy, x's dtype.
+// timm's RotaryEmbeddingCat (EVA-02, RoPE-Axial): coordinates c = index * reference / grid per axis (the index itself
+// without a reference grid), frequencies f_i = temperature^(-i / (d / 4)), i < d / 4, angles [c0 f, c1 f] with
+// (c0, c1) = (y, x), or (x, y) when xy; interleaved ([a0, a0, a1, a1, ...]) unless half ([a, a]).
+RopeAngles axialAngles(int64_t gridH, int64_t gridW, int64_t headDim, double temperature, bool xy, bool half,
+                       int64_t referenceH, int64_t referenceW, const at::Device& device);
+// RoPE-Mixed's for one layer: freqs [2, H, d / 2] learned, angles x freqs[0] + y freqs[1] per head, interleaved.
+RopeAngles mixedAngles(int64_t gridH, int64_t gridW, const at::Tensor& layerFreqs);
+// Every layer's angles for a forward on a gh x gw grid: one entry shared by all layers, or one per layer (Mixed, which
+// reads `mixedFreqs` [2, L, H, d / 2]); empty without a rotary embedding. Made once per forward.
+std::vector<RopeAngles> ropeAngles(const ModelConfig& c, int64_t gridH, int64_t gridW, const at::Tensor& mixedFreqs,
+                                   const at::Device& device);
+// Layer `layer`'s (1-based) of what ropeAngles made; undefined when it made none.
+inline RopeAngles layerAngles(const std::vector<RopeAngles>& all, int layer)
+{
+    return all.empty() ? RopeAngles {} : all[all.size() == 1 ? 0 : size_t(layer - 1)];
+}
+// x: [..., N, d] with N = prefix + gh * gw (queries or keys, head by head: [B, H, N, d] for per-head angles); returns
+// the rotated copy, in x's dtype.
 at::Tensor rotate(const at::Tensor& x, const RopeAngles& angles);
 
 } // namespace attnscope

@@ -10,9 +10,9 @@ namespace attnscope {
 
 namespace {
 
-torch::nn::LayerNorm layerNorm(const ModelConfig& c)
+torch::nn::LayerNorm layerNorm(const ModelConfig& c, int64_t width = 0)
 {
-    return torch::nn::LayerNorm(torch::nn::LayerNormOptions({ int64_t(c.width) }).eps(c.layerNormEps));
+    return torch::nn::LayerNorm(torch::nn::LayerNormOptions({ width > 0 ? width : int64_t(c.width) }).eps(c.layerNormEps));
 }
 
 } // namespace
@@ -102,15 +102,26 @@ const at::Tensor& PatchEmbedImpl::weight() const { return proj ? proj->weight : 
 
 MlpImpl::MlpImpl(const ModelConfig& c)
     : activation(c.activation)
+    , gated(c.mlpGated)
 {
-    fc1 = register_module("fc1", makeLinear(c.width, c.mlpHidden));
+    fc1 = register_module("fc1", makeLinear(c.width, gated ? 2 * c.mlpHidden : c.mlpHidden));
+    if (c.mlpNorm)
+        norm = register_module("norm", layerNorm(c, c.mlpHidden));
     fc2 = register_module("fc2", makeLinear(c.mlpHidden, c.width));
 }
 
 at::Tensor MlpImpl::forward(const at::Tensor& x, PackedLinears* linears)
 {
     // [B, N, D] -> [B, N, M] -> [B, N, D]
-    const at::Tensor hidden = linears ? linears->forward(fc1, x, activation) : applyActivation(fc1->forward(x), activation);
+    at::Tensor hidden;
+    if (gated) { // [B, N, 2M]: the gate's activation times the value (timm's GluMlp, gate first)
+        const auto parts = applyLinear(fc1, x, linears).chunk(2, -1);
+        hidden = applyActivation(parts[0], activation) * parts[1];
+    } else {
+        hidden = linears ? linears->forward(fc1, x, activation) : applyActivation(fc1->forward(x), activation);
+    }
+    if (norm)
+        hidden = norm->forward(hidden);
     return applyLinear(fc2, hidden, linears);
 }
 
@@ -150,7 +161,7 @@ at::Tensor BlockImpl::forward(const at::Tensor& x, int layer, ForwardState& stat
     ctx.positions = state.positions;
     ctx.gridH = state.gridH;
     ctx.gridW = state.gridW;
-    ctx.rope = state.rope;
+    ctx.rope = layerAngles(state.rope, layer);
     ctx.linears = state.linears;
     ctx.products = state.products;
     if (state.headMask.defined()) {
@@ -232,6 +243,10 @@ VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& c)
         if (c.pooling == Pooling::Distilled)
             head_dist = register_module("head_dist", makeLinear(c.width, c.numClasses));
     }
+    if (c.rope == ModelConfig::Rope::Mixed) {
+        rope = register_module("rope", std::make_shared<torch::nn::Module>());
+        ropeFreqs = rope->register_parameter("freqs", at::zeros({ 2, c.depth, c.numHeads, c.headDim() / 2 }));
+    }
 }
 
 at::Tensor sinCosPositions(int gridH, int gridW, int width)
@@ -311,8 +326,7 @@ at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, ForwardState&
         x = norm_pre->forward(x);
     state.gridH = gridH;
     state.gridW = gridW;
-    if (config.rope == ModelConfig::Rope::DinoV3)
-        state.rope = dinoV3Angles(gridH, gridW, config.headDim(), config.ropeTemperature, x.device());
+    state.rope = ropeAngles(config, gridH, gridW, ropeFreqs, x.device());
     state.x0 = x;
 
     if (state.spec.blocks && state.wants(0))

@@ -32,7 +32,7 @@ struct ForwardState {
     at::Tensor x0;          // X_0, for Boost
     at::Tensor firstValues; // V_1, for NeuTRENO
     at::Tensor positions;   // bilateral attention's position table [1, N, D]
-    RopeAngles rope;        // the rotary embedding's angles for this forward's grid (ModelConfig::rope), made once
+    std::vector<RopeAngles> rope; // the rotary embedding's angles for this forward's grid (ModelConfig::rope), made once
     int gridH = 0, gridW = 0;
     // tokenPositions(knownGridH, knownGridW), made once at load (Model::Impl::positions): a forward on that grid uses
     // it instead of resampling the position table again. Undefined: always computed.
@@ -85,13 +85,16 @@ public:
 };
 TORCH_MODULE(PatchEmbed);
 
+// fc2(act(fc1 x)), or gated: fc2(norm(act(gate) * value)) with fc1 x = [gate, value] (ModelConfig::mlpGated).
 class MlpImpl : public torch::nn::Module {
 public:
     explicit MlpImpl(const ModelConfig& c);
     at::Tensor forward(const at::Tensor& x, PackedLinears* linears); // [B, N, D] -> [B, N, D]
     torch::nn::Linear fc1 { nullptr };
+    torch::nn::LayerNorm norm { nullptr }; // over the hidden width (ModelConfig::mlpNorm)
     torch::nn::Linear fc2 { nullptr };
     Activation activation;
+    bool gated;
 };
 TORCH_MODULE(Mlp);
 
@@ -142,6 +145,9 @@ public:
     torch::nn::LayerNorm fc_norm { nullptr };
     torch::nn::Linear head { nullptr };
     torch::nn::Linear head_dist { nullptr };
+    // RoPE-Mixed's learned frequencies, `rope.freqs` [2, L, H, d / 2] as timm names them (ModelConfig::Rope::Mixed).
+    std::shared_ptr<torch::nn::Module> rope;
+    at::Tensor ropeFreqs;
 };
 TORCH_MODULE(VisionTransformer);
 

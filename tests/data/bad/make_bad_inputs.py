@@ -224,12 +224,23 @@ def make_models():
 
     # Families attnscope does not run (docs/models.md, "Families"): refused naming what they lack, never run as the
     # nearest family they resemble.
-    model_folder("model_family_rope", "config: a timm architecture with a rotary embedding attnscope does not run",
-                 "vit_small_patch16_rope_224: attnscope does not run rotary position embedding (RoPE, axial)",
-                 config=dict(CONFIG, architecture="vit_small_patch16_rope_224"))
+    model_folder("model_family_rope", "config: a timm architecture with a rotary embedding beside blocks attnscope does not run",
+                 "vit_pe_core_base_patch16_224: attnscope does not run a norm before the first block",
+                 config=dict(CONFIG, architecture="vit_pe_core_base_patch16_224"))
     model_folder("model_family_dinov3_with_table", "config: DINOv3 (rotary positions) over tensors with a position table",
-                 "the model's positions are rotary (DINOv3), but the checkpoint has a pos_embed tensor",
+                 "the model's positions are rotary alone (timm's vit_small_patch16_dinov3), but the checkpoint has a pos_embed tensor",
                  config=dict(CONFIG, architecture="vit_small_patch16_dinov3"))
+    without_table = {k: v for k, v in base_tensors().items() if k != "pos_embed"}
+    model_folder("model_family_rope_mixed_no_freqs", "config: RoPE-Mixed over tensors without its learned frequencies",
+                 "rope.freqs", config=dict(CONFIG, architecture="vit_small_patch16_rope_mixed_224"), tensors=without_table)
+    gated = dict(base_tensors())
+    gated["blocks.0.mlp.fc1.weight"] = np.concatenate([gated["blocks.0.mlp.fc1.weight"]] * 2)
+    gated["blocks.0.mlp.fc1.bias"] = np.concatenate([gated["blocks.0.mlp.fc1.bias"]] * 2)
+    model_folder("model_gated_mlp_unstated", "tensors: a gated MLP (fc1 twice what fc2 reads) whose activation nothing states",
+                 "a gated MLP (SwiGLU), whose activation nothing states", tensors=gated)
+    model_folder("model_family_eva02_plain_mlp", "config: EVA-02 (a gated MLP) over tensors of a plain MLP",
+                 "the architecture has a gated MLP (SwiGLU), but blocks.0.mlp.fc1.weight is not twice as wide",
+                 config=dict(CONFIG, architecture="eva02_tiny_patch14_224"))
     model_folder("model_config_rope_variant_unknown", "config: model_args naming a rotary variant attnscope does not know",
                  'model_args.rope_type = "spiral" changes the model in a way attnscope does not run',
                  config=dict(CONFIG, model_args=dict(CONFIG["model_args"], rope_type="spiral")))
