@@ -63,6 +63,10 @@ attnscope::Status dumpTensors(const std::string& dir, const attnscope::Trace& t)
     for (int l = 0; l <= t.depth; ++l)
         if (auto w = write("block_L" + std::to_string(l) + ".npy", t.blocks[size_t(l)]); !w)
             return w.error();
+    // An attention-pool head's map [H, patches] (SigLIP's "map" head), the model's last: attn_pool.npy.
+    if (t.poolAttention.numel() > 0)
+        if (auto w = write("attn_pool.npy", t.poolAttention); !w)
+            return w.error();
     return attnscope::Done {};
 }
 

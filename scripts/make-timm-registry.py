@@ -82,8 +82,6 @@ def vit_verdict(cls, kw):
         problems.append("query/key normalisation (qk_norm)")
     if kw.get("scale_attn_norm") or kw.get("scale_mlp_norm"):
         problems.append("norms inside the attention and MLP (scale_attn_norm, scale_mlp_norm)")
-    if kw.get("global_pool") == "map":
-        problems.append("the attention-pool head (global_pool \"map\")")
     if kw.get("pool_include_prefix"):
         problems.append("average pooling over the prefix tokens too")
     if kw.get("pos_embed", "learn") != "learn":

@@ -42,13 +42,36 @@ const NoiseKind kNoiseKinds[] = {
 
 const NoiseKind& noiseKind(int index) { return kNoiseKinds[std::clamp(index, 0, int(std::size(kNoiseKinds)) - 1)]; }
 
+// Layers by number; the one after the last, when the model has an attention-pool head, as "pool".
+class LayerSpinBox : public QSpinBox {
+public:
+    using QSpinBox::QSpinBox;
+    int poolLayer = 0; // 0: none
+
+protected:
+    QString textFromValue(int value) const override
+    {
+        return poolLayer > 0 && value == poolLayer ? AttentionControls::tr("pool") : QSpinBox::textFromValue(value);
+    }
+    int valueFromText(const QString& text) const override
+    {
+        return poolLayer > 0 && text.trimmed().startsWith(QLatin1String("p")) ? poolLayer : QSpinBox::valueFromText(text);
+    }
+    QValidator::State validate(QString& text, int& pos) const override
+    {
+        if (poolLayer > 0 && QStringLiteral("pool").startsWith(text.trimmed()) && !text.trimmed().isEmpty())
+            return text.trimmed() == QLatin1String("pool") ? QValidator::Acceptable : QValidator::Intermediate;
+        return QSpinBox::validate(text, pos);
+    }
+};
+
 } // namespace
 
 AttentionControls::AttentionControls(QWidget* parent)
     : QWidget(parent)
 {
     auto* layout = new QFormLayout(this);
-    m_layer = new QSpinBox(this);
+    m_layer = new LayerSpinBox(this);
     m_layer->setRange(1, 1);
     m_layer->setAccessibleName(tr("Layer"));
     connect(m_layer, &QSpinBox::valueChanged, this, &AttentionControls::layerChanged);
@@ -217,10 +240,11 @@ void AttentionControls::announce()
     emit gridToggled(m_grid->isChecked());
 }
 
-void AttentionControls::setModel(int depth, int heads, double trainedLambda, double trainedBoost)
+void AttentionControls::setModel(int depth, int heads, double trainedLambda, double trainedBoost, bool pool)
 {
     m_layer->blockSignals(true);
-    m_layer->setRange(1, depth);
+    static_cast<LayerSpinBox*>(m_layer)->poolLayer = pool ? depth + 1 : 0;
+    m_layer->setRange(1, pool ? depth + 1 : depth);
     m_layer->setValue(depth);
     m_layer->blockSignals(false);
     m_head->blockSignals(true);

@@ -31,7 +31,8 @@ public:
     explicit AttentionControls(QWidget* parent = nullptr);
 
     // A new model: its depth and heads, and its own variant values (what "no variant" means).
-    void setModel(int depth, int heads, double trainedLambda, double trainedBoost);
+    // `pool`: the model has an attention-pool head, whose map is the layer after the last, shown as "pool".
+    void setModel(int depth, int heads, double trainedLambda, double trainedBoost, bool pool = false);
     void setLayer(int layer);
     void setHead(int head); // -1 mean of heads, -2 rollout, -3 relevance (GAE), -4 Grad-CAM, -5 token norms
     void setClasses(const QStringList& labels); // the model's class names, for the relevance's class picker

@@ -145,7 +145,7 @@ void MainWindow::connectSlot(int index)
         statusBar()->showMessage(tr("Loaded %1").arg(path), 5000);
         if (index == 0) {
             const auto& c = model->config();
-            m_controls->setModel(c.depth, c.numHeads, c.neutrenoLambda, c.boostT);
+            m_controls->setModel(c.depth, c.numHeads, c.neutrenoLambda, c.boostT, c.pooling == Pooling::AttentionPool);
             QStringList labels;
             for (int k = 0; k < c.numClasses; ++k)
                 labels << (size_t(k) < model->info().labels.size() ? QString::fromStdString(model->info().labels[size_t(k)]) : QString());
@@ -277,7 +277,7 @@ void MainWindow::refreshMaps()
             continue;
         const Trace& t = current->trace;
         const int query = i == 0 ? m_query : mapQuery(m_query, primary->trace, t);
-        const int layer = std::clamp(m_layer, 1, t.depth);
+        const int layer = std::clamp(m_layer, 1, lastMapLayer(t)); // past the depth: an attention-pool head's map
         const int head = m_head >= t.numHeads ? -1 : m_head;
         AttentionMap map;
         std::vector<QPoint> marked;
@@ -318,7 +318,8 @@ void MainWindow::refreshMaps()
         } else {
             map = head == -2 ? rolloutMap(t, attentionRollout(t, m_controls->rollout()), query) : attentionMap(t, layer, head, query);
         }
-        m_views[i]->setQuery(head <= -3 ? -1 : query);
+        const bool pool = layer > t.depth && head >= -1; // the pool head's own query, no patch
+        m_views[i]->setQuery(head <= -3 || pool ? -1 : query);
         m_views[i]->setValueCaption(head == -3 ? tr("relevance (GAE)") : head == -4 ? tr("Grad-CAM") : head == -5 ? tr("token norm") : tr("attention"));
         m_views[i]->setMarkedPatches(std::move(marked));
         m_views[i]->setMap(map);
@@ -330,6 +331,8 @@ void MainWindow::refreshMaps()
                     : tr("computing the relevance…"));
         } else if (i == 0 && head == -5) {
             m_controls->setQueryText(normsText);
+        } else if (i == 0 && pool) {
+            m_controls->setQueryText(tr("the attention-pool head's query"));
         } else if (i == 0) {
             m_controls->setQueryText(tr("%1 · prefix mass %2").arg(describeQuery(query, t)).arg(map.prefixMass, 0, 'f', 3));
         }
@@ -340,9 +343,12 @@ void MainWindow::refreshMaps()
         m_tilesTrace = &t;
         m_tilesQuery = m_query;
     }
-    m_tiles->setSelection(std::clamp(m_layer, 1, t.depth), std::max(m_head, -2));
+    m_tiles->setSelection(std::clamp(m_layer, 1, lastMapLayer(t)), std::max(m_head, -2));
     refreshQueryKeyMap();
-    statusBar()->showMessage(tr("%1 · layer %2 · %3").arg(QFileInfo(primary->path).fileName()).arg(m_layer).arg(m_controls->headText()));
+    statusBar()->showMessage(tr("%1 · layer %2 · %3")
+                                 .arg(QFileInfo(primary->path).fileName())
+                                 .arg(QString::fromStdString(mapLayerName(t, std::clamp(m_layer, 1, lastMapLayer(t)))))
+                                 .arg(m_controls->headText()));
 }
 
 void MainWindow::refreshPredictions()

@@ -30,7 +30,8 @@ bool MainWindow::exportView(const QString& path)
                 continue;
             const int query = i == 0 ? m_query : compareQuery();
             const std::string head = m_head == -2 ? "rollout" : m_head == -1 || m_head >= t->trace.numHeads ? "mean" : std::to_string(m_head);
-            const std::string prefix = m_slots[i]->name().toStdString() + "," + std::to_string(std::clamp(m_layer, 1, t->trace.depth)) + ","
+            const std::string prefix = m_slots[i]->name().toStdString() + ","
+                + mapLayerName(t->trace, std::clamp(m_layer, 1, lastMapLayer(t->trace))) + ","
                 + head + "," + std::to_string(query) + ",";
             for (int r = 0; r < t->trace.gridHeight; ++r)
                 for (int c = 0; c < t->trace.gridWidth; ++c)

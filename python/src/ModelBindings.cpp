@@ -190,6 +190,10 @@ void bindModel(py::module_& m)
         .def_readonly("neutreno_lambda", &Trace::neutrenoLambda)
         .def_readonly("boost_t", &Trace::boostT)
         .def("attention", [](const Trace& t, int l) { return view(tap(t.attention, l, 1, t, "attention of layer", "attention")); }, py::arg("layer"))
+        // An attention-pool head's map [H, patches] (SigLIP's "map" head), None without one.
+        .def_property_readonly("pool_attention", [](const Trace& t) -> py::object {
+            return t.poolAttention.numel() > 0 ? py::object(view(t.poolAttention)) : py::object(py::none());
+        })
         .def("attn_branch", [](const Trace& t, int l) { return view(tap(t.attnBranch, l, 1, t, "attention branch of layer", "attn_branch")); }, py::arg("layer"))
         .def("residual", [](const Trace& t, int l) { return view(tap(t.residual, l, 1, t, "residual of layer", "residual")); }, py::arg("layer"))
         .def("block", [](const Trace& t, int l) { return view(tap(t.blocks, l, 0, t, "block output of layer", "blocks")); }, py::arg("layer"));

@@ -1,6 +1,8 @@
 #include "BenchModels.h"
 
 #include "checkpoint/ModelWriter.h"
+#include "checkpoint/SafeTensors.h"
+#include "io/AtomicFile.h"
 #include "vit/VisionTransformer.h"
 
 #include <ATen/ATen.h>
@@ -55,6 +57,82 @@ std::shared_ptr<const Model> loadShape(const Shape& s)
         m = *loaded;
     }
     return m;
+}
+
+namespace {
+
+// The architecture each family's registry entry states, at ViT-S size (what the tensors show must agree with it).
+ModelConfig familyConfig(const std::string& name)
+{
+    ModelConfig c;
+    c.width = 384;
+    c.depth = 12;
+    c.numHeads = 6;
+    c.mlpHidden = 4 * 384;
+    c.numClasses = 1000;
+    if (name == "beit_small") { // relative position bias per layer, layer scale, mean pooling through fc_norm
+        c.posEmbed = false;
+        c.relativePositionBias = c.layerScale = true;
+        c.pooling = Pooling::PatchMean;
+        c.finalNorm = FinalNorm::Pooled;
+    } else if (name == "dinov3_small") { // rotary, 4 registers, layer scale
+        c.posEmbed = false;
+        c.rope = ModelConfig::Rope::DinoV3;
+        c.numRegisters = 4;
+        c.layerScale = true;
+        c.layerNormEps = 1e-5;
+        c.pooling = Pooling::PatchMean;
+    } else if (name == "eva02_small_p16") { // axial rotary beside the table, SwiGLU of 8/3 D (the same multiply-adds)
+        c.rope = ModelConfig::Rope::Axial;
+        c.ropeTemperature = 10000;
+        c.ropeReferenceGridH = c.ropeReferenceGridW = 16;
+        c.mlpGated = true;
+        c.mlpHidden = 1024;
+        c.activation = Activation::Silu;
+        c.pooling = Pooling::PatchMean;
+        c.finalNorm = FinalNorm::Pooled;
+    } else if (name == "rope_mixed_small") { // learned frequencies per layer and head, layer scale
+        c.posEmbed = false;
+        c.rope = ModelConfig::Rope::Mixed;
+        c.ropeXY = c.layerScale = true;
+    }
+    return c;
+}
+
+std::string familyFolder(const Family& f)
+{
+    const std::string dir = (fs::temp_directory_path() / ("attnscope-bench-" + std::string(f.name))).string();
+    if (fs::exists(dir + "/model.safetensors"))
+        return dir;
+    VisionTransformer net(familyConfig(f.name));
+    TensorMap tensors;
+    {
+        torch::NoGradGuard g;
+        at::manual_seed(0);
+        for (auto& p : net->named_parameters()) {
+            p.value().normal_(0, 0.02);
+            tensors[p.key()] = p.value().detach();
+        }
+    }
+    fs::create_directories(dir);
+    writeSafetensors(dir + "/model.safetensors", tensors, { { "format", "pt" } });
+    const nlohmann::json config = { { "architecture", f.architecture },
+                                    { "num_classes", 1000 },
+                                    { "model_args", { { "num_heads", 6 }, { "img_size", 224 } } } };
+    writeFileAtomically(dir + "/config.json", config.dump(2) + "\n");
+    return dir;
+}
+
+} // namespace
+
+std::shared_ptr<const Model> loadFamily(const Family& f)
+{
+    auto loaded = Model::load(familyFolder(f));
+    if (!loaded) {
+        std::fprintf(stderr, "bench: %s\n", loaded.message().c_str());
+        std::exit(1);
+    }
+    return *loaded;
 }
 
 StreamBatch streamBatch(const Model& model, int n)

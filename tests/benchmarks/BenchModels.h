@@ -38,6 +38,19 @@ inline const Shape* findShape(const std::string& name)
 std::string modelFolder(const Shape& shape);
 std::shared_ptr<const Model> loadShape(const Shape& shape);
 
+// ViT-S-sized models (width 384, 12 layers, 6 heads, 224 x 224 at patch 16) of the families with position terms inside
+// the attention or gated MLPs, each with the FLOPs of the plain vit_small within 3% (the MLPs' multiply-adds equal, a few
+// prefix tokens more), written as timm's hub folder of the named architecture: engine_bench's rows beside vit_small.
+struct Family {
+    const char* name;         // "beit_small": the bench label
+    const char* architecture; // the timm registry name config.json gives
+};
+inline constexpr Family kFamilies[] = { { "beit_small", "beit_base_patch16_224" },
+                                        { "dinov3_small", "vit_small_patch16_dinov3" },
+                                        { "eva02_small_p16", "eva02_small_patch14_224" },
+                                        { "rope_mixed_small", "vit_small_patch16_rope_mixed_224" } };
+std::shared_ptr<const Model> loadFamily(const Family& family);
+
 // resources/samples/photos/chelsea.png, decoded once.
 const Image& sampleImage();
 

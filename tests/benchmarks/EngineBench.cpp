@@ -37,22 +37,37 @@ Tensor sampleInput(const Model& model)
     return model.prepare(sampleImage())->input;
 }
 
-void BM_Forward(benchmark::State& state)
+// One image's forward, `record`ing every tap or the logits alone, timed; labelled `name`, FLOPs of `shape`.
+void timeForward(benchmark::State& state, const Model& model, bool record, const Shape& shape, const std::string& name)
 {
-    const Shape& s = kShapes[state.range(0)];
-    const bool record = state.range(1) != 0;
-    auto model = loadShape(s);
-    const Tensor input = sampleInput(*model);
+    const Tensor input = sampleInput(model);
     RunOptions options;
     if (record)
         options.record = RecordSpec::everything();
-    benchmark::DoNotOptimize(model->run(input, options)); // warm-up: the first forward packs the weights, once
+    benchmark::DoNotOptimize(model.run(input, options)); // warm-up: the first forward packs the weights, once
     for (auto _ : state)
-        benchmark::DoNotOptimize(model->run(input, options));
-    setFlops(state, s);
-    state.SetLabel(std::string(s.name) + (record ? " recording every tap" : " logits only"));
+        benchmark::DoNotOptimize(model.run(input, options));
+    setFlops(state, shape);
+    state.SetLabel(name + (record ? " recording every tap" : " logits only"));
+}
+
+void BM_Forward(benchmark::State& state)
+{
+    const Shape& s = kShapes[state.range(0)];
+    timeForward(state, *loadShape(s), state.range(1) != 0, s, s.name);
 }
 BENCHMARK(BM_Forward)->ArgsProduct({ { 0, 1, 2 }, { 0, 1 } })->Unit(benchmark::kMillisecond)->UseRealTime();
+
+#ifndef ATTNSCOPE_BENCH_BASELINE // the families came after the baseline engine
+// The families whose positions enter the attention (BEiT's relative bias, DINOv3's, EVA-02's and RoPE-Mixed's rotations)
+// or whose MLP is gated, at ViT-S size, beside vit_small (BM_Forward/1/...) in the same run: their cost over its.
+void BM_FamilyForward(benchmark::State& state)
+{
+    const Family& f = kFamilies[state.range(0)];
+    timeForward(state, *loadFamily(f), state.range(1) != 0, kShapes[1], f.name);
+}
+BENCHMARK(BM_FamilyForward)->ArgsProduct({ { 0, 1, 2, 3 }, { 0, 1 } })->Unit(benchmark::kMillisecond)->UseRealTime();
+#endif
 
 #ifndef ATTNSCOPE_BENCH_BASELINE // the engine before Model::runBatch (docs/performance.md, before/after)
 // Several images in one forward (Model::runBatch), recording what the analyses need: per-image cost.

@@ -108,7 +108,6 @@ Tensor softmaxRows(const std::vector<int64_t>& shape, const std::function<double
 TEST_F(Families, EachFamilyAttnscopeDoesNotRunIsRefusedNamingWhatItLacks)
 {
     const std::pair<const char*, const char*> cases[] = {
-        { "timm_siglip", "config.json: vit_base_patch16_siglip_224: attnscope does not run the attention-pool head (global_pool \"map\")" },
         { "timm_swin", "config.json: swin_tiny_patch4_window7_224: attnscope does not run hierarchical windowed attention (Swin)" },
     };
     for (const auto& [folder, expected] : cases) {
@@ -160,7 +159,10 @@ TEST_F(Families, APlainViTUnderItsTimmNameRunsWithTheRegistrysFacts)
                                   Pooling::PatchMean },
                            Case { "timm_beit", "beit_base_patch16_224", 12, Activation::Gelu, Pooling::PatchMean },
                            Case { "timm_beitv2", "beitv2_base_patch16_224", 12, Activation::Gelu, Pooling::PatchMean },
-                           Case { "timm_dinov3", "vit_small_patch16_dinov3", 6, Activation::Gelu, Pooling::PatchMean } }) {
+                           Case { "timm_dinov3", "vit_small_patch16_dinov3", 6, Activation::Gelu, Pooling::PatchMean },
+                           // MAE's and DINO's encoders, as timm saves them under their tags (no classifier)
+                           Case { "timm_mae", "vit_base_patch16_224", 12, Activation::Gelu, Pooling::Token },
+                           Case { "timm_dino", "vit_small_patch16_224", 6, Activation::Gelu, Pooling::Token } }) {
         SCOPED_TRACE(c.folder);
         const std::string dir = familiesDir() + "/" + c.folder;
         auto model = Model::load(dir);
@@ -198,6 +200,16 @@ TEST(Beit, HuggingFaceBeitGivesTransformersNumbers)
     EXPECT_EQ(info.config.finalNorm, FinalNorm::Pooled);
     EXPECT_DOUBLE_EQ(info.config.layerNormEps, 1e-12);
     expectReferenceNumbers(**model, dir);
+}
+
+// Another input size (24 x 20, a 6 x 5 grid at patch 4) runs: the rotary angles are made for its grid.
+void expectRunsAt24By20(const Model& model)
+{
+    auto larger = model.withInputSize(24, 20);
+    ASSERT_TRUE(larger.ok()) << larger.message();
+    auto trace = (*larger)->run(Tensor::fromVector({ 3, 24, 20 }, std::vector<float>(3 * 24 * 20, 0.1f)), RunOptions {});
+    ASSERT_TRUE(trace.ok()) << trace.message();
+    EXPECT_EQ(trace->gridHeight * trace->gridWidth, 30);
 }
 
 // The query-key map's rows are the rotated queries and keys: through the softmax, each head's map of `layer` (timm's).
@@ -241,11 +253,7 @@ TEST(DinoV3, TheRotaryEmbeddingIsStatedAndTheQueryKeyMapUsesTheRotatedVectors)
                         "patch tokens' queries and keys), timm's vit_small_patch16_dinov3"),
               info.inferred.end());
     expectQueryKeyRowsMakeTheMaps(**model, dir, 1);
-    auto larger = (*model)->withInputSize(24, 20);
-    ASSERT_TRUE(larger.ok()) << larger.message();
-    auto trace = (*larger)->run(Tensor::fromVector({ 3, 24, 20 }, std::vector<float>(3 * 24 * 20, 0.1f)), RunOptions {});
-    ASSERT_TRUE(trace.ok()) << trace.message();
-    EXPECT_EQ(trace->gridHeight * trace->gridWidth, 30);
+    expectRunsAt24By20(**model);
 }
 
 // EVA-02, timm's RoPE ViTs (axial and mixed, with and without a learned table beside the rotation, a register without a
@@ -286,12 +294,70 @@ TEST(Rope, EvaAndTheRopeViTsGiveTimmsNumbers)
         expectReferenceNumbers(**model, dir);
         for (int layer = 1; layer <= 2; ++layer)
             expectQueryKeyRowsMakeTheMaps(**model, dir, layer);
-        auto larger = (*model)->withInputSize(24, 20);
-        ASSERT_TRUE(larger.ok()) << larger.message();
-        auto trace = (*larger)->run(Tensor::fromVector({ 3, 24, 20 }, std::vector<float>(3 * 24 * 20, 0.1f)), RunOptions {});
-        ASSERT_TRUE(trace.ok()) << trace.message();
-        EXPECT_EQ(trace->gridHeight * trace->gridWidth, 30);
+        expectRunsAt24By20(**model);
     }
+}
+
+// SigLIP's attention-pool head (timm's global_pool "map"): one learned query over the patch tokens (behind registers it
+// does not read, too); timm's logits, maps and blocks, and the pool's own map (rebuilt from timm's q and kv) recorded as
+// the model's last, layer depth + 1 of attentionMap whatever the query; GAE weighs the patches by it.
+TEST(SigLip, TheAttentionPoolHeadRunsAndItsMapIsTheLastLayer)
+{
+    for (const char* folder : { "timm_siglip", "timm_siglip_tanh", "timm_map_registers" }) {
+        SCOPED_TRACE(folder);
+        const std::string dir = familiesDir() + "/" + folder;
+        auto model = Model::load(dir);
+        ASSERT_TRUE(model.ok()) << model.message();
+        const ModelConfig& c = (*model)->config();
+        EXPECT_EQ(c.pooling, Pooling::AttentionPool);
+        EXPECT_TRUE((*model)->info().guesses.empty());
+        expectReferenceNumbers(**model, dir);
+        RunOptions options;
+        options.record.attention = true;
+        auto trace = (*model)->run(loadNpy(dir + "/input.npy"), options);
+        ASSERT_TRUE(trace.ok()) << trace.message();
+        const Tensor pool = loadNpy(dir + "/pool.npy"); // [H, P]
+        EXPECT_TRUE(closeTo(trace->poolAttention, pool, 1e-4));
+        const int64_t P = pool.shape()[1];
+        for (int head = -1; head < c.numHeads; ++head) {
+            const AttentionMap map = attentionMap(*trace, c.depth + 1, head, 0);
+            std::vector<float> expected(size_t(P), 0.0f);
+            for (int h = head < 0 ? 0 : head; h < (head < 0 ? c.numHeads : head + 1); ++h)
+                for (int64_t p = 0; p < P; ++p)
+                    expected[size_t(p)] += pool.data()[h * P + p] / float(head < 0 ? c.numHeads : 1);
+            EXPECT_TRUE(closeTo(map.patches, Tensor::fromVector({ trace->gridHeight, trace->gridWidth }, expected), 1e-5))
+                << "head " << head;
+            EXPECT_EQ(map.prefixMass, 0.0);
+        }
+        auto relevance = classRelevance(**model, loadNpy(dir + "/input.npy"), {});
+        ASSERT_TRUE(relevance.ok()) << relevance.message();
+        EXPECT_EQ(relevance->gae.numel(), P);
+    }
+}
+
+// transformers' SiglipVisionModel as save_pretrained writes it: the pooled features (its attention-pool head's, with
+// the pool's q and kv split out of nn.MultiheadAttention's in_proj), every map and hidden state, and the pool's per-head
+// map as torch's MultiheadAttention gives it. Its image classifier, which reads another pooling, is refused.
+TEST_F(Families, HuggingFaceSiglipVisionModelGivesTransformersNumbers)
+{
+    const std::string dir = familiesDir() + "/hf_siglip";
+    auto model = Model::load(dir);
+    ASSERT_TRUE(model.ok()) << model.message();
+    const ModelInfo& info = (*model)->info();
+    EXPECT_EQ(info.family, "siglip");
+    EXPECT_EQ(info.naming, "huggingface");
+    EXPECT_EQ(info.config.pooling, Pooling::AttentionPool);
+    EXPECT_EQ(info.config.activation, Activation::GeluTanh);
+    EXPECT_EQ(info.config.numClasses, 0);
+    expectReferenceNumbers(**model, dir);
+    RunOptions options;
+    options.record.attention = true;
+    auto trace = (*model)->run(loadNpy(dir + "/input.npy"), options);
+    ASSERT_TRUE(trace.ok()) << trace.message();
+    EXPECT_TRUE(closeTo(trace->poolAttention, loadNpy(dir + "/pool.npy"), 1e-4));
+
+    const auto classifier = editedCopy("hf_siglip", [](json& cfg) { cfg["architectures"] = json::array({ "SiglipForImageClassification" }); });
+    EXPECT_CONTAINS(refusal(classifier), "architectures names SiglipForImageClassification, whose classifier reads the mean");
 }
 
 // BEiT's relative position bias is inside the softmax of every layer (the maps above equal timm's); the position scheme
@@ -530,6 +596,13 @@ TEST_F(Families, PerHeadLayersInAWrapperDictGiveTheFusedModelsNumbers)
     auto unknownKey = loadWith([](json& d) { d["weights_key"] = "weights"; });
     ASSERT_FALSE(unknownKey.ok());
     EXPECT_CONTAINS(unknownKey.message(), "model.pt: weights_key 'weights' is not a dict of tensors in the checkpoint (its keys: ");
+    // A safetensors file has no dict entry to choose: weights_key on one is refused, not ignored.
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+    fs::copy_file(familiesDir() + "/timm_vit_small/model.safetensors", m_dir / "model.safetensors");
+    writeBytes(m_dir / "attnscope.json", R"({"attnscope_description": 1, "weights_key": "model_ema", "architecture": {"num_heads": 6}})");
+    EXPECT_CONTAINS(refusal((m_dir / "model.safetensors").string()),
+                    "attnscope.json: weights_key chooses an entry of a torch.save dict; model.safetensors is a safetensors file");
     // Without the concatenation the per-head tensors collide, and the error names both and the rule that joins them.
     auto collide = loadWith([](json& d) {
         d.erase("concatenate");

@@ -25,7 +25,6 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "families")
 
 # name -> (timm architecture, small keyword arguments)
 REFUSED = {
-    "timm_siglip": ("vit_base_patch16_siglip_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2, num_classes=5)),
     "timm_swin": ("swin_tiny_patch4_window7_224", dict(img_size=56, embed_dim=8, depths=(1, 1), num_heads=(1, 2),
                                                        num_classes=5)),
 }
@@ -62,9 +61,22 @@ RUNS = {
     # A register and no CLS token, mean pooling, (y, x) coordinates rescaled to 16x16.
     "timm_vit_rope_reg": ("vit_medium_patch16_rope_reg1_gap_256", dict(img_size=16, patch_size=4, embed_dim=16,
                                                                        depth=2, num_heads=2, num_classes=5)),
+    # SigLIP's attention-pool head (global_pool "map"): one learned query over the patches; its map is pool.npy [H, P].
+    "timm_siglip": ("vit_base_patch16_siglip_224", dict(img_size=16, patch_size=4, embed_dim=16, depth=2, num_heads=2,
+                                                        num_classes=5)),
+    # SigLIP 2's tanh GELU, and a map head behind registers (which it does not read).
+    "timm_siglip_tanh": ("vit_base_patch32_siglip_256", dict(img_size=16, patch_size=4, embed_dim=16, depth=2,
+                                                             num_heads=2, num_classes=5)),
+    "timm_map_registers": ("vit_so150m_patch16_reg4_map_256", dict(img_size=16, patch_size=4, embed_dim=16, depth=2,
+                                                                   num_heads=2, num_classes=5)),
     # DINOv3 with SwiGLU (fc1_g/fc1_x, hidden width aligned to 8).
     "timm_dinov3_swiglu": ("vit_small_plus_patch16_dinov3", dict(img_size=16, patch_size=4, embed_dim=24, depth=2,
                                                                  num_heads=6, num_classes=5)),
+    # MAE's and DINO's encoders under their pretrained tags: plain ViTs without a classifier (the CLS token's features).
+    "timm_mae": ("vit_base_patch16_224.mae", dict(img_size=16, patch_size=4, embed_dim=24, depth=2, num_heads=12,
+                                                  num_classes=0)),
+    "timm_dino": ("vit_small_patch16_224.dino", dict(img_size=16, patch_size=4, embed_dim=24, depth=2, num_heads=6,
+                                                     num_classes=0)),
 }
 
 
@@ -95,6 +107,35 @@ def hugging_face_beit():
     print("hf_beit", "transformers", transformers.__version__, sorted(os.listdir(folder)), file=sys.stderr)
 
 
+def hugging_face_siglip():
+    """transformers' SiglipVisionModel, small, as save_pretrained writes it, with its pooled features (pooler_output, the
+    attention-pool head's), maps, hidden states and the pool's per-head map from its own nn.MultiheadAttention."""
+    from transformers import SiglipVisionConfig, SiglipVisionModel
+    cfg = SiglipVisionConfig(image_size=16, patch_size=4, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                             intermediate_size=64)
+    model = SiglipVisionModel(cfg).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn_like(p) * 0.1)
+    folder = os.path.join(OUT, "hf_siglip")
+    shutil.rmtree(folder, ignore_errors=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    x = torch.randn(1, 3, 16, 16)
+    with torch.no_grad():
+        out = model(pixel_values=x, output_attentions=True, output_hidden_states=True)
+        head = model.vision_model.head
+        last = out.last_hidden_state
+        pool = head.attention(head.probe, last, last, average_attn_weights=False)[1][0, :, 0]  # [H, P]
+    np.save(os.path.join(folder, "input.npy"), x.numpy().astype(np.float32))
+    np.save(os.path.join(folder, "logits.npy"), out.pooler_output[0].numpy().astype(np.float32))
+    np.save(os.path.join(folder, "pool.npy"), np.ascontiguousarray(pool.numpy(), dtype=np.float32))
+    for l, m in enumerate(out.attentions, start=1):
+        np.save(os.path.join(folder, "attn_L%d.npy" % l), np.ascontiguousarray(m[0].numpy(), dtype=np.float32))
+    for l, h in enumerate(out.hidden_states):
+        np.save(os.path.join(folder, "block_L%d.npy" % l), np.ascontiguousarray(h[0].numpy(), dtype=np.float32))
+    print("hf_siglip", sorted(os.listdir(folder)), file=sys.stderr)
+
+
 def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -115,6 +156,10 @@ def main():
             hooks = [b.attn.attn_drop.register_forward_hook(lambda m, i, o: maps.append(o[0].clone())) for b in model.blocks]
             hooks.append(model.blocks[0].register_forward_pre_hook(lambda m, i: blocks.append(i[0][0].clone())))
             hooks += [b.register_forward_hook(lambda m, i, o: blocks.append(o[0].clone())) for b in model.blocks]
+            pool = {}
+            if getattr(model, "attn_pool", None) is not None:  # the pool's softmax is inline: rebuilt from its q and kv
+                hooks.append(model.attn_pool.q.register_forward_hook(lambda m, i, o: pool.update(q=o[0].clone())))
+                hooks.append(model.attn_pool.kv.register_forward_hook(lambda m, i, o: pool.update(kv=o[0].clone())))
             with torch.no_grad():
                 logits = model(x)[0]
             for h in hooks:
@@ -126,11 +171,18 @@ def main():
                 np.save(os.path.join(folder, "attn_L%d.npy" % l), np.ascontiguousarray(m.numpy(), dtype=np.float32))
             for l, b in enumerate(blocks):
                 np.save(os.path.join(folder, "block_L%d.npy" % l), np.ascontiguousarray(b.numpy(), dtype=np.float32))
+            if pool:
+                heads = model.attn_pool.num_heads
+                q = pool["q"].reshape(1, heads, -1).transpose(0, 1)                            # [H, 1, d]
+                k = pool["kv"].reshape(-1, 2, heads, q.shape[-1])[:, 0].transpose(0, 1)         # [H, P, d]
+                m = ((q * model.attn_pool.scale) @ k.transpose(-2, -1)).softmax(-1)[:, 0]      # [H, P]
+                np.save(os.path.join(folder, "pool.npy"), np.ascontiguousarray(m.numpy(), dtype=np.float32))
         os.remove(os.path.join(folder, "pytorch_model.bin")) if os.path.exists(os.path.join(folder, "pytorch_model.bin")) else None
         with open(os.path.join(folder, "config.json")) as f:
             cfg = json.load(f)
         print(name, cfg["architecture"], sorted(os.listdir(folder)), file=sys.stderr)
     hugging_face_beit()
+    hugging_face_siglip()
     print("timm", timm.__version__, "torch", torch.__version__, file=sys.stderr)
 
 

@@ -8,11 +8,14 @@
 
 #include <FigurePanel.h>
 #include <PlotHover.h>
+#include <attnscope/Analyses.h>
 #include <attnscope/Perturbation.h>
 #include <qcustomplot.h>
 
 #include <QDir>
 #include <QFile>
+#include <QSpinBox>
+#include <QStatusBar>
 
 #include <algorithm>
 #include <QLabel>
@@ -41,6 +44,7 @@ bool waitForCurves(MainWindow& w, int timeoutMs = 60000)
 }
 
 QString queryLine(MainWindow& w) { return w.findChild<AttentionControls*>()->queryText(); }
+QString statusText(MainWindow& w) { return w.statusBar()->currentMessage(); }
 
 // With ATTNSCOPE_TEST_SHOTS=DIR, the window as the test left it, for a person to look at.
 void shot(QWidget& w, const QString& name)
@@ -124,6 +128,64 @@ private slots:
         QVERIFY(colouredPixels(w.view()) > 1000);
         QVERIFY(!w.tiles()->isEmpty());
         QVERIFY(waitForCurves(w));
+    }
+
+    // A folder of a family attnscope does not run (timm's Swin), opened after a good model: refused in one line naming
+    // the architecture and what it lacks; nothing of it is shown, the model that was open stays open and current. Then
+    // SigLIP's folder: its attention-pool head's map is the layer after the last, "pool", in the layer box and the tiles.
+    void aRefusedFamilyLeavesTheOpenModelAndAPoolHeadIsTheLastLayer()
+    {
+        MainWindow w;
+        QVERIFY(showWithImages(w, QStringLiteral("builtin:fmnist-vit-d4"), { kSamples + "/fashion-mnist/test-0000-ankle-boot.png" }));
+        const auto before = w.model();
+        QSignalSpy errors(&w, &MainWindow::errorShown);
+        w.openModel(QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/golden/families/timm_swin"));
+        QVERIFY(errors.wait(20000));
+        const QString message = errors.last().at(0).toString();
+        QVERIFY2(message.contains("swin_tiny_patch4_window7_224: attnscope does not run hierarchical windowed attention (Swin)")
+                     && !message.contains('\n'),
+                 qPrintable(message));
+        QTRY_VERIFY_WITH_TIMEOUT(!w.busy(), 20000);
+        QCOMPARE(w.model(), before);
+        QVERIFY(w.current() && !w.view()->rendered().isNull());
+        QVERIFY(!w.tiles()->isEmpty());
+
+        QSignalSpy modelReady(&w, &MainWindow::modelReady);
+        QSignalSpy imageReady(&w, &MainWindow::imageReady);
+        w.openModel(QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/golden/families/timm_siglip"));
+        QVERIFY(modelReady.wait(20000));
+        QVERIFY(imageReady.wait(20000));
+        const int depth = w.model()->config().depth;
+        QVERIFY(w.current()->trace.poolAttention.numel() > 0);
+        auto* layerBox = w.findChild<AttentionControls*>()->findChild<QSpinBox*>();
+        QVERIFY(layerBox);
+        QCOMPARE(layerBox->maximum(), depth + 1);
+        const int rowsBefore = w.tiles()->sizeHint().height();
+        w.setLayer(depth + 1);
+        QCOMPARE(layerBox->text(), QStringLiteral("pool"));
+        shot(w, "siglip-pool-layer.png");
+        QVERIFY2(queryLine(w).contains("attention-pool"), qPrintable(queryLine(w)));
+        QVERIFY(!w.view()->rendered().isNull());
+        // The view shows the pool's map (its heads' mean), not the last layer's row of the query.
+        QVERIFY(w.view()->map());
+        const AttentionMap pool = attentionMap(w.current()->trace, depth + 1, -1, 0);
+        QVERIFY(std::equal(pool.patches.data(), pool.patches.data() + pool.patches.numel(), w.view()->map()->patches.data()));
+        QVERIFY(!std::equal(pool.patches.data(), pool.patches.data() + pool.patches.numel(),
+                            attentionMap(w.current()->trace, depth, -1, w.query()).patches.data()));
+        QVERIFY2(statusText(w).contains("layer pool"), qPrintable(statusText(w)));
+        // The tiles' last row is the pool's: named so when hovered, and no head of it offered for ablation.
+        QPoint last;
+        int rows = 0;
+        for (int y = 0; y < w.tiles()->height(); ++y)
+            if (const auto tile = w.tiles()->tileAt(QPoint(40, y)); tile && tile->first > rows) {
+                rows = tile->first;
+                last = QPoint(40, y);
+            }
+        QCOMPARE(rows, depth + 1);
+        QVERIFY2(w.tiles()->hoverText(last).startsWith("attention pool"), qPrintable(w.tiles()->hoverText(last)));
+        QVERIFY(!w.tiles()->tileMenu(last));
+        QVERIFY(rowsBefore > 0);
+        shot(w, "siglip-pool-layer.png");
     }
 
     // A model switch clears the tiles and the Query line until the new model's trace comes, then shows its own.

@@ -158,5 +158,11 @@ def test_families_open_as_in_the_engine():
         assert model.config["position"] == position
         x = numpy.load(os.path.join(folder, "input.npy"))[0]
         close(model.run(x, record="none").logits, numpy.load(os.path.join(folder, "logits.npy")))
+    folder = os.path.join(GOLDEN, "families", "timm_siglip")  # SigLIP's attention-pool head: its map is pool_attention
+    model = attnscope.load(folder)
+    assert model.config["pooling"] == "attention-pool"
+    trace = model.run(numpy.load(os.path.join(folder, "input.npy"))[0], record="attention")
+    close(trace.logits, numpy.load(os.path.join(folder, "logits.npy")))
+    close(trace.pool_attention, numpy.load(os.path.join(folder, "pool.npy")))
     with pytest.raises(attnscope.Error, match=r"swin_tiny_patch4_window7_224: attnscope does not run hierarchical windowed attention \(Swin\)"):
         attnscope.load(os.path.join(GOLDEN, "families", "timm_swin"))

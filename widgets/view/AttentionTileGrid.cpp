@@ -41,18 +41,22 @@ void AttentionTileGrid::setTrace(const Trace& trace, const Image& shown, int que
     m_gridH = trace.gridHeight;
     m_gridW = trace.gridWidth;
     m_prefix = trace.numPrefixTokens;
+    m_depth = trace.depth;
     const auto patch = queryPatchOf(query, trace.numPrefixTokens, trace.gridWidth);
     // Tiles are rendered at the size they are drawn (device pixels), over the image scaled once: 156 maps at
     // 224 px and a downscale at paint time cost 16 times as much (docs/performance.md, click path).
     const int side = int(std::ceil(kRenderTile * devicePixelRatioF()));
     const QImage small = shown.empty() ? QImage()
                                        : toQImage(shown).scaled(side, side, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
-    for (int l = 1; l <= trace.depth; ++l) {
+    // An attention-pool head's map is the last row, "pool": its query is the head's own, no patch.
+    const int rows = trace.depth + (trace.poolAttention.numel() > 0 ? 1 : 0);
+    for (int l = 1; l <= rows; ++l) {
         std::vector<QImage> row;
         std::vector<Tensor> maps;
         for (int h = 0; h <= trace.numHeads; ++h) {
             const AttentionMap map = attentionMap(trace, l, h == trace.numHeads ? -1 : h, query);
-            row.push_back(renderAttentionOverlay(small, map, trace.gridHeight, trace.gridWidth, 0.7, m_colormap, patch));
+            row.push_back(renderAttentionOverlay(small, map, trace.gridHeight, trace.gridWidth, 0.7, m_colormap,
+                                                 l > trace.depth ? std::nullopt : patch));
             maps.push_back(map.patches);
         }
         m_tiles.push_back(std::move(row));
@@ -139,7 +143,8 @@ QString AttentionTileGrid::hoverText(const QPoint& pos) const
         return {};
     const int l = tile->first - 1, c = tile->second < 0 ? int(m_tiles[size_t(l)].size()) - 1 : tile->second;
     const QRect r = tileRect(l, c);
-    QString text = tile->second < 0 ? tr("layer %1 · mean of heads").arg(tile->first) : tr("layer %1 · head %2").arg(tile->first).arg(tile->second);
+    const QString layer = tile->first > m_depth ? tr("attention pool") : tr("layer %1").arg(tile->first);
+    QString text = tile->second < 0 ? tr("%1 · mean of heads").arg(layer) : tr("%1 · head %2").arg(layer).arg(tile->second);
     if (m_gridH <= 0 || m_gridW <= 0 || r.width() <= 0 || r.height() <= 0)
         return text;
     const int col = std::min(m_gridW - 1, (pos.x() - r.left()) * m_gridW / r.width());
@@ -217,7 +222,8 @@ void AttentionTileGrid::paintEvent(QPaintEvent*)
         }
     };
     for (size_t l = 0; l < m_tiles.size(); ++l) {
-        p.drawText(QRect(0, tileRect(int(l), 0).top(), kLabel - 2, m_tile), Qt::AlignRight | Qt::AlignVCenter, QString::number(l + 1));
+        p.drawText(QRect(0, tileRect(int(l), 0).top(), kLabel - 2, m_tile), Qt::AlignRight | Qt::AlignVCenter,
+                   int(l) + 1 > m_depth ? tr("pool") : QString::number(l + 1));
         for (int c = 0; c < cols; ++c) {
             const QRect r = tileRect(int(l), c);
             p.drawImage(r, m_tiles[l][size_t(c)]);
@@ -236,7 +242,7 @@ void AttentionTileGrid::paintEvent(QPaintEvent*)
 std::unique_ptr<QMenu> AttentionTileGrid::tileMenu(const QPoint& pos)
 {
     const auto tile = tileAt(pos);
-    if (!tile || tile->second < 0)
+    if (!tile || tile->second < 0 || tile->first > m_depth) // the pool head is not ablated
         return nullptr;
     auto menu = std::make_unique<QMenu>(this);
     const int layer = tile->first, head = tile->second;

@@ -63,6 +63,7 @@ private:
     std::vector<std::vector<QImage>> m_tiles; // [layer - 1][head], the mean last
     std::vector<std::vector<Tensor>> m_maps;  // the tiles' patch maps [gh, gw], alike
     int m_gridH = 0, m_gridW = 0, m_prefix = 0;
+    int m_depth = 0; // rows past it: the attention-pool head's map, "pool"
     int m_layer = 1, m_head = -1;
     Colormap m_colormap = Colormap::Viridis;
     int m_tile = 56;

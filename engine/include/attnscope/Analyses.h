@@ -39,8 +39,13 @@ struct AttentionMap {
     Tensor patches;        // [gh, gw]: the patch part of the row
     double prefixMass = 0; // the share of the row on prefix tokens
 };
-// Row `query` of A_layer for `head` (-1: the mean over heads); `renormalise` scales the patch part to sum 1.
+// Row `query` of A_layer for `head` (-1: the mean over heads); `renormalise` scales the patch part to sum 1. Layer
+// depth + 1 of a model with an attention-pool head (Trace::poolAttention) is the pool's map, whatever the query.
 AttentionMap attentionMap(const Trace& trace, int layer, int head, int query, bool renormalise = false);
+// The last layer attentionMap takes: depth + 1 with an attention-pool head's map, depth otherwise; and a layer's name
+// for people and files ("pool" for that one, its number otherwise).
+int lastMapLayer(const Trace& trace);
+std::string mapLayerName(const Trace& trace, int layer);
 // How the heads of a layer are fused for the rollout, and how much of the fused map is discarded first: the options
 // vit-explain (Gildenblat) offers. Discarding sets the smallest `discard` share of the fused map's N x N entries to 0
 // (ties in index order), never the first token's attention to itself, which vit-explain keeps too.

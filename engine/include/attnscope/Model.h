@@ -123,6 +123,10 @@ struct Trace {
     std::vector<Tensor> attnBranch;
     std::vector<Tensor> residual;
     std::vector<Tensor> blocks;
+    // [H, gh * gw]: the attention-pool head's one query over the patch tokens (SigLIP's "map" head,
+    // Pooling::AttentionPool), recorded with the attention; the model's last map, shown and exported as layer "pool"
+    // (attentionMap's layer depth + 1). Empty without such a head.
+    Tensor poolAttention;
     int gridHeight = 0;
     int gridWidth = 0;
     int numPrefixTokens = 0;

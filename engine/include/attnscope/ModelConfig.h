@@ -10,8 +10,9 @@ enum class BlockNorm { Pre, Post }; // Post: nn.TransformerEncoderLayer's defaul
 // What the classifier reads: the first prefix token, the mean of the patch tokens, both concatenated
 // (HF Dinov2ForImageClassification), or the average of the CLS and distillation heads (DeiT distilled).
 // AllTokensMean: the mean of every token, the prefix tokens included (vit-pytorch's "mean" pooling in its versions
-// that always had a CLS token).
-enum class Pooling { Token, PatchMean, TokenAndPatchMean, Distilled, AllTokensMean };
+// that always had a CLS token). AttentionPool: SigLIP's attention-pool head (timm's global_pool "map"), one learned
+// query attending over the patch tokens, then an MLP; its map is the model's last, "pool".
+enum class Pooling { Token, PatchMean, TokenAndPatchMean, Distilled, AllTokensMean, AttentionPool };
 // How a patch becomes a token. Convolution: a stride-P convolution, `patch_embed.proj.weight` [D, C, P, P] (timm,
 // Hugging Face, torchvision). Linear: a linear layer over the patch's pixels flattened in (p1 p2 c) order, channels
 // fastest (vit-pytorch's Rearrange 'b c (h p1) (w p2) -> b (h w) (p1 p2 c)'), or in (c p1 p2) order, as
@@ -93,6 +94,8 @@ struct ModelConfig {
     bool mlpNorm = false;
     // A LayerNorm over the heads' concatenated outputs before the output projection (EVA's scale_attn_inner, `attn.norm`).
     bool attnNorm = false;
+    // Pooling::AttentionPool: the width of its MLP (`attn_pool.mlp.fc1.weight` [poolMlpHidden, D]).
+    int poolMlpHidden = 0;
 
     bool patchBias = true;
     bool qkvBias = true;

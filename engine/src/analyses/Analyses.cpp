@@ -149,8 +149,40 @@ std::vector<TokenSimilarityPoint> tokenSimilarity(const Trace& trace)
 
 // ---- 2
 
+namespace {
+
+AttentionMap poolMap(const Trace& trace, int head)
+{
+    // The attention-pool head's one query over the patches: its rows need no query and have no prefix part.
+    const Tensor& a = trace.poolAttention; // [H, P]
+    const int64_t H = a.size(0), P = a.size(1);
+    if (head >= H || P != int64_t(trace.gridHeight) * trace.gridWidth)
+        throw std::out_of_range("attentionMap: head " + std::to_string(head) + " outside the pool's " + std::to_string(H) + " heads");
+    std::vector<float> patches(size_t(P), 0.0f);
+    for (int64_t k = 0; k < P; ++k) {
+        double v = 0;
+        for (int64_t h = head < 0 ? 0 : head; h < (head < 0 ? H : head + 1); ++h)
+            v += a.data()[h * P + k];
+        patches[size_t(k)] = float(head < 0 ? v / double(H) : v);
+    }
+    AttentionMap map;
+    map.patches = Tensor::fromVector({ trace.gridHeight, trace.gridWidth }, std::move(patches));
+    return map;
+}
+
+} // namespace
+
+int lastMapLayer(const Trace& trace) { return trace.depth + (trace.poolAttention.numel() > 0 ? 1 : 0); }
+
+std::string mapLayerName(const Trace& trace, int layer)
+{
+    return layer > trace.depth && trace.poolAttention.numel() > 0 ? "pool" : std::to_string(layer);
+}
+
 AttentionMap attentionMap(const Trace& trace, int layer, int head, int query, bool renormalise)
 {
+    if (layer == trace.depth + 1 && trace.poolAttention.numel() > 0)
+        return poolMap(trace, head); // sums to 1 over the patches: nothing to renormalise
     // A plain loop over the query's row(s) of A_l: the GUI asks for 156 maps a click (docs/performance.md).
     const Tensor& a = trace.attention.at(size_t(layer)); // [H, N, N]
     const int64_t H = a.size(0), N = a.size(1);

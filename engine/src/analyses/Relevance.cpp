@@ -13,8 +13,9 @@ namespace attnscope {
 
 namespace {
 
-// The rows of R whose mix the head reads: the token it pools, or the mean of the rows it pools.
-at::Tensor pooledRow(const at::Tensor& r, const ModelConfig& c)
+// The rows of R whose mix the head reads: the token it pools, or the mean of the rows it pools, or (an attention-pool
+// head) the patch rows weighted by the pool's attention, its heads averaged (`pool` [H, P]).
+at::Tensor pooledRow(const at::Tensor& r, const ModelConfig& c, const at::Tensor& pool)
 {
     const int64_t prefix = c.numPrefixTokens();
     switch (c.pooling) {
@@ -28,6 +29,8 @@ at::Tensor pooledRow(const at::Tensor& r, const ModelConfig& c)
         return (r[0] + r.slice(0, prefix).mean(0)) / 2;
     case Pooling::AllTokensMean:
         return r.mean(0);
+    case Pooling::AttentionPool:
+        return at::matmul(pool.to(r.scalar_type()).mean(0), r.slice(0, prefix));
     }
     return r[0];
 }
@@ -84,7 +87,7 @@ Result<Relevance> classRelevance(const Model& model, const Tensor& input, const 
             const at::Tensor g = grads[size_t(l)].defined() ? grads[size_t(l)][0].to(at::kCPU, at::kDouble) : at::zeros_like(a);
             r = r + at::matmul((g * a).clamp_min(0).mean(0), r);
         }
-        const at::Tensor row = pooledRow(r, c);
+        const at::Tensor row = pooledRow(r, c, state.poolAttention.defined() ? state.poolAttention[0].detach().to(at::kCPU) : at::Tensor());
         out.gaeTokens = wrap(row.to(at::kFloat));
         out.gae = wrap(row.slice(0, prefix).reshape({ out.gridHeight, out.gridWidth }).to(at::kFloat));
 

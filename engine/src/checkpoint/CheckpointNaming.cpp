@@ -99,7 +99,8 @@ bool isAttnscopeName(const std::string& name)
 {
     static const std::regex names(
         "^(cls_token|dist_token|reg_token|pos_embed|patch_embed\\.(proj|linear|norm_in|norm)\\.(weight|bias)"
-        "|(norm_pre|norm|fc_norm|head|head_dist)\\.(weight|bias)|rope\\.freqs"
+        "|(norm_pre|norm|fc_norm|head|head_dist)\\.(weight|bias)|rope\\.freqs|attn_pool\\.latent"
+        "|attn_pool\\.(q|kv|proj|norm|mlp\\.fc1|mlp\\.fc2)\\.(weight|bias)"
         "|blocks\\.\\d+\\.((norm1|norm2|attn\\.(qkv|q|k|v|proj|norm)|mlp\\.(fc1|fc2|norm))\\.(weight|bias)"
         "|ls[12]\\.gamma|gamma_[12]|attn\\.(log_hy|log_hp|centre|alpha|q_bias|v_bias|relative_position_bias_table)))$");
     return std::regex_match(name, names);
@@ -263,6 +264,47 @@ TensorMap fromHuggingFaceClip(TensorMap t, NamingHints& hints, const std::string
         t["pos_embed"] = t.at("pos_embed").unsqueeze(0);
     hints.headIsProjection = !classifier && has(t, "head.weight");
     hints.family = "clip";
+    return t;
+}
+
+// transformers' SiglipVisionModel (or SiglipModel's vision tower): CLIP-like blocks without a CLS token, a final norm on
+// every token (post_layernorm) and the attention-pool head, whose nn.MultiheadAttention keeps q, k and v in one
+// in_proj: its first rows are the query's, the rest timm's kv.
+TensorMap fromHuggingFaceSiglip(TensorMap t, NamingHints& hints, const std::string& path)
+{
+    t = applyRules(std::move(t), {
+        drop("^text_model\\."),
+        drop("^logit_(scale|bias)$"),
+        drop("^vision_model\\.embeddings\\.position_ids$"),
+        rename("^vision_model\\.embeddings\\.patch_embedding\\.", "patch_embed.proj."),
+        rename("^vision_model\\.embeddings\\.position_embedding\\.weight$", "pos_embed"),
+        rename("^vision_model\\.encoder\\.layers\\.(\\d+)\\.", "blocks.$1."),
+        rename("^(blocks\\.\\d+\\.)layer_norm1\\.", "$1norm1."),
+        rename("^(blocks\\.\\d+\\.)layer_norm2\\.", "$1norm2."),
+        rename("^(blocks\\.\\d+\\.)self_attn\\.out_proj\\.", "$1attn.proj."),
+        rename("^(blocks\\.\\d+\\.)self_attn\\.", "$1attn."),
+        rename("^vision_model\\.post_layernorm\\.", "norm."),
+        rename("^vision_model\\.head\\.probe$", "attn_pool.latent"),
+        rename("^vision_model\\.head\\.attention\\.out_proj\\.", "attn_pool.proj."),
+        rename("^vision_model\\.head\\.layernorm\\.", "attn_pool.norm."),
+        rename("^vision_model\\.head\\.mlp\\.", "attn_pool.mlp."),
+    });
+    fuseQkv(t, "attn.q_proj.", "attn.k_proj.", "attn.v_proj.", "attn.qkv.", path);
+    for (const char* part : { "weight", "bias" }) {
+        const std::string name = std::string("vision_model.head.attention.in_proj_") + part;
+        if (!has(t, name))
+            continue;
+        const at::Tensor packed = t.at(name);
+        if (packed.size(0) % 3 != 0)
+            throw LoadError(path + ": " + name + ": " + std::to_string(packed.size(0)) + " rows are not q, k and v of one width");
+        const int64_t d = packed.size(0) / 3;
+        t[std::string("attn_pool.q.") + part] = packed.slice(0, 0, d);
+        t[std::string("attn_pool.kv.") + part] = packed.slice(0, d);
+        t.erase(name);
+    }
+    if (has(t, "pos_embed"))
+        t["pos_embed"] = t.at("pos_embed").unsqueeze(0);
+    hints.family = "siglip";
     return t;
 }
 
@@ -451,6 +493,10 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
 {
     t = stripCommonPrefix(std::move(t));
 
+    if (has(t, "vision_model.head.probe")) {
+        hints.naming = "huggingface";
+        return fromHuggingFaceSiglip(std::move(t), hints, path);
+    }
     if (has(t, "vision_model.embeddings.class_embedding") || has(t, "vision_model.pre_layrnorm.weight")) {
         hints.naming = "huggingface";
         return fromHuggingFaceClip(std::move(t), hints, path);

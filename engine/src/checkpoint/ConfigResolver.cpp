@@ -133,6 +133,17 @@ void readTensors(const TensorMap& t, const NamingHints& hints, const std::string
         c.pooling = Pooling::TokenAndPatchMean;
     else if (!c.classToken)
         c.pooling = Pooling::PatchMean;
+    if (has(t, "attn_pool.latent")) {
+        // SigLIP's attention-pool head: one learned query over the patches, then an MLP of its own width.
+        const auto& latent = t.at("attn_pool.latent");
+        if (latent.dim() != 3 || latent.size(0) != 1 || latent.size(1) != 1 || latent.size(2) != c.width)
+            fail(weightsPath, "attn_pool.latent: shape " + shapeString(latent) + ", expected [1, 1, " + std::to_string(c.width)
+                                  + "] (attnscope runs an attention-pool head of one query)");
+        if (!has(t, "attn_pool.mlp.fc1.weight") || t.at("attn_pool.mlp.fc1.weight").dim() != 2)
+            fail(weightsPath, "attn_pool.latent without attn_pool.mlp.fc1.weight: an attention-pool head without its MLP");
+        c.pooling = Pooling::AttentionPool;
+        c.poolMlpHidden = int(t.at("attn_pool.mlp.fc1.weight").size(0));
+    }
     if (has(t, "blocks.0.attn.qkv.weight") && has(t, "blocks.0.attn.proj.weight") && c.attention == AttentionKind::Standard) {
         // q, k and v of another width a than the model's (vit-pytorch's heads * dim_head): qkv [3a, D] and proj [D, a]
         // agree on it. Anything else is left to the shape check, which names the tensor and both shapes.

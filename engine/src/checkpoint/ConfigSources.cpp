@@ -146,8 +146,10 @@ static bool readTimmConfig(const ConfigSources& src, ModelConfig& c, StatedConfi
     const std::string pool = args.value("global_pool", cfgTop.value("global_pool", std::string(entry ? entry->globalPool : "token")));
     if (pool == "avg")
         c.pooling = Pooling::PatchMean;
-    else if (pool != "token" && !pool.empty())
-        fail(cp, "global_pool \"" + pool + "\" is not supported (token, avg)");
+    else if (pool == "map" && c.pooling != Pooling::AttentionPool)
+        fail(cp, "global_pool \"map\" (an attention-pool head), but the checkpoint has no attn_pool.latent");
+    else if (pool != "token" && pool != "map" && !pool.empty())
+        fail(cp, "global_pool \"" + pool + "\" is not supported (token, avg, map)");
     if (cfgTop.contains("pretrained_cfg")) {
         const auto& pc = cfgTop["pretrained_cfg"];
         stated.preprocess = preprocessFromTimm(pc, c.channels); // checks input_size: [C, H, W] (was read unchecked)
@@ -201,12 +203,14 @@ void readConfigJson(const ConfigSources& src, const TensorMap& tensors, StatedCo
         std::vector<std::string> ignored; // the keys nothing below reads (ModelInfo::ignoredConfigKeys)
         if (cfgTop.contains("model_type")) {
             const std::string type = cfgTop["model_type"].get<std::string>();
-            const json& cfg = (type == "clip" && cfgTop.contains("vision_config")) ? cfgTop["vision_config"] : cfgTop;
+            const json& cfg = ((type == "clip" || type == "siglip") && cfgTop.contains("vision_config")) ? cfgTop["vision_config"] : cfgTop;
             static const std::map<std::string, double> epsDefault { { "vit", 1e-12 }, { "deit", 1e-12 }, { "dinov2", 1e-6 },
                                                                     { "beit", 1e-12 }, { "data2vec-vision", 1e-12 },
-                                                                    { "dinov2_with_registers", 1e-6 }, { "clip_vision_model", 1e-5 }, { "clip", 1e-5 } };
+                                                                    { "dinov2_with_registers", 1e-6 }, { "clip_vision_model", 1e-5 }, { "clip", 1e-5 },
+                                                                    { "siglip", 1e-6 }, { "siglip_vision_model", 1e-6 } };
             const std::vector<std::string> classes = classNames(cfgTop); // checked by checkNamedFamily
-            out.family = type.rfind("clip", 0) == 0 ? "clip" : type == "dinov2_with_registers" ? "dinov2"
+            out.family = type.rfind("clip", 0) == 0 ? "clip" : type.rfind("siglip", 0) == 0 ? "siglip"
+                         : type == "dinov2_with_registers" ? "dinov2"
                          : type == "data2vec-vision"                                        ? "beit"
                                                                                             : type;
             const bool beit = out.family == "beit";
@@ -239,7 +243,8 @@ void readConfigJson(const ConfigSources& src, const TensorMap& tensors, StatedCo
             c.layerNormEps = cfg.value("layer_norm_eps", epsDefault.at(type));
             if (c.layerNormEps < 0) // a negative eps makes LayerNorm produce NaN
                 fail(cp, "layer_norm_eps must not be negative");
-            c.activation = activationFromName(cfg.value("hidden_act", clip ? "quick_gelu" : "gelu"), cp);
+            const bool siglip = out.family == "siglip";
+            c.activation = activationFromName(cfg.value("hidden_act", clip ? "quick_gelu" : siglip ? "gelu_pytorch_tanh" : "gelu"), cp);
             imageSize = sizePair(cfg.value("image_size", json(224)), cp, "image_size");
             if (cfgTop.contains("id2label") && cfgTop["id2label"].is_object()) {
                 std::map<int, std::string> byId;

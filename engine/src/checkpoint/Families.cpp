@@ -23,8 +23,6 @@ const std::map<std::string, std::string>& unsupportedFamilies()
         { "dinov3_vit", "Hugging Face's DINOv3 layout (timm's DINOv3 runs)" },
         { "eva", "EVA blocks (query and value biases without a key bias)" },
         { "eva02", "rotary position embedding (RoPE) and the SwiGLU MLP" },
-        { "siglip", "the attention-pool head (\"map\")" },
-        { "siglip_vision_model", "the attention-pool head (\"map\")" },
         { "siglip2", "the attention-pool head (\"map\") and variable-resolution patches" },
         { "siglip2_vision_model", "the attention-pool head (\"map\") and variable-resolution patches" },
         { "swin", "hierarchical windowed attention (Swin)" },
@@ -44,6 +42,7 @@ const std::map<std::string, std::string>& huggingFaceClasses()
     static const std::map<std::string, std::string> table {
         { "vit", "ViT" }, { "deit", "DeiT" }, { "dinov2", "Dinov2" }, { "dinov2_with_registers", "Dinov2WithRegisters" },
         { "clip", "CLIP" }, { "clip_vision_model", "CLIP" }, { "beit", "Beit" }, { "data2vec-vision", "Data2VecVision" },
+        { "siglip", "Siglip" }, { "siglip_vision_model", "Siglip" },
     };
     return table;
 }
@@ -75,8 +74,6 @@ const char* unsupportedByName(std::string_view name)
     for (const auto& [word, reason] : words)
         if (name.find(word) != std::string_view::npos)
             return reason;
-    if (name.find("siglip") != std::string_view::npos && name.find("gap") == std::string_view::npos)
-        return "the attention-pool head (global_pool \"map\")";
     return nullptr;
 }
 
@@ -96,10 +93,17 @@ void checkHuggingFaceArchitecture(const std::string& modelType, const std::vecto
     // (a hybrid, a masked pre-training model) is not run as this one.
     const std::regex plain("^" + type->second + "(Model|VisionModel|VisionModelWithProjection|ForImageClassification"
                            "|ForImageClassificationWithTeacher|ForMaskedImageModeling|Backbone)$");
-    for (const auto& c : classes)
+    for (const auto& c : classes) {
+        // transformers' SiglipForImageClassification classifies the mean of the patch tokens but the first, not the
+        // head's pooled output: a classifier of its own that attnscope does not run.
+        if (c == "SiglipForImageClassification")
+            throw LoadError(file + ": architectures names SiglipForImageClassification, whose classifier reads the mean "
+                                   "of the patch tokens after the first; attnscope runs SigLIP's vision tower "
+                                   "(SiglipVisionModel, SiglipModel)");
         if (!std::regex_match(c, plain))
             throw LoadError(file + ": architectures names " + c + ", which is not a " + modelType
                             + " encoder or classifier attnscope runs");
+    }
 }
 
 void checkDescribedFamily(const std::string& family, const std::string& file)
@@ -130,11 +134,15 @@ std::vector<std::string> supportedFamilies()
         "deit, deit3: timm deit_*/deit3_* (distilled heads, layer scale), Hugging Face DeiT",
         "dino, dinov2: timm vit_*_dinov2 and registers (layer scale), Hugging Face Dinov2 (with registers), "
         "the original DINOv2 repository",
-        "dinov3: timm vit_*_patch16_dinov3 and _qkvb, vit_*_lingbot (DINOv3's rotary embedding, registers, layer scale; "
-        "not the SwiGLU sizes)",
+        "dinov3: timm vit_*_patch16_dinov3 and _qkvb, vit_*_lingbot (DINOv3's rotary embedding, registers, layer scale, "
+        "SwiGLU in the plus and 7b sizes)",
+        "eva02: timm eva02_* but enormous (an axial rotary embedding beside the learned table, SwiGLU MLPs, q/k/v apart)",
+        "rope-vit: timm vit_*_patch16_rope_* (RoPE-Axial, RoPE-Mixed, with or without a learned table) and "
+        "vit_*_rope_reg*_gap_256",
         "mae: timm vit_* MAE checkpoints (plain ViT encoders)",
         "clip: timm vit_*_clip_*, Hugging Face CLIP vision towers, OpenAI CLIP (visual.*)",
-        "siglip (gap): timm vit_*_siglip_gap_* (mean-pooled SigLIP towers)",
+        "siglip: timm vit_*_siglip_* (the attention-pool head, its map shown as the last layer \"pool\"), "
+        "vit_*_siglip_gap_* (mean-pooled), Hugging Face SiglipVisionModel and SiglipModel's vision tower",
         "beit, beitv2: timm beit_*/beitv2_*, Hugging Face Beit and Data2VecVision (a relative position bias in every "
         "layer, q and v biases, layer scale, mean pooling with fc_norm)",
         "vit-pytorch: lucidrains' ViT and SimpleViT, by their tensor names (a description gives heads and image size)",

@@ -156,6 +156,10 @@ TensorMap readCheckpoint(ModelFiles& files)
         }
         return readTorchCheckpoint(files.weights, key, &files.taken);
     }
+    // A safetensors file is one flat map of tensors: there is no dict entry to choose.
+    if (files.sources.description && files.sources.description->contains("weights_key"))
+        throw LoadError(files.sources.descriptionPath + ": weights_key chooses an entry of a torch.save dict; "
+                        + fs::path(files.weights).filename().string() + " is a safetensors file, one flat map of tensors");
     auto st = readSafetensors(files.weights);
     files.sources.metadata = std::move(st.metadata);
     return std::move(st.tensors);

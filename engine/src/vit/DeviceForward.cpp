@@ -159,6 +159,7 @@ std::vector<Trace> hostTraces(const Model& model, const BatchForward& forward, c
         for (const auto& t : *v)
             taps.back().push_back(withTaps ? host(t) : at::Tensor()); // without taps: the logits alone
     }
+    const at::Tensor pool = withTaps && state.poolAttention.defined() ? host(state.poolAttention) : at::Tensor();
     std::vector<Trace> traces(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) {
         Trace& trace = traces[size_t(i)];
@@ -182,6 +183,8 @@ std::vector<Trace> hostTraces(const Model& model, const BatchForward& forward, c
         trace.attnBranch = pick(taps[1]);
         trace.residual = pick(taps[2]);
         trace.blocks = pick(taps[3]);
+        if (pool.defined())
+            trace.poolAttention = wrap(pool[i]);
     }
     return traces;
 }

@@ -23,6 +23,7 @@ const char* toString(Pooling p)
     case Pooling::TokenAndPatchMean: return "token+patch-mean";
     case Pooling::Distilled: return "distilled (mean of cls and dist heads)";
     case Pooling::AllTokensMean: return "all-tokens-mean";
+    case Pooling::AttentionPool: return "attention-pool";
     }
     return "?";
 }

@@ -23,6 +23,7 @@ void ForwardState::reset(int depth)
     attnBranch.assign(size_t(depth + 1), {});
     residual.assign(size_t(depth + 1), {});
     blocks.assign(size_t(depth + 1), {});
+    poolAttention = at::Tensor();
     attentionStack = attnBranchStack = residualStack = blocksStack = TapStack();
 }
 
@@ -123,6 +124,34 @@ at::Tensor MlpImpl::forward(const at::Tensor& x, PackedLinears* linears)
     if (norm)
         hidden = norm->forward(hidden);
     return applyLinear(fc2, hidden, linears);
+}
+
+AttentionPoolImpl::AttentionPoolImpl(const ModelConfig& c)
+    : heads(c.numHeads)
+{
+    const int64_t D = c.width;
+    latent = register_parameter("latent", at::zeros({ 1, 1, D }));
+    q = register_module("q", makeLinear(D, D));
+    kv = register_module("kv", makeLinear(D, 2 * D));
+    proj = register_module("proj", makeLinear(D, D));
+    norm = register_module("norm", layerNorm(c));
+    ModelConfig plain = c; // a plain MLP of its own width, with the model's activation
+    plain.mlpHidden = c.poolMlpHidden;
+    plain.mlpGated = plain.mlpNorm = false;
+    mlp = register_module("mlp", Mlp(plain));
+}
+
+at::Tensor AttentionPoolImpl::forward(const at::Tensor& x, at::Tensor* attnOut)
+{
+    // x [B, P, D]; the query [B, H, 1, d], keys and values [B, H, P, d]
+    const int64_t B = x.size(0), P = x.size(1), D = x.size(2), d = D / heads;
+    const auto query = q->forward(latent.expand({ B, -1, -1 })).view({ B, 1, heads, d }).transpose(1, 2);
+    const auto keysValues = kv->forward(x).view({ B, P, 2, heads, d }).permute({ 2, 0, 3, 1, 4 });
+    const auto attn = at::softmax(at::matmul(query * (1.0 / std::sqrt(double(d))), keysValues[0].transpose(-2, -1)), -1);
+    if (attnOut)
+        *attnOut = attn.squeeze(2).to(at::kFloat); // [B, H, P]
+    auto o = proj->forward(at::matmul(attn, keysValues[1]).transpose(1, 2).reshape({ B, D }));
+    return o + mlp->forward(norm->forward(o), nullptr);
 }
 
 LayerScaleImpl::LayerScaleImpl(int width, bool enabled)
@@ -236,6 +265,8 @@ VisionTransformerImpl::VisionTransformerImpl(const ModelConfig& c)
         norm = register_module("norm", layerNorm(c));
     if (c.finalNorm == FinalNorm::Pooled)
         fc_norm = register_module("fc_norm", layerNorm(c));
+    if (c.pooling == Pooling::AttentionPool)
+        attn_pool = register_module("attn_pool", AttentionPool(c));
     if (c.numClasses > 0) {
         const int in = c.pooling == Pooling::TokenAndPatchMean ? 2 * c.width : c.width;
         // CLIP's projection has no bias; the loader registers what the checkpoint has.
@@ -358,6 +389,9 @@ at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, ForwardState&
         break;
     case Pooling::AllTokensMean:
         pooled = x.mean(1);
+        break;
+    case Pooling::AttentionPool: // over the patch tokens, as timm's pool() without pool_include_prefix
+        pooled = attn_pool->forward(x.slice(1, P), state.spec.attention ? &state.poolAttention : nullptr);
         break;
     }
     if (fc_norm)

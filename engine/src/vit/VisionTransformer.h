@@ -29,6 +29,8 @@ struct ForwardState {
     at::Tensor headMask;
     bool ablateMean = false;
 
+    // The attention-pool head's map [B, H, gh * gw] (ModelConfig::Pooling::AttentionPool), recorded with the attention.
+    at::Tensor poolAttention;
     at::Tensor x0;          // X_0, for Boost
     at::Tensor firstValues; // V_1, for NeuTRENO
     at::Tensor positions;   // bilateral attention's position table [1, N, D]
@@ -124,6 +126,23 @@ public:
 };
 TORCH_MODULE(Block);
 
+// SigLIP's attention-pool head (timm's AttentionPoolLatent, global_pool "map"): one learned query (`latent`, projected by
+// `q`) attends over the patch tokens with the model's heads (keys and values from `kv`), the heads concatenated and
+// projected (`proj`), then x + mlp(norm(x)). Its attention [B, H, patches] is the model's last map, "pool".
+class AttentionPoolImpl : public torch::nn::Module {
+public:
+    explicit AttentionPoolImpl(const ModelConfig& c);
+    at::Tensor forward(const at::Tensor& patches, at::Tensor* attnOut); // [B, P, D] -> [B, D]
+    at::Tensor latent;
+    torch::nn::Linear q { nullptr };
+    torch::nn::Linear kv { nullptr };
+    torch::nn::Linear proj { nullptr };
+    torch::nn::LayerNorm norm { nullptr };
+    Mlp mlp { nullptr };
+    int64_t heads;
+};
+TORCH_MODULE(AttentionPool);
+
 class VisionTransformerImpl : public torch::nn::Module {
 public:
     explicit VisionTransformerImpl(const ModelConfig& c);
@@ -143,6 +162,7 @@ public:
     torch::nn::ModuleList blocks;
     torch::nn::LayerNorm norm { nullptr };
     torch::nn::LayerNorm fc_norm { nullptr };
+    AttentionPool attn_pool { nullptr };
     torch::nn::Linear head { nullptr };
     torch::nn::Linear head_dist { nullptr };
     // RoPE-Mixed's learned frequencies, `rope.freqs` [2, L, H, d / 2] as timm names them (ModelConfig::Rope::Mixed).
