@@ -294,6 +294,10 @@ TEST(Rope, EvaAndTheRopeViTsGiveTimmsNumbers)
         expectReferenceNumbers(**model, dir);
         for (int layer = 1; layer <= 2; ++layer)
             expectQueryKeyRowsMakeTheMaps(**model, dir, layer);
+        // GAE's backward goes through the rotation too.
+        auto relevance = classRelevance(**model, loadNpy(dir + "/input.npy"), {});
+        ASSERT_TRUE(relevance.ok()) << relevance.message();
+        EXPECT_TRUE(std::isfinite(relevance->gae.data()[0]));
         expectRunsAt24By20(**model);
     }
 }

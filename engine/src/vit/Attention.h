@@ -5,6 +5,7 @@
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
 
 namespace attnscope {
 

@@ -117,6 +117,7 @@ BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const Ru
     state.linears = fp32 ? impl.linears.get() : nullptr;
     state.products = fp32 ? impl.products.get() : nullptr;
     state.knownPositions = impl.positions;
+    state.knownRope = impl.rope;
     state.knownGridH = c.gridHeight();
     state.knownGridW = c.gridWidth();
     if (!options.ablatedHeads.empty()) { // checked by Model::runBatch: one entry per input, in range

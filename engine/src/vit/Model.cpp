@@ -80,6 +80,16 @@ std::vector<Trace> forwardGroup(const Model& model, const std::vector<at::Tensor
     return hostTraces(model, forwardBatch(model, x, options), x, {});
 }
 
+// What every forward at the model's input size shares, made once: each token's position row and the rotary angles.
+void makeGridTables(Model::Impl& impl)
+{
+    const ModelConfig& c = impl.info.config;
+    torch::NoGradGuard noGrad;
+    if (c.posEmbed)
+        impl.positions = impl.net->tokenPositions(c.gridHeight(), c.gridWidth());
+    impl.rope = ropeAngles(c, c.gridHeight(), c.gridWidth(), impl.net->ropeFreqs, impl.device);
+}
+
 } // namespace
 
 at::Device parseDevice(const std::string& spec)
@@ -215,10 +225,7 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
         info.trainedHeight = info.config.imageHeight;
         info.trainedWidth = info.config.imageWidth;
         impl->trainedPreprocess = info.preprocess;
-        if (info.config.posEmbed) {
-            torch::NoGradGuard noGrad;
-            impl->positions = impl->net->tokenPositions(info.config.gridHeight(), info.config.gridWidth());
-        }
+        makeGridTables(*impl);
         std::shared_ptr<const Model> model(new Model(std::move(impl)));
         if (options.inputHeight != 0 || options.inputWidth != 0)
             return model->withInputSize(options.inputHeight, options.inputWidth);
@@ -278,10 +285,7 @@ Result<std::shared_ptr<const Model>> Model::withInputSize(int height, int width)
             info.preprocess = preprocessAtInputSize(from.trainedPreprocess, height, width);
             info.preprocess.source += ", for the input size " + size;
         }
-        if (info.config.posEmbed) {
-            torch::NoGradGuard noGrad;
-            impl->positions = impl->net->tokenPositions(info.config.gridHeight(), info.config.gridWidth());
-        }
+        makeGridTables(*impl);
         return std::shared_ptr<const Model>(new Model(std::move(impl)));
     } catch (const c10::Error& e) {
         return Error { "input size " + size + ": " + e.what_without_backtrace() };

@@ -24,6 +24,8 @@ struct Model::Impl {
     // The position row of each token at the input size (info.config's grid), [1, N, D] on `device`: made once, when
     // the model is loaded or resized, for every forward at that size (undefined without a position embedding).
     at::Tensor positions;
+    // ... and the rotary angles of every layer at that size (ModelConfig::rope; empty without).
+    std::vector<RopeAngles> rope;
     // The preprocessing for the trained input size (info.preprocess is made from it for another size).
     PreprocessConfig trainedPreprocess;
 };

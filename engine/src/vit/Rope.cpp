@@ -10,12 +10,6 @@ namespace {
 
 const auto kFloat32 = at::TensorOptions().dtype(at::kFloat);
 
-// Per-pair angles [..., P, d/2] -> the per-channel layout [..., P, d].
-at::Tensor channels(const at::Tensor& pairs, bool half)
-{
-    return half ? at::cat({ pairs, pairs }, -1) : pairs.repeat_interleave(2, -1);
-}
-
 // Row-major patch coordinates [P] of each axis, y and x, as float32 indices.
 std::pair<at::Tensor, at::Tensor> indexGrid(int64_t gridH, int64_t gridW)
 {
@@ -32,7 +26,7 @@ RopeAngles dinoV3Angles(int64_t gridH, int64_t gridW, int64_t headDim, double te
     const auto ys = (2.0 * ((at::arange(gridH, kFloat32) + 0.5) / double(gridH)) - 1.0).repeat_interleave(gridW);
     const auto xs = (2.0 * ((at::arange(gridW, kFloat32) + 0.5) / double(gridW)) - 1.0).repeat({ gridH });
     const auto angles = at::cat({ 2 * M_PI * ys.unsqueeze(1) / periods, 2 * M_PI * xs.unsqueeze(1) / periods }, 1); // [P, d/2]
-    return { channels(angles.sin(), true).to(device), channels(angles.cos(), true).to(device), true };
+    return { angles.sin().to(device), angles.cos().to(device), true };
 }
 
 RopeAngles axialAngles(int64_t gridH, int64_t gridW, int64_t headDim, double temperature, bool xy, bool half,
@@ -50,7 +44,7 @@ RopeAngles axialAngles(int64_t gridH, int64_t gridW, int64_t headDim, double tem
     const auto& first = xy ? xs : ys;
     const auto& second = xy ? ys : xs;
     const auto angles = at::cat({ first.unsqueeze(1) * freqs, second.unsqueeze(1) * freqs }, 1); // [P, d/2]
-    return { channels(angles.sin(), half).to(device), channels(angles.cos(), half).to(device), half };
+    return { angles.sin().to(device), angles.cos().to(device), half };
 }
 
 RopeAngles mixedAngles(int64_t gridH, int64_t gridW, const at::Tensor& layerFreqs)
@@ -63,7 +57,7 @@ RopeAngles mixedAngles(int64_t gridH, int64_t gridW, const at::Tensor& layerFreq
     xs = xs.to(f.device());
     // [H, P, d/2]: x f_x + y f_y, computed as timm's get_mixed_freqs (outer products, then the sum).
     const auto angles = xs.view({ 1, -1, 1 }) * f[0].unsqueeze(1) + ys.view({ 1, -1, 1 }) * f[1].unsqueeze(1);
-    return { channels(angles.sin(), false), channels(angles.cos(), false), false };
+    return { angles.sin(), angles.cos(), false };
 }
 
 std::vector<RopeAngles> ropeAngles(const ModelConfig& c, int64_t gridH, int64_t gridW, const at::Tensor& mixedFreqs,
@@ -91,20 +85,37 @@ std::vector<RopeAngles> ropeAngles(const ModelConfig& c, int64_t gridH, int64_t 
 
 at::Tensor rotate(const at::Tensor& x, const RopeAngles& angles)
 {
-    const int64_t patches = angles.sin.size(-2), prefix = x.size(-2) - patches;
-    TORCH_CHECK(prefix >= 0 && x.size(-1) == angles.sin.size(-1), "rotary position embedding: ", x.size(-2), " tokens of width ",
-                x.size(-1), " for ", patches, " patches of width ", angles.sin.size(-1));
-    const auto patch = x.narrow(-2, prefix, patches);
-    at::Tensor turned;
-    if (angles.half) {
-        const auto halves = patch.chunk(2, -1);
-        turned = at::cat({ -halves[1], halves[0] }, -1);
-    } else { // (-v1, v0, -v3, v2, ...)
-        const auto pairs = patch.unflatten(-1, { patch.size(-1) / 2, 2 });
-        turned = at::stack({ -pairs.select(-1, 1), pairs.select(-1, 0) }, -1).flatten(-2);
+    const int64_t patches = angles.sin.size(-2), pairs = angles.sin.size(-1), prefix = x.size(-2) - patches;
+    TORCH_CHECK(prefix >= 0 && x.size(-1) == 2 * pairs, "rotary position embedding: ", x.size(-2), " tokens of width ",
+                x.size(-1), " for ", patches, " patches of ", pairs, " angles");
+    // In float32 at least, as timm multiplies a reduced-precision x by float32 sines and casts the result back.
+    const bool reduced = x.scalar_type() != at::kFloat && x.scalar_type() != at::kDouble;
+    const at::Tensor in = reduced ? x.to(at::kFloat) : x;
+    if (in.requires_grad()) { // under autograd (class relevance): the same products, out of place
+        const auto p = in.narrow(-2, prefix, patches);
+        const auto v = angles.half ? p.unflatten(-1, { 2, pairs }).transpose(-1, -2) : p.unflatten(-1, { pairs, 2 }); // [..., pairs, 2]
+        const auto v1 = v.select(-1, 0), v2 = v.select(-1, 1);
+        const auto turned = at::stack({ v1 * angles.cos - v2 * angles.sin, v2 * angles.cos + v1 * angles.sin }, -1);
+        const auto rotated = (angles.half ? turned.transpose(-1, -2) : turned).flatten(-2);
+        return at::cat({ in.narrow(-2, 0, prefix), rotated }, -2).to(x.scalar_type());
     }
-    const auto rotated = (patch * angles.cos + turned * angles.sin).to(x.scalar_type());
-    return prefix > 0 ? at::cat({ x.narrow(-2, 0, prefix), rotated }, -2) : rotated;
+    at::Tensor out = at::empty(in.sizes(), in.options());
+    if (prefix > 0) // the prefix tokens unrotated
+        out.narrow(-2, 0, prefix).copy_(in.narrow(-2, 0, prefix));
+    // Each pair (v1, v2) of a patch's vector turned by its angle: (v1 cos - v2 sin, v2 cos + v1 sin); a pair is channels
+    // (i, i + d/2) in halves, (2i, 2i + 1) interleaved.
+    const auto split = [&](const at::Tensor& t) -> std::pair<at::Tensor, at::Tensor> {
+        const auto p = t.narrow(-2, prefix, patches);
+        if (angles.half)
+            return { p.narrow(-1, 0, pairs), p.narrow(-1, pairs, pairs) };
+        const auto interleaved = p.unflatten(-1, { pairs, 2 });
+        return { interleaved.select(-1, 0), interleaved.select(-1, 1) };
+    };
+    const auto [v1, v2] = split(in);
+    auto [o1, o2] = split(out);
+    at::mul_out(o1, v1, angles.cos).addcmul_(v2, angles.sin, -1);
+    at::mul_out(o2, v2, angles.cos).addcmul_(v1, angles.sin, 1);
+    return reduced ? out.to(x.scalar_type()) : out;
 }
 
 } // namespace attnscope

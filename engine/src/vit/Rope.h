@@ -8,10 +8,10 @@
 
 namespace attnscope {
 
-// The sines and cosines a rotary position embedding multiplies the patch tokens' queries and keys by
-// (ModelConfig::rope): [gh * gw, d], or [H, gh * gw, d] when each head has its own (RoPE-Mixed), float32. A head vector
-// v becomes v cos + rot(v) sin, where rot pairs channel 2i with 2i + 1, (-v_{2i+1}, v_{2i}) (interleaved), or the two
-// halves, (-v2, v1) (half); the angle of a pair is in both of its channels. Prefix tokens are not rotated.
+// The sines and cosines of the angles a rotary position embedding turns the patch tokens' queries and keys by
+// (ModelConfig::rope), one per pair of channels: [gh * gw, d / 2], or [H, gh * gw, d / 2] when each head has its own
+// (RoPE-Mixed), float32. Pair i of a head vector is channels (2i, 2i + 1) (interleaved) or (i, i + d / 2) (half), and
+// (v1, v2) becomes (v1 cos - v2 sin, v2 cos + v1 sin): timm's v cos + rot(v) sin. Prefix tokens are not rotated.
 struct RopeAngles {
     at::Tensor sin, cos;
     bool half = true;
@@ -20,11 +20,11 @@ struct RopeAngles {
 
 // DINOv3's (timm's RotaryEmbeddingDinoV3 at inference, DINOv3's RopePositionEmbedding): each patch's centre,
 // (y + 0.5) / gh and (x + 0.5) / gw mapped to [-1, 1]; for a head width d, the angles 2 pi y / p_i and 2 pi x / p_i with
-// the periods p_i = temperature^(4 i / d), i < d / 4, laid out [y angles, x angles] twice (half).
+// the periods p_i = temperature^(4 i / d), i < d / 4, pairs [y angles, x angles] (half).
 RopeAngles dinoV3Angles(int64_t gridH, int64_t gridW, int64_t headDim, double temperature, const at::Device& device);
 // timm's RotaryEmbeddingCat (EVA-02, RoPE-Axial): coordinates c = index * reference / grid per axis (the index itself
 // without a reference grid), frequencies f_i = temperature^(-i / (d / 4)), i < d / 4, angles [c0 f, c1 f] with
-// (c0, c1) = (y, x), or (x, y) when xy; interleaved ([a0, a0, a1, a1, ...]) unless half ([a, a]).
+// (c0, c1) = (y, x), or (x, y) when xy; pairs interleaved unless half.
 RopeAngles axialAngles(int64_t gridH, int64_t gridW, int64_t headDim, double temperature, bool xy, bool half,
                        int64_t referenceH, int64_t referenceW, const at::Device& device);
 // RoPE-Mixed's for one layer: freqs [2, H, d / 2] learned, angles x freqs[0] + y freqs[1] per head, interleaved.

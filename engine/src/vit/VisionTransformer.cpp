@@ -357,7 +357,8 @@ at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, ForwardState&
         x = norm_pre->forward(x);
     state.gridH = gridH;
     state.gridW = gridW;
-    state.rope = ropeAngles(config, gridH, gridW, ropeFreqs, x.device());
+    const bool knownGrid = gridH == state.knownGridH && gridW == state.knownGridW;
+    state.rope = knownGrid && !state.knownRope.empty() ? state.knownRope : ropeAngles(config, gridH, gridW, ropeFreqs, x.device());
     state.x0 = x;
 
     if (state.spec.blocks && state.wants(0))

@@ -39,6 +39,7 @@ struct ForwardState {
     // tokenPositions(knownGridH, knownGridW), made once at load (Model::Impl::positions): a forward on that grid uses
     // it instead of resampling the position table again. Undefined: always computed.
     at::Tensor knownPositions;
+    std::vector<RopeAngles> knownRope; // ropeAngles at that grid, likewise (Model::Impl::rope)
     int knownGridH = 0, knownGridW = 0;
     PackedLinears* linears = nullptr;        // set by the inference forward: its linear layers (PackedLinear.h)
     AttentionProducts* products = nullptr;   // ... and its attention products (AttentionProducts.h)
