@@ -362,6 +362,7 @@ void bindAnalyses(py::module_& m)
             d["head"] = map.head;
             d["scale"] = map.scale;
             d["agreement"] = map.agreement;
+            d["rotated"] = map.rotated;
             d["components"] = doubles(map.components, { 2, py::ssize_t(map.components.size() / 2) });
             d["method"] = toString(map.method);
             return d;

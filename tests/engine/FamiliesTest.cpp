@@ -294,6 +294,9 @@ TEST(Rope, EvaAndTheRopeViTsGiveTimmsNumbers)
         expectReferenceNumbers(**model, dir);
         for (int layer = 1; layer <= 2; ++layer)
             expectQueryKeyRowsMakeTheMaps(**model, dir, layer);
+        auto qk = queryKeyMap(**model, { loadNpy(dir + "/input.npy") }, 1, 0);
+        ASSERT_TRUE(qk.ok()) << qk.message();
+        EXPECT_TRUE(qk->rotated); // and the figures say so
         // GAE's backward goes through the rotation too.
         auto relevance = classRelevance(**model, loadNpy(dir + "/input.npy"), {});
         ASSERT_TRUE(relevance.ok()) << relevance.message();

@@ -83,10 +83,6 @@ void FigurePanel::showLarger()
         enableHoverValues(m_largerPlot);
         addCopyAction(m_larger, [this] { return m_largerPlot->toPixmap().toImage(); });
         layout->addWidget(m_largerPlot);
-        connect(m_larger, &QObject::destroyed, this, [this] {
-            m_larger = nullptr;
-            m_largerPlot = nullptr;
-        });
         QSize size = figureSize(figure(), m_data);
         if (const QScreen* screen = this->screen())
             size = size.boundedTo(screen->availableGeometry().size() * 0.9);

@@ -2,6 +2,7 @@
 
 #include "FigureCatalog.h"
 
+#include <QPointer>
 #include <QWidget>
 
 #include <memory>
@@ -58,8 +59,11 @@ private:
     QToolButton* m_export = nullptr;
     QScrollArea* m_scroll = nullptr;
     QCustomPlot* m_plot = nullptr;
-    QWidget* m_larger = nullptr;
-    QCustomPlot* m_largerPlot = nullptr;
+    // The Enlarge window (a child that deletes itself on close, and is deleted with the panel): guarded pointers, null
+    // once it is gone, so that nothing has to run while either is being destroyed (a `destroyed` handler writing these
+    // members ran inside the panel's own destruction: UBSan's report of issue 44).
+    QPointer<QWidget> m_larger;
+    QPointer<QCustomPlot> m_largerPlot;
 };
 
 } // namespace attnscope

@@ -139,11 +139,12 @@ QImage renderQueryKeyFigure(const QueryKeyFigure& figure, QueryKeyColouring colo
     painter.setFont(style.font(style.subtitleFontPx));
     painter.setPen(style.mutedText);
     painter.drawText(QRectF(16, 34, size.width() - 32, 18), Qt::AlignLeft | Qt::AlignVCenter,
-                     QStringLiteral("%1 · %2 · %3 tokens each · %4 of normalised rows (AttentionViz) · agreement %5")
+                     QStringLiteral("%1 · %2 · %3 tokens each · %4 of normalised rows (AttentionViz)%6 · agreement %5")
                          .arg(QString::fromStdString(figure.model), imagesText(figure))
                          .arg(map.tokens)
                          .arg(methodName(map))
-                         .arg(map.agreement, 0, 'f', 3));
+                         .arg(map.agreement, 0, 'f', 3)
+                         .arg(map.rotated ? QStringLiteral(", q and k rotated by RoPE") : QString()));
     const QRectF area(40, 64, size.width() - 80, size.height() - 64 - 60);
     painter.setPen(QPen(style.grid, 1));
     painter.setBrush(Qt::NoBrush);

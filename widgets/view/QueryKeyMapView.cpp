@@ -93,7 +93,7 @@ void QueryKeyMapView::paintEvent(QPaintEvent*)
     }
     const QString method = m_map->method == QueryKeyMethod::Tsne ? tr("t-SNE") : tr("PCA");
     painter.drawText(QRectF(8, 2, width() - 16, 20), Qt::AlignLeft | Qt::AlignVCenter,
-                     tr("layer %1 · head %2 · %3 images · %4 · agreement %5 · %6")
+                     tr("layer %1 · head %2%7 · %3 images · %4 · agreement %5 · %6")
                          .arg(m_map->layer)
                          .arg(m_map->head)
                          .arg(m_map->images)
@@ -101,7 +101,8 @@ void QueryKeyMapView::paintEvent(QPaintEvent*)
                          .arg(m_map->agreement, 0, 'f', 2)
                          .arg(m_colouring == QueryKeyColouring::Kind  ? tr("blue queries, orange keys")
                                   : m_colouring == QueryKeyColouring::Row ? tr("colour: patch row (keys lighter)")
-                                                                          : tr("colour: patch column (keys lighter)")));
+                                                                          : tr("colour: patch column (keys lighter)"))
+                         .arg(m_map->rotated ? tr(" (q, k rotated by RoPE)") : QString()));
     paintQueryKeyScatter(painter, frame(), *m_map, m_colouring, kPointRadius, style, m_highlight);
 }
 

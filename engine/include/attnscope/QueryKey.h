@@ -44,6 +44,9 @@ struct QueryKeyMap {
     int layer = 0, head = 0;
     int images = 0, tokens = 0;
     QueryKeyMethod method = QueryKeyMethod::Pca;
+    // The patch tokens' queries and keys are the rotated ones (a rotary position embedding turns them before their
+    // products: DINOv3, EVA-02, the RoPE ViTs), as the model's logits are made of them; the figures say so.
+    bool rotated = false;
     double scale = 1;            // a: q'' = a q, k'' = (k - mean k + mean q) / a
     std::vector<double> components; // PCA: the two principal directions, 2 x d row-major, each signed so that its
                                     // largest-magnitude loading is positive; t-SNE: none

@@ -129,6 +129,7 @@ Result<QueryKeyMap> embed(const Model& model, const at::Tensor& q, const at::Ten
     out.layer = layer;
     out.head = head;
     out.method = options.method;
+    out.rotated = model.config().rope != ModelConfig::Rope::None;
     out.scale = a;
     at::Tensor xy;
     if (options.method == QueryKeyMethod::Pca) {
