@@ -80,6 +80,32 @@ RUNS = {
 }
 
 
+def hugging_face_folder(model, name):
+    """The model with seeded random weights (N(0, 0.1)), saved as save_pretrained writes it into families/<name>."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn_like(p) * 0.1)
+    folder = os.path.join(OUT, name)
+    shutil.rmtree(folder, ignore_errors=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    return folder
+
+
+def save_reference(folder, x, logits, out, **extra):
+    """input.npy, logits.npy, attn_L{l}.npy (output_attentions) and block_L{l}.npy (output_hidden_states), and each of
+    `extra` as <key>.npy, float32."""
+    def save(name, t):
+        np.save(os.path.join(folder, name + ".npy"), np.ascontiguousarray(t.numpy(), dtype=np.float32))
+    save("input", x)
+    save("logits", logits)
+    for l, m in enumerate(out.attentions, start=1):
+        save("attn_L%d" % l, m[0])
+    for l, h in enumerate(out.hidden_states):
+        save("block_L%d" % l, h[0])
+    for name, t in extra.items():
+        save(name, t)
+
+
 def hugging_face_beit():
     """transformers' BeitForImageClassification, small, saved as the hub has it (save_pretrained: model.safetensors +
     config.json), with its logits, attention maps (output_attentions) and hidden states (output_hidden_states)."""
@@ -89,21 +115,11 @@ def hugging_face_beit():
                      intermediate_size=96, use_relative_position_bias=True, use_absolute_position_embeddings=False,
                      use_mean_pooling=True, layer_scale_init_value=0.1, num_labels=5)
     model = BeitForImageClassification(cfg).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn_like(p) * 0.1)
-    folder = os.path.join(OUT, "hf_beit")
-    shutil.rmtree(folder, ignore_errors=True)
-    model.save_pretrained(folder, safe_serialization=True)
+    folder = hugging_face_folder(model, "hf_beit")
     x = torch.randn(1, 3, 16, 16)
     with torch.no_grad():
         out = model(pixel_values=x, output_attentions=True, output_hidden_states=True)
-    np.save(os.path.join(folder, "input.npy"), x.numpy().astype(np.float32))
-    np.save(os.path.join(folder, "logits.npy"), out.logits[0].numpy().astype(np.float32))
-    for l, m in enumerate(out.attentions, start=1):
-        np.save(os.path.join(folder, "attn_L%d.npy" % l), np.ascontiguousarray(m[0].numpy(), dtype=np.float32))
-    for l, h in enumerate(out.hidden_states):
-        np.save(os.path.join(folder, "block_L%d.npy" % l), np.ascontiguousarray(h[0].numpy(), dtype=np.float32))
+    save_reference(folder, x, out.logits[0], out)
     print("hf_beit", "transformers", transformers.__version__, sorted(os.listdir(folder)), file=sys.stderr)
 
 
@@ -114,25 +130,14 @@ def hugging_face_siglip():
     cfg = SiglipVisionConfig(image_size=16, patch_size=4, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                              intermediate_size=64)
     model = SiglipVisionModel(cfg).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn_like(p) * 0.1)
-    folder = os.path.join(OUT, "hf_siglip")
-    shutil.rmtree(folder, ignore_errors=True)
-    model.save_pretrained(folder, safe_serialization=True)
+    folder = hugging_face_folder(model, "hf_siglip")
     x = torch.randn(1, 3, 16, 16)
     with torch.no_grad():
         out = model(pixel_values=x, output_attentions=True, output_hidden_states=True)
         head = model.vision_model.head
         last = out.last_hidden_state
         pool = head.attention(head.probe, last, last, average_attn_weights=False)[1][0, :, 0]  # [H, P]
-    np.save(os.path.join(folder, "input.npy"), x.numpy().astype(np.float32))
-    np.save(os.path.join(folder, "logits.npy"), out.pooler_output[0].numpy().astype(np.float32))
-    np.save(os.path.join(folder, "pool.npy"), np.ascontiguousarray(pool.numpy(), dtype=np.float32))
-    for l, m in enumerate(out.attentions, start=1):
-        np.save(os.path.join(folder, "attn_L%d.npy" % l), np.ascontiguousarray(m[0].numpy(), dtype=np.float32))
-    for l, h in enumerate(out.hidden_states):
-        np.save(os.path.join(folder, "block_L%d.npy" % l), np.ascontiguousarray(h[0].numpy(), dtype=np.float32))
+    save_reference(folder, x, out.pooler_output[0], out, pool=pool)
     print("hf_siglip", sorted(os.listdir(folder)), file=sys.stderr)
 
 

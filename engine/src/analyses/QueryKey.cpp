@@ -80,6 +80,9 @@ Result<LayerRows> layerRows(const Model& model, const std::vector<Trace>& traces
     const at::Tensor b = attention->qkv->bias.defined() ? attention->qkv->bias.to(at::kCPU, at::kDouble) : at::Tensor();
     const int64_t D = model.config().attnWidth(); // the width of q and k
     LayerRows rows;
+    const ModelConfig& c = model.config();
+    RopeAngles angles; // the layer's rotary angles on the CPU, made again only when a trace's grid differs
+    int angleGridH = -1, angleGridW = -1;
     for (const Trace& t : traces) {
         at::Tensor x = unwrap(t.blocks[size_t(layer - 1)]);
         // What the attention reads: norm1(X_{l-1}) in a pre-norm block, X_{l-1} itself otherwise.
@@ -87,14 +90,17 @@ Result<LayerRows> layerRows(const Model& model, const std::vector<Trace>& traces
             x = block.norm1->forward(x.to(block.norm1->weight.device())).to(at::kCPU);
         const at::Tensor qkv = at::linear(x.to(at::kDouble), w, b); // [N, 3D]
         at::Tensor q = qkv.slice(1, 0, D), k = qkv.slice(1, D, 2 * D);
-        const ModelConfig& c = model.config();
         if (c.rope != ModelConfig::Rope::None) {
             // The queries and keys the logits are made of: rotated by their patch's position (docs/analyses.md).
+            if (t.gridHeight != angleGridH || t.gridWidth != angleGridW) {
+                const RopeAngles a = layerAngles(ropeAngles(c, t.gridHeight, t.gridWidth, net->ropeFreqs, at::kCPU), layer);
+                angles = { a.sin.to(at::kCPU), a.cos.to(at::kCPU), a.half }; // Mixed's frequencies live on the model's device
+                angleGridH = t.gridHeight;
+                angleGridW = t.gridWidth;
+            }
             const auto heads = [&](const at::Tensor& r) { return r.reshape({ r.size(0), c.numHeads, -1 }).transpose(0, 1); };
-            const RopeAngles angles = layerAngles(ropeAngles(c, t.gridHeight, t.gridWidth, net->ropeFreqs, at::kCPU), layer);
             const auto rotated = [&](const at::Tensor& r) {
-                const RopeAngles a { angles.sin.to(at::kCPU), angles.cos.to(at::kCPU), angles.half };
-                return rotate(heads(r), a).transpose(0, 1).reshape({ r.size(0), D });
+                return rotate(heads(r), angles).transpose(0, 1).reshape({ r.size(0), D });
             };
             q = rotated(q);
             k = rotated(k);

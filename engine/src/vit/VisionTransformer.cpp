@@ -344,8 +344,10 @@ at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, ForwardState&
     // input [B, C, H, W] -> logits [B, K]
     const int gridH = int(input.size(2) / config.patchSize), gridW = int(input.size(3) / config.patchSize);
     auto x = tokens(input);
+    // At the model's input size the position rows and rotary angles made at load serve (Model::Impl).
+    const bool knownGrid = gridH == state.knownGridH && gridW == state.knownGridW;
     if (config.posEmbed) {
-        const bool known = state.knownPositions.defined() && gridH == state.knownGridH && gridW == state.knownGridW;
+        const bool known = knownGrid && state.knownPositions.defined();
         const at::Tensor positions = known ? state.knownPositions : tokenPositions(gridH, gridW);
         // Bilateral attention keeps positions apart from the token stream and hands them to every layer.
         if (config.attention == AttentionKind::Bilateral)
@@ -357,7 +359,6 @@ at::Tensor VisionTransformerImpl::forward(const at::Tensor& input, ForwardState&
         x = norm_pre->forward(x);
     state.gridH = gridH;
     state.gridW = gridW;
-    const bool knownGrid = gridH == state.knownGridH && gridW == state.knownGridW;
     state.rope = knownGrid && !state.knownRope.empty() ? state.knownRope : ropeAngles(config, gridH, gridW, ropeFreqs, x.device());
     state.x0 = x;
 
