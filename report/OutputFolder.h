@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-// One run's results in an output folder: the CSVs of DESIGN.md, the mergeable statistics (stats.json), and
-// the run's description for `merge`. The first run of an analysis goes to the folder itself, further runs (the
+// One run's results in an output folder: the CSVs of docs/design.md section 7, the mergeable statistics (stats.json),
+// and the run's description for `merge`. The first run of an analysis goes to the folder itself, further runs (the
 // compared model, the variant) to runs/<slug>/.
 struct RunOutput {
     std::string label;  // "fmnist-vit", "fmnist-vit (NeuTRENO 0.6)"

@@ -1,7 +1,7 @@
 #pragma once
 
-// The "qkmap" analysis of an output folder (ANALYSES.md section 9): the query-key maps of the model's heads over its
-// first images, written as qkmap.csv (one row per point), qkmap.npy ([heads, 2, images, tokens, 2]: query then key,
+// The "qkmap" analysis of an output folder (docs/analyses.md section 9): the query-key maps of the model's heads over
+// its first images, written as qkmap.csv (one row per point), qkmap.npy ([heads, 2, images, tokens, 2]: query then key,
 // x then y) and qkmap_heads.csv (one row per head: its scale and agreement).
 
 #include "Report.h"

@@ -1,6 +1,6 @@
 #pragma once
 
-// An analysis written as an output folder (DESIGN.md, Output directory): predictions, the CSVs and statistics of
+// An analysis written as an output folder (docs/design.md section 7): predictions, the CSVs and statistics of
 // every run (the model, its variant, the compared model), figures with their data, tensors on request, and the
 // manifest. `attnscope-cli analyze` and the window's "Export all" both call writeReport, so what they write is
 // the same by construction.
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-// The query-key maps of an output folder (ANALYSES.md section 9): of the model's heads (layer 0: every layer; head -1:
-// every head) over its first `images` images.
+// The query-key maps of an output folder (docs/analyses.md section 9): of the model's heads (layer 0: every layer; head
+// -1: every head) over its first `images` images.
 struct QueryKeyRequest {
     bool enabled = false;
     int layer = 0;

@@ -1,6 +1,6 @@
 #!/bin/sh
-# DESIGN.md's one-way layering, checked on every test run: the engine includes no Qt, its public headers no
-# torch, widgets never include report/ or app/, the report never includes app/.
+# The one-way layering of docs/design.md section 1, checked on every test run: the engine includes no Qt, its public
+# headers no torch, widgets never include report/ or app/, the report never includes app/.
 set -u
 root=${1:-.}
 status=0

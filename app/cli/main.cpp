@@ -1,4 +1,4 @@
-// attnscope-cli: the headless face of the engine (DESIGN.md, Command line).
+// attnscope-cli: the headless face of the engine (docs/design.md section 6, "Command line").
 #include "Commands.h"
 #include "FigureDrawing.h"
 

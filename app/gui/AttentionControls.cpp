@@ -179,7 +179,7 @@ AttentionControls::AttentionControls(QWidget* parent)
     m_noiseKind = new QComboBox(variantBox);
     for (const auto& k : kNoiseKinds)
         m_noiseKind->addItem(tr(k.title));
-    m_noiseKind->setToolTip(tr("The perturbation of the SNR curves (ANALYSES.md section 4)"));
+    m_noiseKind->setToolTip(tr("The perturbation of the SNR curves (docs/analyses.md section 4)"));
     m_noiseStrength = new QDoubleSpinBox(variantBox);
     connect(m_noiseKind, &QComboBox::currentIndexChanged, this, [this](int index) {
         const NoiseKind& k = noiseKind(index);

@@ -81,9 +81,9 @@ public:
     // the background by the CLI's own code (Report.h); exportFinished reports the outcome.
     void exportAll(const QString& dir);
     void showSetFigure(int index); // 0 token similarity, 1 SNR, 2 SNR diagnostics, 3 head centres, 4 distance
-    // Head importance (ANALYSES.md section 8): whether "Analyse image set" also ablates every head, and whether the tiles
-    // show the image set's result; ablating one head on the current image shows the prediction it leaves in the footer
-    // (layer 0: every head restored).
+    // Head importance (docs/analyses.md section 8): whether "Analyse image set" also ablates every head, and whether
+    // the tiles show the image set's result; ablating one head on the current image shows the prediction it leaves in
+    // the footer (layer 0: every head restored).
     void setSetAblation(bool on);
     void setHeadImportance(bool on);
     void ablateHead(int layer, int head);

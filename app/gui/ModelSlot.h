@@ -36,8 +36,8 @@ public:
     // Unset: no relevance. Set: the current image's class relevance is computed (relevanceReady), and again for every
     // image shown after, until unset.
     void setRelevance(std::optional<attnscope::RelevanceOptions> options);
-    // With `ablation`, each head of each layer is also ablated on every image (ANALYSES.md section 8); the images in a
-    // folder named after one of the model's classes count towards the accuracy change.
+    // With `ablation`, each head of each layer is also ablated on every image (docs/analyses.md section 8); the images
+    // in a folder named after one of the model's classes count towards the accuracy change.
     void analyseSet(const QStringList& paths, bool ablation = false);
     void cancelSet();
     void cancelAll();

@@ -2,7 +2,7 @@
 
 The engine of the attnscope window and of ``attnscope-cli`` (the same C++ code, the same numbers): load a ViT
 checkpoint (timm, Hugging Face, torchvision, a description .json or ``builtin:NAME``), run images through it with its
-attention and token streams recorded, and compute the analyses of ANALYSES.md on one image or on a dataset.
+attention and token streams recorded, and compute the analyses of docs/analyses.md on one image or on a dataset.
 docs/python.md has the whole API and a worked example.
 
     >>> import attnscope
@@ -37,7 +37,7 @@ __all__ = [
     "relevance", "TAPS", "ANALYSES",
 ]
 
-# The taps a run can record (ANALYSES.md notation): A_l, U_l, R_l, X_l.
+# The taps a run can record (docs/analyses.md, "Notation"): A_l, U_l, R_l, X_l.
 TAPS = ("attention", "attn_branch", "residual", "blocks")
 # The analyses of a dataset run (attnscope-cli analyze --analyses).
 ANALYSES = ("similarity", "attention", "centres", "snr", "decomposition", "relevance", "norms", "ablation", "qkmap")
@@ -182,11 +182,11 @@ class Model:
     def run(self, x, record="all", layers=None, neutreno=None, boost=None, precision="fp32", ablate=None, ablation="zero"):
         """One forward pass with the taps `record` asks for ("all", "none", or some of TAPS), at `layers` (default all).
 
-        x: a Prepared, a float32 input [C, H, W] (or a batch [B, C, H, W]), a list of those, or an image prepare() takes.
-        neutreno (lambda) and boost (t) run the inference-time variants of ANALYSES.md section 6; precision is fp32, tf32
-        (CUDA) or bf16. ablate: a head (layer, head) to run with its output ablated (ANALYSES.md section 8; `ablation`
-        zero or mean), or one such head (or None) per input of a batch. Returns a Trace, or a list of Traces for a batch
-        or a list.
+        x: a Prepared, a float32 input [C, H, W] (or a batch [B, C, H, W]), a list of those, or an image prepare()
+        takes. neutreno (lambda) and boost (t) run the inference-time variants of docs/analyses.md section 6; precision
+        is fp32, tf32 (CUDA) or bf16. ablate: a head (layer, head) to run with its output ablated (docs/analyses.md
+        section 8; `ablation` zero or mean), or one such head (or None) per input of a batch. Returns a Trace, or a list
+        of Traces for a batch or a list.
         """
         inputs, many = self._inputs(x)
         flags = _record_flags(record)
@@ -210,8 +210,9 @@ class Model:
                 for i, p in self._native.top_classes(trace.logits, k)]
 
     def perturb(self, image, spec="gaussian:sigma=8", seed=0):
-        """The perturbed input [C, H, W] of the SNR (ANALYSES.md section 4): gaussian:sigma=S, saltpepper:fraction=F,
-        blur:sigma=S, jpeg:quality=Q, fgsm:eps=E, pgd:eps=E[,steps=T]; seeded as the CLI's draw `seed`."""
+        """The perturbed input [C, H, W] of the SNR (docs/analyses.md section 4): gaussian:sigma=S,
+        saltpepper:fraction=F, blur:sigma=S, jpeg:quality=Q, fgsm:eps=E, pgd:eps=E[,steps=T]; seeded as the CLI's draw
+        `seed`."""
         return self._native.perturb(self.prepare(image), spec, seed)
 
     def at_input_size(self, height, width=None):
@@ -271,7 +272,7 @@ def token_similarity(trace):
 
 
 def token_cosine_similarity(tokens):
-    """cs(Z) of ANALYSES.md section 1 over the rows of tokens [M, D]."""
+    """cs(Z) of docs/analyses.md section 1 over the rows of tokens [M, D]."""
     return _native.token_cosine_similarity(tokens)
 
 
@@ -386,7 +387,7 @@ def analyze(model, images, analyses=("similarity", "attention", "centres", "snr"
             strict=False, fresh=False, checkpoint_seconds=5.0):
     """The dataset run of `attnscope-cli analyze`: every image through the model (and `compare`, and the variant
     `neutreno` or `boost` beside the model as trained), batched, on the model's device, into the statistics of
-    ANALYSES.md. Returns a Summary (its .tables named as the CLI's CSVs).
+    docs/analyses.md. Returns a Summary (its .tables named as the CLI's CSVs).
 
     images: files, folders (recursive) or list files. out: the output folder, written exactly as the CLI writes it (its
     data files; figures come from the CLI or the window); an unfinished run there is resumed unless fresh=True. Without

@@ -5,9 +5,9 @@
 
 #include <limits>
 
-// The analyses of ANALYSES.md over one trace, as dicts of numpy columns named as the CLI's CSVs name them (per image,
-// so a value where the dataset CSVs have mean, sd and n). Everything here reads a Trace the caller holds: the GIL is
-// released while the engine computes.
+// The analyses of docs/analyses.md over one trace, as dicts of numpy columns named as the CLI's CSVs name them (per
+// image, so a value where the dataset CSVs have mean, sd and n). Everything here reads a Trace the caller holds: the
+// GIL is released while the engine computes.
 
 namespace attnscope::python {
 

@@ -2,16 +2,16 @@
 """The peer of `make bench-gpu`: what a GPU user writes instead of attnscope.
 
 A ViT in timm's module and parameter names (patch_embed.proj, cls_token, pos_embed, blocks.N.{norm1, attn.qkv,
-attn.proj, norm2, mlp.fc1, mlp.fc2}, norm, head; pre-norm, exact GELU, LayerNorm eps 1e-6, a class token, 1000
-classes), its forward written out so that it returns the taps of ANALYSES.md (X_l for l = 0..L, U_l, R_l = X_{l-1} +
-U_l and the attention A_l, batch-first); images decoded from files on disk by DataLoader workers (PIL, or a reader of
-the runner's own PNGs where PIL is absent); the clean batch and its Gaussian-noise copy (sigma 8 in 0..255 pixel
-units, added before normalisation) in one forward of 2B inputs; then ANALYSES.md sections 1, 3 and 4 batched on the
-device in float64: token cosine similarity of X, U, R (all tokens, patches), head centres (dy, dx, mean distance,
-prefix mass, the 7x7 offset map over interior queries, its peak, mass and bandwidth), the SNR per layer and tap and
-Proposition 3.1's diagnostics. Per-image values are summed on the device (mean and sd at the end), the top-5
-predictions kept there and copied back at the end, so nothing waits for the GPU between batches. Pure torch (no
-timm, torchvision or NumPy needed). FP32 runs with TF32 off. Prints one JSON object.
+attn.proj, norm2, mlp.fc1, mlp.fc2}, norm, head; pre-norm, exact GELU, LayerNorm eps 1e-6, a class token, 1000 classes),
+its forward written out so that it returns the taps of docs/analyses.md (X_l for l = 0..L, U_l, R_l = X_{l-1} + U_l and
+the attention A_l, batch-first); images decoded from files on disk by DataLoader workers (PIL, or a reader of the
+runner's own PNGs where PIL is absent); the clean batch and its Gaussian-noise copy (sigma 8 in 0..255 pixel units,
+added before normalisation) in one forward of 2B inputs; then docs/analyses.md sections 1, 3 and 4 batched on the device
+in float64: token cosine similarity of X, U, R (all tokens, patches), head centres (dy, dx, mean distance, prefix mass,
+the 7x7 offset map over interior queries, its peak, mass and bandwidth), the SNR per layer and tap and Proposition 3.1's
+diagnostics. Per-image values are summed on the device (mean and sd at the end), the top-5 predictions kept there and
+copied back at the end, so nothing waits for the GPU between batches. Pure torch (no timm, torchvision or NumPy needed).
+FP32 runs with TF32 off. Prints one JSON object.
 
     gpu_peer.py --write-model DIR --shape vit_small [--depth 2] [--format pt|safetensors]
     gpu_peer.py --model DIR --images LIST.txt --batch 64 [--device cuda] [--warmup 2] [--resident]
@@ -107,7 +107,7 @@ class VisionTransformer(nn.Module):
 
     def forward(self, x):
         """[B, 3, H, W] normalised -> logits [B, K], taps {x: L+1 x [B, N, D], u, r: L x [B, N, D], a: L x [B, H, N, N]}
-        (the taps before the final norm, as ANALYSES.md records them)."""
+        (the taps before the final norm, as docs/analyses.md records them)."""
         x = self.patch_embed(x)
         x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], 1) + self.pos_embed
         taps = {"x": [x], "u": [], "r": [], "a": []}
@@ -251,7 +251,8 @@ def read_list(path):
 
 # ---------------------------------------------------------------------------------------------------- analyses
 class Analyses:
-    """ANALYSES.md sections 1, 3, 4 over a batch: per-image values [B, K] in float64 on the device, and their sums."""
+    """docs/analyses.md sections 1, 3, 4 over a batch: per-image values [B, K] in float64 on the device, and their
+    sums."""
 
     def __init__(self, device, grid, prefix, patch, depth, radius=3):
         self.grid, self.P, self.patch, self.depth, self.radius = grid, prefix, patch, depth, radius

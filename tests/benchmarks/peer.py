@@ -3,7 +3,7 @@
 
 torchvision's VisionTransformer (random weights, the ViT-S/16 or DeiT-tiny shape), a forward written out by
 hand so that every tap is recorded (torchvision's blocks call nn.MultiheadAttention with need_weights=False,
-so hooks cannot see the attention), then the curves of ANALYSES.md sections 1-4 with NumPy in float64:
+so hooks cannot see the attention), then the curves of docs/analyses.md sections 1-4 with NumPy in float64:
 token cosine similarity of X_l, U_l, R_l (all tokens and patches), attention similarity, head centres with
 offset maps, and the SNR of a Gaussian-noise copy (sigma 8) with the Proposition 3.1 diagnostics.
 
@@ -57,7 +57,7 @@ def normalise(pixels):
 
 
 def forward(model, x):
-    """torchvision's forward written out, recording A_l, U_l, R_l, X_l (ANALYSES.md notation)."""
+    """torchvision's forward written out, recording A_l, U_l, R_l, X_l (docs/analyses.md, "Notation")."""
     rec = {"attn": [], "u": [], "r": [], "x": []}
     n = x.shape[0]
     x = model._process_input(x)

@@ -1,5 +1,5 @@
-// `analyze` and `merge` outputs: CSV schemas of DESIGN.md, figures, shards that merge to the unsharded run,
-// Ctrl-C, and the dataset means of 200 CIFAR-10 images against the float64 reference (make_analyses.py).
+// `analyze` and `merge` outputs: CSV schemas of docs/design.md section 7, figures, shards that merge to the unsharded
+// run, Ctrl-C, and the dataset means of 200 CIFAR-10 images against the float64 reference (make_analyses.py).
 #include "CliSupport.h"
 
 #include <attnscope/Image.h>

@@ -177,8 +177,8 @@ TEST_F(Cli, ThirdPartyCheckpointThroughTheCli)
 
 } // namespace
 
-// Every usage error of analyze, info and merge exits with 2 (DESIGN.md: 2 on bad usage), with one line naming the
-// option; a failure of the run itself (a missing model) stays 1.
+// Every usage error of analyze, info and merge exits with 2 (docs/design.md section 6: 2 on bad usage), with one line
+// naming the option; a failure of the run itself (a missing model) stays 1.
 TEST_F(Cli, EveryUsageErrorExitsWithTwo)
 {
     const std::string images = " --images resources/samples/fashion-mnist --out " + (m_dir / "out").string();

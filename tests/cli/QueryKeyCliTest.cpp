@@ -1,4 +1,4 @@
-// `analyze --analyses qkmap` (ANALYSES.md section 9; the maps themselves are pinned by QueryKeyGolden): qkmap.csv,
+// `analyze --analyses qkmap` (docs/analyses.md section 9; the maps themselves are pinned by QueryKeyGolden): qkmap.csv,
 // qkmap.npy and qkmap_heads.csv are the engine's queryKeyMaps over the first images, the one-head figure and the
 // global view with their CSVs, the options checked with one-line errors.
 #include "CliSupport.h"

@@ -1,4 +1,4 @@
-// `analyze --analyses relevance` (Analyses.h section 6; the numbers are pinned by RelevanceGolden): per image a CSV of
+// `analyze --analyses relevance` (Analyses.h section 10; the numbers are pinned by RelevanceGolden): per image a CSV of
 // both maps, an .npy [2, gh, gw] and the figure; the predicted class by default, --class to choose; bad values are
 // usage errors.
 #include "CliSupport.h"

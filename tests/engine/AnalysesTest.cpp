@@ -1,4 +1,4 @@
-// ANALYSES.md sections 1-5 against a float64 plain-PyTorch reference (tests/golden/make_analyses.py) on
+// docs/analyses.md sections 1-5 against a float64 plain-PyTorch reference (tests/golden/make_analyses.py) on
 // committed golden cases; tolerance relative 1e-4 (absolute 1e-6 below values of 1e-2), and analytic oracles.
 #include "TestSupport.h"
 #include "io/TensorImpl.h"
@@ -222,8 +222,8 @@ TEST(AnalysisOracles, RolloutOfIdentityAttentionIsIdentity)
     EXPECT_TRUE(closeTo(attentionRollout(t), wrap(at::eye(5)), 1e-12));
 }
 
-// ---- the loop implementations against the definitions written as plain float64 ATen (ANALYSES.md sections 1-4), on
-// a synthetic trace with a prefix token, a non-square grid and a width that is no multiple of any vector width. Both
+// ---- the loop implementations against the definitions written as plain float64 ATen (docs/analyses.md sections 1-4),
+// on a synthetic trace with a prefix token, a non-square grid and a width that is no multiple of any vector width. Both
 // sides accumulate in float64 and differ only in summation order: relative 1e-12 (observed: below 1e-14), absolute
 // 1e-12 for values that are sums of terms of both signs (centres, cosines near 0).
 

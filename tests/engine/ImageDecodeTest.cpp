@@ -1,4 +1,5 @@
-// Image decoding as DESIGN.md asks: grey, alpha (composited on white), 16-bit; bad files give one-line errors.
+// Image decoding as docs/design.md section 4 asks: grey, alpha (composited on white), 16-bit; bad files give one-line
+// errors.
 #include "TestSupport.h"
 
 #include <attnscope/Image.h>

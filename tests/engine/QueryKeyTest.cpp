@@ -1,4 +1,4 @@
-// The query-key joint embedding (QueryKey.h, ANALYSES.md section 9) against tests/golden/qkmap (make_qkmap.py: the
+// The query-key joint embedding (QueryKey.h, docs/analyses.md section 9) against tests/golden/qkmap (make_qkmap.py: the
 // definition in numpy over an independent float64 forward's queries and keys), on tv_timm and timm_dinov2_reg with
 // two images (the input and its mirror): every head's scale, plane (coordinates to 1e-4 of the largest, signs by the
 // documented rule) and agreement; and the invariances the normalisation rests on.

@@ -1,4 +1,4 @@
-// Class relevance (Analyses.h, section 6) against tests/golden/relevance (make_relevance.py: GAE and Grad-CAM written
+// Class relevance (Analyses.h, section 10) against tests/golden/relevance (make_relevance.py: GAE and Grad-CAM written
 // from the papers over make_analyses.py's float64 forward with autograd), on tv_grid16 for its predicted class and for
 // class 3. The engine's forward is float32 and accumulates the relevance in float64: 1e-4 of the largest reference
 // value (GAE's R, Grad-CAM's map). A mutation check: the two classes' maps differ, and the predicted class is found.

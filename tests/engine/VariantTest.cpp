@@ -1,4 +1,4 @@
-// The variants of ANALYSES.md section 6. NeuTRENO and Boost against a plain-PyTorch forward written from the
+// The variants of docs/analyses.md section 6. NeuTRENO and Boost against a plain-PyTorch forward written from the
 // formulas (tests/golden/make_variants.py, float64, relative 1e-4 of each tensor's scale); the convolution
 // builder against LibTorch's conv2d (1e-4); "off" is bit-for-bit the plain model.
 #include "TestSupport.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference head ablations (ANALYSES.md section 8) on two fixtures of different naming and make-up.
+"""Reference head ablations (docs/analyses.md section 8) on two fixtures of different naming and make-up.
 
 A plain float64 PyTorch forward of a pre-norm timm-named ViT, written from the definitions and independent of the C++
 engine (class token, register tokens, timm's no_embed_class, layer scale), checked against each fixture's own

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference outputs of the analyses (ANALYSES.md sections 1-5), for the C++ tests of attnscope.
+"""Reference outputs of the analyses (docs/analyses.md sections 1-5), for the C++ tests of attnscope.
 
 A plain PyTorch, float64 forward of a pre-norm timm-named ViT (written from the formulas, independent of the
 C++ engine and of torchvision/timm), recording per block l = 1..L the attention A_l [H, N, N], the attention

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Reference perturbations of the SNR analysis (ANALYSES.md section 4), for tests/engine/PerturbationGoldenTest.cpp.
+"""Reference perturbations of the SNR analysis (docs/analyses.md section 4), for
+tests/engine/PerturbationGoldenTest.cpp.
 
 For the tv_grid16 fixture (its image.png, normalised without resize), each perturbation the CLI offers is computed
 here independently of the C++ engine, then the per-layer SNR and Proposition 3.1's diagnostics of the perturbed
@@ -11,7 +12,7 @@ against torchvision). Per case it writes tests/golden/perturbations/<slug>/:
   snr_diagnostics.csv    layer,alpha,beta,gamma,gain,bound,condition_holds,sensitivity
   case.json              the spec, the seed, and what the reference did
 
-The perturbations, as ANALYSES.md and the engine define them (pixel units 0..255, inputs normalised as
+The perturbations, as docs/analyses.md section 4 and the engine define them (pixel units 0..255, inputs normalised as
 (pixel/255 - mean)/std):
   saltpepper:fraction=F  u ~ U[0, 1) per pixel position from torch.rand([1, H, W]) of a CPU generator seeded with the
                          case's seed; u < F/2 -> 255 in every channel, F/2 <= u < F -> 0 (the RNG stream is the one

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Reference query-key joint embeddings (ANALYSES.md section 9) for tv_timm and timm_dinov2_reg, from the definition.
+"""Reference query-key joint embeddings (docs/analyses.md section 9) for tv_timm and timm_dinov2_reg, from the
+definition.
 
 The queries and keys of every head come from make_ablation.py's independent float64 forward (checked there against
 each fixture's own reference logits). Two images: the fixture's input and the same input mirrored left to right. Per

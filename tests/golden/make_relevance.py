@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference class relevance (Analyses.h section 6), for tests/engine/RelevanceTest.cpp, written from the papers:
+"""Reference class relevance (Analyses.h section 10), for tests/engine/RelevanceTest.cpp, written from the papers:
 
 - GAE, Chefer, Gur and Wolf, "Generic Attention-model Explainability for Interpreting Bi-Modal and Encoder-Decoder
   Transformers" (2021), eq. for self-attention: R = I; for every layer R <- R + mean_h((grad A ⊙ A)^+) R, with

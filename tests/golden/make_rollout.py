@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Reference attention rollouts with head fusion and discarding (ANALYSES.md section 2; the options of vit-explain),
-for tests/engine/AnalysesTest.cpp (RolloutGolden).
+"""Reference attention rollouts with head fusion and discarding (docs/analyses.md section 2; the options of
+vit-explain), for tests/engine/AnalysesTest.cpp (RolloutGolden).
 
 For the tv_grid16 fixture (its input.npy) through make_analyses.py's float64 forward: for each head fusion (mean, max,
 min) and discard share (0, 0.5, 0.9), R = Â_L ... Â_1 with Â_l = 0.5 F_l + 0.5 I, rows renormalised, where F_l is the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference outputs of the inference-time variants (ANALYSES.md section 6) on the tv_timm fixture.
+"""Reference outputs of the inference-time variants (docs/analyses.md section 6) on the tv_timm fixture.
 
 A plain PyTorch forward of a pre-norm timm-named ViT, written from the formulas, independent of the C++ engine:
   NeuTRENO (Nguyen et al., Eq. 9): O_l = A_l V_l + lambda (V_1 - V_l), per head, before the output projection

@@ -1,6 +1,6 @@
-// Head importance and the query-key map in the window (ANALYSES.md sections 8 and 9): the image set's head ablation
-// drawn and shown on the tiles, one head ablated on the current image with the prediction it leaves (and nothing of
-// it left on another image), and the Query-key map dock following the head and the clicks on its points.
+// Head importance and the query-key map in the window (docs/analyses.md sections 8 and 9): the image set's head
+// ablation drawn and shown on the tiles, one head ablated on the current image with the prediction it leaves (and
+// nothing of it left on another image), and the Query-key map dock following the head and the clicks on its points.
 #include "GuiTestSupport.h"
 #include "MainWindow.h"
 

@@ -57,7 +57,7 @@ def test_run_records_what_is_asked(fmnist, samples):
         assert a.shape == (H, N, N)
         numpy.testing.assert_allclose(a.sum(-1), 1.0, atol=1e-5)
         assert trace.attn_branch(l).shape == (N, D) and trace.residual(l).shape == (N, D)
-        # R_l = X_{l-1} + U_l (ANALYSES.md notation)
+        # R_l = X_{l-1} + U_l (docs/analyses.md, "Notation")
         numpy.testing.assert_allclose(trace.residual(l), trace.block(l - 1) + trace.attn_branch(l), atol=1e-5)
     assert trace.block(0).shape == (N, D)
     only = fmnist.run(samples[0], record=["attention"], layers=[3])

@@ -40,7 +40,7 @@ def test_attention_round_trips_through_torch(fmnist, samples):
 
 
 def test_torch_computes_the_same_token_similarity(fmnist, samples):
-    """cs(Z) = (|sum z^|^2 - M) / (M (M - 1)) of ANALYSES.md section 1, in torch float64, against the engine's."""
+    """cs(Z) = (|sum z^|^2 - M) / (M (M - 1)) of docs/analyses.md section 1, in torch float64, against the engine's."""
     trace = fmnist.run(samples[1])
     got = attnscope.token_similarity(trace)
     for i in range(len(got["value"])):

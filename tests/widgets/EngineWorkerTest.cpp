@@ -1,6 +1,6 @@
-// The worker's contract (STYLE.md): jobs run off the GUI thread, one at a time; a new job supersedes the pending
-// one of its kind and channel only; every job ends in exactly one terminal signal; an image-set run lets
-// interactive jobs in between its images.
+// The worker's contract (docs/contributing.md section 5): jobs run off the GUI thread, one at a time; a new job
+// supersedes the pending one of its kind and channel only; every job ends in exactly one terminal signal; an image-set
+// run lets interactive jobs in between its images.
 
 #include <EngineWorker.h>
 

@@ -21,10 +21,10 @@ struct GridStyle {
     PlotStyle text; // fonts and colours of titles and labels
 };
 
-// The layers x heads figure of one image and query (ANALYSES.md §2): one row per layer, one column per head and a
-// last column for the head mean, each tile the map bilinearly upsampled and blended over the image the model saw;
-// under them the image with the query marked and the attention rollout; a colour bar stating the scale. The title
-// names the model, the image and the query. The returned image has devicePixelRatio `style.scale`.
+// The layers x heads figure of one image and query (docs/analyses.md section 2): one row per layer, one column per head
+// and a last column for the head mean, each tile the map bilinearly upsampled and blended over the image the model saw;
+// under them the image with the query marked and the attention rollout; a colour bar stating the scale. The title names
+// the model, the image and the query. The returned image has devicePixelRatio `style.scale`.
 QImage renderAttentionGrid(const AttentionGrid& grid, const GridStyle& style = {});
 
 } // namespace attnscope

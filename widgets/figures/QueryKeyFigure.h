@@ -1,7 +1,7 @@
 #pragma once
 
-// The query-key joint embedding drawn (ANALYSES.md section 9, AttentionViz's views): one head's queries and keys as a
-// scatter, and the global view, a layers x heads grid of small scatters. The painter is shared with the window's
+// The query-key joint embedding drawn (docs/analyses.md section 9, AttentionViz's views): one head's queries and keys
+// as a scatter, and the global view, a layers x heads grid of small scatters. The painter is shared with the window's
 // "Query-key map" dock, which adds hovering and clicking on the points it draws.
 
 #include "PlotStyle.h"

@@ -9,8 +9,8 @@ class QCustomPlot;
 
 namespace attnscope {
 
-// Mean attention distance in pixels against layer (ANALYSES.md §3; Dosovitskiy et al. 2021, Fig. 7): one dot per
-// head, models side by side at each layer (a small horizontal offset per model), a thin line through each
+// Mean attention distance in pixels against layer (docs/analyses.md section 3; Dosovitskiy et al. 2021, Fig. 7): one
+// dot per head, models side by side at each layer (a small horizontal offset per model), a thin line through each
 // model's mean over heads.
 void buildAttentionDistancePlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& series, const PlotStyle& style);
 

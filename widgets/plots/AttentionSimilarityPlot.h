@@ -10,7 +10,7 @@ class QCustomPlot;
 
 namespace attnscope {
 
-// Attention similarity through depth (ANALYSES.md section 2): per model, the cosine between the head-mean maps of
+// Attention similarity through depth (docs/analyses.md section 2): per model, the cosine between the head-mean maps of
 // layer l and l + 1 (solid, at l) and the mean pairwise cosine between the heads of layer l (dashed), each with its
 // 95% band. High successive cosine: consecutive layers attend alike (attention collapse); high redundancy: the heads
 // of a layer do the same thing.

@@ -11,8 +11,8 @@ class QCustomPlot;
 
 namespace attnscope {
 
-// The heads that matter most (ANALYSES.md section 8): those of `rows` whose ablation flips the most predictions, ties
-// broken by the mean KL; heads that flip nothing are not named. At most `count`, pointing into `rows`.
+// The heads that matter most (docs/analyses.md section 8): those of `rows` whose ablation flips the most predictions,
+// ties broken by the mean KL; heads that flip nothing are not named. At most `count`, pointing into `rows`.
 std::vector<const HeadAblationRow*> mostImportantHeads(const std::vector<HeadAblationRow>& rows, int count = 3);
 
 // The log scale of mean KL the figure and the tiles draw: from the largest down to the smallest, four decades at most.

@@ -10,10 +10,10 @@ class QCustomPlot;
 
 namespace attnscope {
 
-// Head centres (ANALYSES.md §3), Cordonnier et al. Fig. 4/6 style: one square panel per layer showing the offset
-// plane around the query (x = Δx right, y = Δy down, as image rows; the query at the origin, marked ×), each head's
-// centre as a dot in its colour and the outlines of its 50% and 90% mass regions (the offset-map cells with M >= contour50,
-// solid, and M >= contour90, dashed).
+// Head centres (docs/analyses.md section 3), Cordonnier et al. Fig. 4/6 style: one square panel per layer showing the
+// offset plane around the query (x = Δx right, y = Δy down, as image rows; the query at the origin, marked ×), each
+// head's centre as a dot in its colour and the outlines of its 50% and 90% mass regions (the offset-map cells with
+// M >= contour50, solid, and M >= contour90, dashed).
 // Limits are [-R-0.5, R+0.5], widened only if a centre lies outside. A hollow dot marks a head that puts more than
 // half of its attention on prefix tokens: its centre says little about locality. Outlines are drawn inset by a
 // small step per head index (at most 0.34 cell) so that heads sharing cell edges stay distinguishable.

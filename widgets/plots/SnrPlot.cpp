@@ -208,8 +208,8 @@ void buildSnrDiagnosticsPlot(QCustomPlot* plot, const std::vector<AnalysisSummar
     };
     const double none = std::numeric_limits<double>::quiet_NaN();
     const std::vector<Panel> spec = { { QStringLiteral("(a) \u03b1, \u03b2, \u03b3"), QStringLiteral("Value"),
-        // ANALYSES.md writes u, û for the centred X_{l-1}, U_l and η, η̂ for their perturbations; combining hats
-        // do not survive small print, so the key names the taps.
+        // docs/analyses.md section 4 writes u, û for the centred X_{l-1}, U_l and η, η̂ for their perturbations;
+        // combining hats do not survive small print, so the key names the taps.
         { { QStringLiteral("\u03b1 = \u2016U\u2097\u2016 / \u2016X\u2097\u208b\u2081\u2016"),
             [](auto& r) -> auto& { return r.alpha;
 }

@@ -9,8 +9,8 @@ class QCustomPlot;
 
 namespace attnscope {
 
-// SNR in dB against layer (ANALYSES.md §4): one curve per (summary, perturbation, tap); colour = summary and
-// perturbation, line style = tap (solid X_l, dashed U_l, dotted R_l), 95% bands, a 0 dB reference line.
+// SNR in dB against layer (docs/analyses.md section 4): one curve per (summary, perturbation, tap); colour = summary
+// and perturbation, line style = tap (solid X_l, dashed U_l, dotted R_l), 95% bands, a 0 dB reference line.
 void buildSnrPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& series, const PlotStyle& style);
 
 // Proposition 3.1 and Theorem 4.1 diagnostics as three panels in one plot: (a) alpha, beta, gamma; (b) the SNR gain

@@ -9,8 +9,8 @@ class QCustomPlot;
 
 namespace attnscope {
 
-// Token cosine similarity (ANALYSES.md §1) against layer at `tap`: one colour per summary (model or variant),
-// solid for all tokens, dashed for patch tokens, translucent 95% bands (mean ± ci95). The y axis spans 0..1
+// Token cosine similarity (docs/analyses.md section 1) against layer at `tap`: one colour per summary (model or
+// variant), solid for all tokens, dashed for patch tokens, translucent 95% bands (mean ± ci95). The y axis spans 0..1
 // unless a value is negative. Clears `plot` first; the title states the models, image counts, options and tap.
 void buildTokenSimilarityPlot(
     QCustomPlot* plot, const std::vector<AnalysisSummary>& series, Tap tap, const PlotStyle& style);

@@ -1,7 +1,7 @@
 #pragma once
 
-// Attention maps drawn over the image the model saw (ANALYSES.md §2): bilinear upsampling of the [gh, gw] patch
-// map, a colormap, alpha blending. The GUI's main view and the layers x heads figure share these functions.
+// Attention maps drawn over the image the model saw (docs/analyses.md section 2): bilinear upsampling of the [gh, gw]
+// patch map, a colormap, alpha blending. The GUI's main view and the layers x heads figure share these functions.
 
 #include "Colormap.h"
 #include "PlotStyle.h"

@@ -15,10 +15,10 @@ class QMenu;
 
 namespace attnscope {
 
-// The layers x heads thumbnails of the current query's attention (plus a head-mean column); clicking a tile
-// selects that layer and head. With head importance set (an image set's head ablation, ANALYSES.md section 8), a bar
-// under each head's tile shows its mean KL on a log scale and the heads that flip the most predictions are numbered;
-// a head's context menu asks to ablate it on the current image.
+// The layers x heads thumbnails of the current query's attention (plus a head-mean column); clicking a tile selects
+// that layer and head. With head importance set (an image set's head ablation, docs/analyses.md section 8), a bar under
+// each head's tile shows its mean KL on a log scale and the heads that flip the most predictions are numbered; a head's
+// context menu asks to ablate it on the current image.
 class AttentionTileGrid : public QWidget {
     Q_OBJECT
 public:

@@ -1,7 +1,8 @@
 #pragma once
 
-// The window's "Query-key map" dock (ANALYSES.md section 9): one head's queries and keys over the strip's images as a
-// scatter. Hovering a point names its image, kind and patch; clicking one asks for that image and token as the query.
+// The window's "Query-key map" dock (docs/analyses.md section 9): one head's queries and keys over the strip's images
+// as a scatter. Hovering a point names its image, kind and patch; clicking one asks for that image and token as the
+// query.
 
 #include <QueryKeyFigure.h>
 

@@ -63,7 +63,7 @@ ViewFooter::ViewFooter(QWidget* parent)
     m_ablation->setObjectName("ablation");
     m_ablation->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_ablation->setWordWrap(true);
-    m_ablation->setToolTip(tr("The prediction with one head's output ablated (ANALYSES.md section 8); right-click a head's tile"));
+    m_ablation->setToolTip(tr("The prediction with one head's output ablated (docs/analyses.md section 8); right-click a head's tile"));
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.9); // two short lines: the view keeps the height
     for (QLabel* label : { m_preparation, m_prediction, m_ablation }) {

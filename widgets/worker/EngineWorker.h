@@ -35,20 +35,20 @@ struct ImageAnalysis {
     QString decompositionNote; // why there is none
 };
 
-// One image's class relevance (Analyses.h, section 6) for the window's "relevance" and "Grad-CAM" views.
+// One image's class relevance (Analyses.h, section 10) for the window's "relevance" and "Grad-CAM" views.
 struct ImageRelevance {
     QString path;
     Relevance relevance;
 };
 
-// Runs engine work off the GUI thread (STYLE.md: one worker, jobs one at a time, in order). Jobs are of a kind
-// (model, image: its trace and possibly its analyses, image analysis alone, image set, task) on a channel the
-// caller picks (the window uses one per model and variant); a new request supersedes the pending or running job of
-// its kind and channel: that job is cancelled (the engine polls between blocks) and reports `cancelled`. An
-// image-set run goes one image per step and queues its next step behind whatever was asked meanwhile, so clicks
-// stay interactive during a long run. Every job ends in exactly one of its result signal / failed / cancelled,
-// delivered as queued signals carrying immutable results; an image job that also analyses sends its trace
-// (imageTraced, not terminal) before it ends with imageAnalysed.
+// Runs engine work off the GUI thread (docs/contributing.md section 5: one worker, jobs one at a time, in order). Jobs
+// are of a kind (model, image: its trace and possibly its analyses, image analysis alone, image set, task) on a channel
+// the caller picks (the window uses one per model and variant); a new request supersedes the pending or running job of
+// its kind and channel: that job is cancelled (the engine polls between blocks) and reports `cancelled`. An image-set
+// run goes one image per step and queues its next step behind whatever was asked meanwhile, so clicks stay interactive
+// during a long run. Every job ends in exactly one of its result signal / failed / cancelled, delivered as queued
+// signals carrying immutable results; an image job that also analyses sends its trace (imageTraced, not terminal)
+// before it ends with imageAnalysed.
 class EngineWorker : public QObject {
     Q_OBJECT
 public:
@@ -64,7 +64,7 @@ public:
     // inputHeight/inputWidth: the input size to run the model at (0, 0: as trained; LoadOptions). `description`: a model
     // description .json to read the checkpoint with (LoadOptions::descriptionPath); "" for none or the one beside it.
     quint64 loadModel(const QString& path, int channel = 0, int inputHeight = 0, int inputWidth = 0, const QString& description = {});
-    // Variant values unset: the model's own (ANALYSES.md section 6).
+    // Variant values unset: the model's own (docs/analyses.md section 6).
     quint64 traceImage(std::shared_ptr<const Model> model, const QString& imagePath, std::optional<double> neutrenoLambda = {},
                        std::optional<double> boostT = {}, int channel = 0);
     quint64 analyseImage(std::shared_ptr<const Model> model, const QString& imagePath, AnalysisOptions options, int channel = 0);

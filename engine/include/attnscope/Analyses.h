@@ -1,7 +1,8 @@
 #pragma once
 
-// The computations of ANALYSES.md, as free functions over a Trace (plain results, no torch). Layers are numbered
-// as there: 0 = the embeddings, 1..L the blocks; heads and tokens from 0, prefix tokens first.
+// The computations of docs/analyses.md, as free functions over a Trace (plain results, no torch), under its section
+// numbers (section 6 there, the variants, is a run option in Model.h; section 9, the query-key map, is QueryKey.h).
+// Layers are numbered as there: 0 = the embeddings, 1..L the blocks; heads and tokens from 0, prefix tokens first.
 
 #include "attnscope/Model.h"
 #include "attnscope/Tensor.h"
@@ -128,7 +129,7 @@ struct LogitDecomposition {
 };
 Result<LogitDecomposition> decomposeLogits(const Model& model, const Tensor& input);
 
-// ---- 6. Class relevance (gradients of a class's logit; one forward and one backward with autograd on)
+// ---- 10. Class relevance (gradients of a class's logit; one forward and one backward with autograd on)
 
 struct RelevanceOptions {
     int targetClass = -1;  // -1: the predicted class

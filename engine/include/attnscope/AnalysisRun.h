@@ -22,7 +22,7 @@ struct AnalysisOptions {
     bool centres = true;
     bool snr = true;           // needs at least one perturbation
     bool decomposition = false;
-    bool relevance = false;    // class relevance of the first images (a per-image figure, Analyses.h section 6)
+    bool relevance = false;    // class relevance of the first images (a per-image figure, Analyses.h section 10)
     bool norms = false;        // token norms, high-norm outliers and attention sinks (Analyses.h section 7)
     bool ablation = false;     // head ablation: every head of every layer ablated in turn (Analyses.h section 8)
     AblationMode ablationMode = AblationMode::Zero;
@@ -34,7 +34,7 @@ struct AnalysisOptions {
     int draws = 1;             // perturbation draws per image
     uint64_t seed = 0;
     int radius = 3;            // offset-map window of the head centres
-    bool centreSignal = true;  // SNR: centre the signal (ANALYSES.md section 4)
+    bool centreSignal = true;  // SNR: centre the signal (docs/analyses.md section 4)
     std::optional<double> neutrenoLambda;
     std::optional<double> boostT;
     Precision precision = Precision::Fp32; // of the forwards (Model.h)

@@ -66,7 +66,7 @@ struct ModelInfo {
     std::vector<std::vector<QuadraticHead>> quadraticHeads;
 };
 
-// Which intermediate tensors a run keeps (ANALYSES.md notation). Only what is asked is recorded.
+// Which intermediate tensors a run keeps (docs/analyses.md, "Notation"). Only what is asked is recorded.
 struct RecordSpec {
     bool attention = false;  // A_l     [H, N, N], rows sum to 1, l = 1..L
     bool attnBranch = false; // U_l     [N, D], what the attention sub-block adds to the residual stream
@@ -87,7 +87,7 @@ struct RecordSpec {
 // the references give; TF32 lets CUDA's matrix products round their inputs to 10-bit mantissas (CUDA only); BF16 runs the
 // matrix products in bfloat16 (autocast; layer norms and softmax stay float32). The analyses run in float64 either way.
 enum class Precision { Fp32, Tf32, Bf16 };
-// Head ablation (ANALYSES.md section 8): an ablated head's output O_l[h] ([N, d], before the output projection) is
+// Head ablation (docs/analyses.md section 8): an ablated head's output O_l[h] ([N, d], before the output projection) is
 // replaced by zeros (the projection's bias stays), or by the mean of its rows over the tokens.
 enum class AblationMode { Zero, Mean };
 const char* toString(AblationMode m); // zero | mean
@@ -107,7 +107,7 @@ struct RunOptions {
     std::vector<HeadRef> ablatedHeads;
     AblationMode ablation = AblationMode::Zero;
     Precision precision = Precision::Fp32;
-    // Inference-time variants (ANALYSES.md section 6); unset: what the model was trained with (0 for most).
+    // Inference-time variants (docs/analyses.md section 6); unset: what the model was trained with (0 for most).
     std::optional<double> neutrenoLambda; // O_l = A_l V_l + lambda (V_1 - V_l), per head, before the projection
     std::optional<double> boostT;         // R_l = U_l + t X_0 + (1 - t) X_{l-1}
     // Polled between blocks; returning true abandons the run (the Result then carries Error "cancelled").

@@ -22,7 +22,7 @@ enum class PatchEmbedding { Convolution, LinearChannelsLast, LinearChannelsFirst
 // Where the final LayerNorm acts: on every token before pooling (timm `norm`), on the pooled vector only
 // (timm `fc_norm`, HF CLIP `post_layernorm`), or nowhere.
 enum class FinalNorm { AllTokens, Pooled, None };
-// Attention kinds of ANALYSES.md section 6. Standard: softmax(QK^T/sqrt(d)). Bilateral (filtering paper,
+// Attention kinds of docs/analyses.md section 6. Standard: softmax(QK^T/sqrt(d)). Bilateral (filtering paper,
 // Eq. 24): token-token and position-position logits with their own bandwidths, cross terms dropped; positions
 // are kept out of the token stream. Quadratic (Cordonnier et al., Eq. 9): logits -alpha_h(|delta - Delta_h|^2 -
 // |Delta_h|^2) from relative patch positions alone, content terms off.
@@ -109,7 +109,7 @@ struct ModelConfig {
     double layerNormEps = 1e-6;
     AttentionKind attention = AttentionKind::Standard;
     BlockKind block = BlockKind::Standard;
-    // Variants the model was trained with (ANALYSES.md section 6); a run uses them unless told otherwise.
+    // Variants the model was trained with (docs/analyses.md section 6); a run uses them unless told otherwise.
     double neutrenoLambda = 0.0; // NeuTRENO: O_l = A_l V_l + lambda (V_1 - V_l)
     double boostT = 0.0;         // Boost: R_l = U_l + t X_0 + (1 - t) X_{l-1}
 
@@ -133,7 +133,7 @@ enum class Interpolation { Nearest, Bilinear, Bicubic };
 const char* toString(ResizeMode m);
 const char* toString(Interpolation i);
 
-// How an image becomes the model's input (DESIGN.md, Preprocessing): resize, centre crop, rescale, normalise.
+// How an image becomes the model's input (docs/design.md section 4): resize, centre crop, rescale, normalise.
 struct PreprocessConfig {
     ResizeMode resize = ResizeMode::ShortestEdge;
     int resizeShortest = 256;
@@ -143,7 +143,8 @@ struct PreprocessConfig {
     bool centerCrop = true;
     int cropHeight = 224;
     int cropWidth = 224;
-    // timm/torchvision offset the crop by round-half-even((in-out)/2), Hugging Face by floor (NAMING.md 10.12).
+    // timm/torchvision offset the crop by round-half-even((in-out)/2), Hugging Face by floor (docs/models.md,
+    // "Preprocessing").
     bool cropOffsetFloor = false;
     double rescale = 1.0 / 255.0;
     std::vector<double> mean { 0.485, 0.456, 0.406 };

@@ -7,7 +7,7 @@
 
 namespace attnscope {
 
-// The perturbations of ANALYSES.md section 4, each seeded. Strengths in the units of the paper:
+// The perturbations of docs/analyses.md section 4, each seeded. Strengths in the units of the paper:
 // gaussian sigma and salt-and-pepper in 0..255 pixel units / a fraction of pixels, blur sigma in pixels, JPEG
 // quality, FGSM/PGD epsilon in 1/255 units (L-infinity, untargeted against the predicted class; PGD takes 20
 // steps of 0.15 epsilon).
@@ -23,8 +23,8 @@ struct Perturbation {
     std::string spec() const;
 };
 
-// The perturbed normalised input [C, H, W] for image `prepared` (draw `draw` of the seeded sequence). Gaussian
-// noise is added to the resized image before normalisation and not clipped (ANALYSES.md); the adversarial kinds
+// The perturbed normalised input [C, H, W] for image `prepared` (draw `draw` of the seeded sequence). Gaussian noise is
+// added to the resized image before normalisation and not clipped (docs/analyses.md section 4); the adversarial kinds
 // need a classification head.
 Result<Tensor> perturbInput(const Model& model, const Model::Prepared& prepared, const Perturbation& perturbation,
                             uint64_t seed);

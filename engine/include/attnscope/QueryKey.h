@@ -1,7 +1,7 @@
 #pragma once
 
-// The query-key joint embedding of ANALYSES.md section 9 (AttentionViz, Yeh et al. 2023): for one layer and head, the
-// query and key rows of every token of a set of images, normalised (keys translated onto the queries' mean, queries
+// The query-key joint embedding of docs/analyses.md section 9 (AttentionViz, Yeh et al. 2023): for one layer and head,
+// the query and key rows of every token of a set of images, normalised (keys translated onto the queries' mean, queries
 // and keys scaled to equal mean norms, neither of which changes the attention) and projected jointly to a plane, by
 // principal components or by t-SNE.
 

@@ -1,7 +1,7 @@
 #pragma once
 
-// Dataset-level results: what the CSVs of DESIGN.md hold and what the figures draw. Built from the mergeable
-// StatsTable of a run (one image or many, one shard or merged shards).
+// Dataset-level results: what the CSVs of docs/design.md section 7 hold and what the figures draw. Built from the
+// mergeable StatsTable of a run (one image or many, one shard or merged shards).
 
 #include "attnscope/Analyses.h"
 #include "attnscope/Image.h"
@@ -88,7 +88,7 @@ struct AnalysisSummary {
     std::string ablationMode; // "zero" or "mean" when the ablation ran ("" unknown)
 };
 
-// One image's class relevance (Analyses.h, section 6) with what its figure names.
+// One image's class relevance (Analyses.h, section 10) with what its figure names.
 struct RelevanceFigure {
     std::string model;
     std::string image;
@@ -110,9 +110,9 @@ struct TokenNormsFigure {
 // Turns statistics (of one run or merged shards) into the rows of the CSVs and figures.
 AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius);
 
-// Writes token_similarity.csv, head_centres.csv, attention_similarity.csv, snr.csv, snr_diagnostics.csv, token_norms.csv
-// and ablation.csv (DESIGN.md, Output directory) for what the summary holds; with several perturbations the SNR files are named
-// snr_<slug>.csv. Returns the files written. Every file goes through a temporary name.
+// Writes token_similarity.csv, head_centres.csv, attention_similarity.csv, snr.csv, snr_diagnostics.csv,
+// token_norms.csv and ablation.csv (docs/design.md section 7) for what the summary holds; with several perturbations
+// the SNR files are named snr_<slug>.csv. Returns the files written. Every file goes through a temporary name.
 Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const AnalysisSummary& summary);
 
 // Statistics as JSON text and back (exact: 17 significant digits), for shards and `merge`.

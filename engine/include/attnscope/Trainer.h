@@ -16,7 +16,7 @@ struct TrainOptions {
     std::string data = "fashion-mnist"; // "fashion-mnist" or a folder with one sub-folder per class
     std::string fashionMnistDir = "/usr/share/datasets/fashion-mnist";
     std::string out;
-    // vit | neutreno | boost | bilateral | quadratic (ANALYSES.md section 6)
+    // vit | neutreno | boost | bilateral | quadratic (docs/analyses.md section 6)
     std::string variant = "vit";
     double neutrenoLambda = 0.6; // NeuTRENO's training value (Nguyen et al.)
     double boostT = 0.3;         // Boost's t, fixed during training

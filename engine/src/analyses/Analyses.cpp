@@ -1,4 +1,4 @@
-// ANALYSES.md sections 1-4 over a Trace. Reductions run in float64 so that the results match a float64 reference
+// docs/analyses.md sections 1-4 over a Trace. Reductions run in float64 so that the results match a float64 reference
 // to well below the 1e-4 the tests ask.
 #include "attnscope/Analyses.h"
 

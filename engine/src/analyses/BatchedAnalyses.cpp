@@ -1,6 +1,7 @@
-// ANALYSES.md sections 1, 2 (attention similarity), 3 and 4, and the token norms (Analyses.h section 7), for a batch, as tensor operations on the device the taps
-// are on. Each analysis is written once over [B, ...] tensors in float64, mirroring the host loops of Analyses.cpp and
-// SignalToNoise.cpp, which stay the reference (tests/engine/BatchedAnalysesTest.cpp compares the two).
+// docs/analyses.md sections 1, 2 (attention similarity), 3, 4 and 7 (token norms), for a batch, as tensor operations on
+// the device the taps are on. Each analysis is written once over [B, ...] tensors in float64, mirroring the host loops
+// of Analyses.cpp and SignalToNoise.cpp, which stay the reference (tests/engine/BatchedAnalysesTest.cpp compares the
+// two).
 #include "analyses/BatchedAnalyses.h"
 
 #include "analyses/OffsetWindow.h"

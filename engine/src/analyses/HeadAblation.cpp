@@ -1,4 +1,4 @@
-// Head ablation (ANALYSES.md section 8): every head of every layer ablated in turn, its effect on the prediction.
+// Head ablation (docs/analyses.md section 8): every head of every layer ablated in turn, its effect on the prediction.
 
 #include "attnscope/Analyses.h"
 

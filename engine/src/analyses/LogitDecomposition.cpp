@@ -1,5 +1,5 @@
-// The logit decomposition of layer 1 (ANALYSES.md section 5, Analyses.h): it needs the model's weights, not only its
-// trace.
+// The logit decomposition of layer 1 (docs/analyses.md section 5, Analyses.h): it needs the model's weights, not only
+// its trace.
 #include "attnscope/Analyses.h"
 
 #include "vit/ModelImpl.h"

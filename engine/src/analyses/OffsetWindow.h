@@ -1,6 +1,6 @@
 #pragma once
 
-// The offset window of the head centres (ANALYSES.md section 3), shared by the host loops (Analyses.cpp) and the
+// The offset window of the head centres (docs/analyses.md section 3), shared by the host loops (Analyses.cpp) and the
 // device path (BatchedAnalyses.cpp): the interior patch queries, whose (2R+1) x (2R+1) window lies inside the grid, and
 // for each the key patch of every window cell, rows dy = -R..R, columns dx = -R..R.
 

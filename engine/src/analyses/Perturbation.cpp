@@ -1,4 +1,5 @@
-// The perturbations of the SNR analysis (ANALYSES.md section 4, Perturbation.h), the adversarial ones through autograd.
+// The perturbations of the SNR analysis (docs/analyses.md section 4, Perturbation.h), the adversarial ones through
+// autograd.
 #include "attnscope/Perturbation.h"
 
 #include "attnscope/Analyses.h"

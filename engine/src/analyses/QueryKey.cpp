@@ -1,5 +1,5 @@
-// The query-key joint embedding (ANALYSES.md section 9): the rows from the recorded X_{l-1} through the block's own
-// norm and projection, their normalisation, the joint PCA with its sign rule and the rank agreement.
+// The query-key joint embedding (docs/analyses.md section 9): the rows from the recorded X_{l-1} through the block's
+// own norm and projection, their normalisation, the joint PCA with its sign rule and the rank agreement.
 
 #include "attnscope/QueryKey.h"
 

@@ -1,4 +1,4 @@
-// Class relevance (Analyses.h, section 6): Chefer et al.'s generic attention explainability and Grad-CAM on the token
+// Class relevance (Analyses.h, section 10): Chefer et al.'s generic attention explainability and Grad-CAM on the token
 // grid, from one forward with autograd on and one backward of the target class's logit.
 #include "attnscope/Analyses.h"
 

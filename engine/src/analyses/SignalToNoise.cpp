@@ -1,4 +1,4 @@
-// The signal-to-noise ratio per layer and tap, and Proposition 3.1's diagnostics (ANALYSES.md).
+// The signal-to-noise ratio per layer and tap, and Proposition 3.1's diagnostics (docs/analyses.md section 4).
 #include "analyses/AnalysisLoops.h"
 #include "io/TensorImpl.h"
 

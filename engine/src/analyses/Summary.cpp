@@ -1,5 +1,5 @@
-// Summary.h: a run's statistics turned into the rows of the CSVs and figures, the CSVs themselves (DESIGN.md, Output
-// directory), and the statistics as exact JSON for shards and merge.
+// Summary.h: a run's statistics turned into the rows of the CSVs and figures, the CSVs themselves (docs/design.md
+// section 7, "Output files"), and the statistics as exact JSON for shards and merge.
 #include "attnscope/Summary.h"
 
 #include "analyses/StatKeys.h"

@@ -54,7 +54,7 @@ TensorMap applyRules(TensorMap in, const std::vector<Rule>& rules)
 Rule rename(const std::string& pattern, const std::string& replacement) { return { std::regex(pattern), replacement, false }; }
 Rule drop(const std::string& pattern) { return { std::regex(pattern), {}, true }; }
 
-// Fuses `<stem>.{q,k,v}<suffix>` triples into `<target>` (rows q|k|v, NAMING.md 0.1).
+// Fuses `<stem>.{q,k,v}<suffix>` triples into `<target>` (rows q|k|v, docs/models.md, "Fused q, k, v").
 void fuseQkv(TensorMap& t, const std::string& q, const std::string& k, const std::string& v, const std::string& target,
              const std::string& path)
 {
@@ -538,7 +538,7 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
             || has(t, "blocks.0.attn.q_proj.weight"))) {
         if (has(t, "mask_token")) {
             // The original DINOv2 release: timm names plus a mask token; registers are `register_tokens` and
-            // the position table still covers CLS (NAMING.md 4.7).
+            // the position table still covers CLS (docs/models.md, "DINOv2's registers and position table").
             hints.naming = "dinov2-original";
             hints.family = "dinov2";
             t.erase("mask_token");

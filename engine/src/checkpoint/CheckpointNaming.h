@@ -36,7 +36,8 @@ std::string unusedNamesError(const std::vector<std::string>& unused, const Descr
                              const std::string& path);
 
 // Renames a checkpoint's tensors onto the engine's names (timm's: `blocks.3.attn.qkv.weight`), detecting the
-// convention from sentinel keys (NAMING.md section 1). This is the one place where foreign names are mapped.
+// convention from sentinel keys (docs/models.md, "Recognising the convention"). This is the one place where foreign
+// names are mapped.
 // Separate q/k/v tensors are fused, HF CLIP's [D] / [N+1, D] shapes get timm's batch dimensions, tensors that
 // play no part at inference (mask tokens, position ids, poolers, CLIP's text tower) are dropped.
 // Throws LoadError("<path>: ...") when the convention is not recognised; for a described checkpoint (`described`: its

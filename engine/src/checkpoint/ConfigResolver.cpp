@@ -48,8 +48,8 @@ void fitChannels(PreprocessConfig& p, int channels, const std::string& path)
 
 PreprocessConfig defaultPreprocess(int height, int width)
 {
-    // DESIGN.md: absent any config, resize the shortest edge to image_size / 0.875, bicubic, centre crop,
-    // ImageNet mean/std (timm's defaults).
+    // docs/design.md section 4: absent any config, resize the shortest edge to image_size / 0.875, bicubic, centre
+    // crop, ImageNet mean/std (timm's defaults).
     PreprocessConfig p;
     p.resize = ResizeMode::ShortestEdge;
     p.resizeShortest = int(std::floor(std::min(height, width) / 0.875));
@@ -99,7 +99,7 @@ void readTensors(const TensorMap& t, const NamingHints& hints, const std::string
         ++c.depth;
     if (c.depth == 0)
         fail(weightsPath, "no transformer blocks (blocks.0.attn.qkv.weight or its equivalent)");
-    // The attention kind and block kind show in the parameters they own (ANALYSES.md section 6).
+    // The attention kind and block kind show in the parameters they own (docs/analyses.md section 6).
     c.attention = has(t, "blocks.0.attn.log_hy") ? AttentionKind::Bilateral
         : has(t, "blocks.0.attn.centre")         ? AttentionKind::Quadratic
                                                  : AttentionKind::Standard;
@@ -458,7 +458,7 @@ PreprocessConfig preprocessFromHuggingFace(const json& pre, const std::string& p
     PreprocessConfig p;
     const std::string type = pre.value("image_processor_type", pre.value("feature_extractor_type", ""));
     const bool clipLike = type.find("CLIP") != std::string::npos || type.find("Bit") != std::string::npos;
-    // Class defaults apply to absent fields (NAMING.md 5.8).
+    // Class defaults apply to absent fields (docs/models.md, "Preprocessing").
     const bool defaultToSquare = !clipLike;
     p.mean = clipLike ? std::vector<double> { 0.48145466, 0.4578275, 0.40821073 } : std::vector<double> { 0.5, 0.5, 0.5 };
     p.std = clipLike ? std::vector<double> { 0.26862954, 0.26130258, 0.27577711 } : std::vector<double> { 0.5, 0.5, 0.5 };

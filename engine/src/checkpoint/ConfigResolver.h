@@ -43,8 +43,8 @@ struct ResolvedConfig {
 ResolvedConfig resolveConfig(const TensorMap& tensors, const NamingHints& hints, const ConfigSources& sources,
                              const std::string& weightsPath);
 
-// The preprocessing of a timm pretrained_cfg (NAMING.md 4.11) and of a Hugging Face preprocessor_config.json
-// (NAMING.md 5.8); exposed for tests.
+// The preprocessing of a timm pretrained_cfg and of a Hugging Face preprocessor_config.json (docs/models.md,
+// "Preprocessing"); exposed for tests.
 PreprocessConfig preprocessFromTimm(const nlohmann::json& pretrainedCfg, int channels);
 PreprocessConfig preprocessFromHuggingFace(const nlohmann::json& pre, const std::string& path);
 

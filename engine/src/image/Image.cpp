@@ -19,7 +19,7 @@ namespace attnscope {
 
 namespace {
 
-// Composites an alpha channel onto white (DESIGN.md, Preprocessing); `m` is 8-bit BGRA or grey+alpha.
+// Composites an alpha channel onto white (docs/design.md section 4, "Preprocessing"); `m` is 8-bit BGRA or grey+alpha.
 cv::Mat compositeOnWhite(const cv::Mat& m)
 {
     std::vector<cv::Mat> planes;

@@ -7,9 +7,9 @@
 
 namespace attnscope {
 
-// Image -> normalised input [C, H, W] as `config` says (DESIGN.md, Preprocessing). The model's channel count
-// decides RGB vs grey (ITU-R 601 luma, as PIL's "L"). `shown` receives the resized and cropped 8-bit image,
-// the one the heatmap is drawn over.
+// Image -> normalised input [C, H, W] as `config` says (docs/design.md section 4, "Preprocessing"). The model's channel
+// count decides RGB vs grey (ITU-R 601 luma, as PIL's "L"). `shown` receives the resized and cropped 8-bit image, the
+// one the heatmap is drawn over.
 at::Tensor preprocessImage(const Image& image, const PreprocessConfig& config, int channels, Image* shown);
 
 // `config` (a model's own, for the size it was trained for) made for another input size height x width

@@ -50,7 +50,7 @@ at::Tensor AttentionBase::mix(const at::Tensor& logits, const at::Tensor& v, Att
             o = o + ctx.neutrenoLambda * (*ctx.firstValues - v); // NeuTRENO, Nguyen et al. Eq. 26 (Definition 1)
     }
     const int64_t B = o.size(0), N = o.size(2);
-    if (ctx.headMask.defined()) { // O_l[h] = 0, or the mean of its rows, where the mask is 0 (ANALYSES.md section 8)
+    if (ctx.headMask.defined()) { // O_l[h] = 0 or the mean of its rows where the mask is 0 (docs/analyses.md section 8)
         const auto keep = ctx.headMask.to(o.scalar_type()).view({ B, o.size(1), 1, 1 });
         o = ctx.ablateMean ? o * keep + (1 - keep) * o.mean(2, true) : o * keep;
     }

@@ -41,8 +41,8 @@ struct AttentionContext {
     bool isFirstLayer = false;
     at::Tensor positions; // bilateral: the position embedding of every token [1, N, D], kept out of the stream
     int gridH = 0, gridW = 0, prefix = 0;
-    // Head ablation (ANALYSES.md section 8): [B, H], 0 where a head's output is ablated (zeros, or with ablateMean the
-    // mean of its rows); undefined: none.
+    // Head ablation (docs/analyses.md section 8): [B, H], 0 where a head's output is ablated (zeros, or with ablateMean
+    // the mean of its rows); undefined: none.
     at::Tensor headMask;
     bool ablateMean = false;
     RopeAngles rope;                       // the rotary embedding's angles for this forward's grid (Rope.h), if any

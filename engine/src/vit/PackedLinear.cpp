@@ -31,7 +31,7 @@ at::Tensor applyActivation(const at::Tensor& x, Activation a)
     case Activation::GeluTanh:
         return at::gelu(x, "tanh");
     case Activation::QuickGelu:
-        return x * at::sigmoid(1.702 * x); // CLIP's approximation (NAMING.md 5.7)
+        return x * at::sigmoid(1.702 * x); // CLIP's approximation (docs/models.md, "Configs and activations")
     case Activation::Relu:
         return at::relu(x);
     case Activation::Silu:

@@ -49,7 +49,7 @@ private:
     std::unique_ptr<State> m_state;
 };
 
-// The MLP's activation, as timm, Hugging Face and CLIP define each (NAMING.md 5.7).
+// The MLP's activation, as timm, Hugging Face and CLIP define each (docs/models.md, "Configs and activations").
 at::Tensor applyActivation(const at::Tensor& x, Activation a);
 
 // layer->forward(x), through `packed` when given (the inference forward) and straight otherwise (training).
