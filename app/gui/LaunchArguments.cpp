@@ -9,6 +9,8 @@
 #include <attnscope/Files.h>
 #include <attnscope/Image.h>
 
+#include <algorithm>
+
 namespace {
 
 bool hasModelSuffix(const QString& path)
@@ -82,4 +84,14 @@ bool isModelDescription(const QString& path)
     // Its own keys; timm's config.json has an "architecture" too, but a string.
     return json.contains(QLatin1String("attnscope_description")) || json.value(QLatin1String("rename")).isArray()
         || json.value(QLatin1String("architecture")).isObject();
+}
+
+QRect placeWithin(const QRect& available, const QMargins& frame, const QSize& wanted, const QPoint& at)
+{
+    const QRect room = available.marginsRemoved(frame);
+    const QSize size = wanted.boundedTo(room.size()).expandedTo(QSize(1, 1));
+    // Where it was asked to be, moved only as far as needed for the frame to fit.
+    const int x = std::clamp(at.x(), room.left(), std::max(room.left(), room.right() + 1 - size.width()));
+    const int y = std::clamp(at.y(), room.top(), std::max(room.top(), room.bottom() + 1 - size.height()));
+    return { QPoint(x, y), size };
 }

@@ -4,6 +4,8 @@
 // unless it is an image or a folder of images, so that `attnscope photo.jpg` (or a folder, or several images)
 // opens the default model with them.
 
+#include <QMargins>
+#include <QRect>
 #include <QString>
 #include <QStringList>
 
@@ -30,3 +32,8 @@ bool isImageFolder(const QString& path);
 // A model description (docs/model-description.md): a .json file holding an object with "attnscope_description", a
 // "rename" list or an "architecture" object; not a Hugging Face or timm config.json.
 bool isModelDescription(const QString& path);
+
+// Where the window opens on a screen whose free area is `available`: at `wanted` size (or the room there is), with its
+// frame (`frame`: the title bar and borders a window manager adds) inside that area too, so that the status bar is
+// never below the screen's edge. The window's own geometry, without the frame.
+QRect placeWithin(const QRect& available, const QMargins& frame, const QSize& wanted, const QPoint& at);

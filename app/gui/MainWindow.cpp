@@ -26,7 +26,6 @@
 #include <QLabel>
 #include <QListView>
 #include <QMenuBar>
-#include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
@@ -115,7 +114,9 @@ MainWindow::~MainWindow()
 void MainWindow::connectSlot(int index)
 {
     ModelSlot* slot = m_slots[index];
-    connect(slot, &ModelSlot::failed, this, &MainWindow::showError);
+    connect(slot, &ModelSlot::failed, this, [this](const QString& message, ModelSlot::Failure what) {
+        showError(message, what == ModelSlot::Failure::Model ? ErrorOf::Model : what == ModelSlot::Failure::Image ? ErrorOf::Image : ErrorOf::Other);
+    });
     connect(slot, &ModelSlot::needsOtherHalf, this, [this, index](const QString& path, const QString& description, int missing,
                                                                   const QString& message) {
         askForOtherHalf(index, path, description, missing, message);
@@ -161,6 +162,7 @@ void MainWindow::connectSlot(int index)
             m_controls->setQueryText(QString());
             refreshModelInfo();
             applyPerturbation();
+            clearError(ErrorOf::Model);
             emit modelReady();
         } else {
             m_views[1]->clear();
@@ -174,6 +176,7 @@ void MainWindow::connectSlot(int index)
         refreshImagePlots();
         refreshSetPlots();
         refreshPredictions();
+        refreshPlaceholders();
         if (!currentPath().isEmpty())
             slot->showImage(currentPath());
         if (index == 0)
@@ -188,8 +191,10 @@ void MainWindow::connectSlot(int index)
         }
         refreshMaps();
         refreshPredictions();
-        if (index == 0)
+        if (index == 0) {
+            clearError(ErrorOf::Image);
             emit imageReady();
+        }
     });
     connect(slot, &ModelSlot::variantTraceReady, this, [this, slot] {
         if (!slot->variantTrace())
@@ -327,7 +332,10 @@ void MainWindow::refreshMaps()
             const auto& r = m_slots[0]->relevance();
             const QString method = head == -3 ? tr("GAE") : tr("Grad-CAM on X%1").arg(r ? r->relevance.gradCamLayer : 0);
             m_controls->setQueryText(r && r->path == current->path
-                    ? tr("class %1 · p %2 · %3").arg(r->relevance.targetClass).arg(r->relevance.probability, 0, 'f', 3).arg(method)
+                    ? tr("%1 · p %2 · %3")
+                          .arg(className(m_slots[0]->model()->info().labels, r->relevance.targetClass))
+                          .arg(r->relevance.probability, 0, 'f', 3)
+                          .arg(method)
                     : tr("computing the relevance…"));
         } else if (i == 0 && head == -5) {
             m_controls->setQueryText(normsText);
@@ -446,6 +454,7 @@ void MainWindow::analyseImageSet()
         statusBar()->showMessage(mixed, 15000);
     for (ModelSlot* slot : m_slots)
         slot->analyseSet(m_images->paths(), m_setAblation->isChecked());
+    refreshImportance(); // the previous set's summary is gone
     m_setButton->setText(tr("Cancel"));
     m_setProgress->setRange(0, m_images->rowCount());
     m_setProgress->setValue(0);
@@ -469,17 +478,27 @@ void MainWindow::showSetFigure(int index)
         dock->raise();
 }
 
-void MainWindow::showError(const QString& message)
+void MainWindow::showError(const QString& message, ErrorOf kind)
 {
+    // One unreadable image stops its trace, its variant, its relevance and the compared model's run: one message.
+    if (!m_errorLabel->isHidden() && m_errorLabel->fullText() == message)
+        return;
     m_lastError = message;
-    statusBar()->showMessage(message, 10000);
+    m_errorKind = kind;
+    m_errorLabel->setFullText(message);
+    m_errorLabel->show();
     emit errorShown(message);
-    if (QGuiApplication::platformName() != QLatin1String("offscreen")) {
-        auto* box = new QMessageBox(QMessageBox::Warning, tr("attnscope"), message, QMessageBox::Ok, this);
-        box->setAttribute(Qt::WA_DeleteOnClose);
-        box->open(); // window-modal, never blocks the event loop
-    }
 }
+
+void MainWindow::clearError(ErrorOf kind)
+{
+    if (kind != m_errorKind && kind != ErrorOf::Other)
+        return; // an image shown does not answer a session's or an export's error; Other: dismissed
+    m_errorLabel->hide();
+    m_errorLabel->setFullText(QString());
+}
+
+QString MainWindow::shownError() const { return !m_errorLabel->isHidden() ? m_errorLabel->fullText() : QString(); }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event)
 {

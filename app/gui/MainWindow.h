@@ -5,6 +5,7 @@
 
 #include <AttentionTileGrid.h>
 #include <AttentionView.h>
+#include <ElidedLabel.h>
 #include <EngineWorker.h>
 #include <FigurePanel.h>
 #include <ImageListModel.h>
@@ -41,13 +42,18 @@ public:
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
+    // Sizes and places the window within its screen's free area, frame and title bar included (placeWithin): `wanted`
+    // or the room there is. Before the window is shown the frame is estimated; called again once shown, it is measured.
+    void fitToScreen(const QSize& wanted);
+
     // A model file, folder, description .json or builtin:NAME, with the description .json to read a checkpoint with ("":
     // none, or the one beside it). A file that lacks its other half (a checkpoint no convention names, a description
     // without "weights") asks for it (chooseFile) and loads the pair.
     void openModel(const QString& path, const QString& description = {});
     void openCompareModel(const QString& path, const QString& description = {});
-    // Where the window asks for a file it needs (the other half of a model): a file dialog unless a test sets one.
-    using FileChooser = std::function<QString(const QString& caption, const QString& filter)>;
+    // Where the window asks for a file it needs (the other half of a model): a file dialog starting in `folder` (beside
+    // the half that was opened) unless a test sets one.
+    using FileChooser = std::function<QString(const QString& caption, const QString& filter, const QString& folder)>;
     void setFileChooser(FileChooser chooser);
     // Loads the model (and the compared one) again at another input size (0, 0: as trained); a size that is not a
     // multiple of the patch size is refused in the status bar.
@@ -118,6 +124,7 @@ public:
     int layer() const { return m_layer; }
     int head() const { return m_head; }
     QString lastError() const { return m_lastError; }
+    QString shownError() const; // the status line's error, "" once what it stopped succeeded
     // What Help shows: every shortcut of the window with its action, and the versions and where the engine runs.
     QString shortcutsText() const;
     QString aboutText() const;
@@ -146,14 +153,18 @@ private:
     void buildActions();
     void buildDocks();
     void connectSlot(int index);
-    void showError(const QString& message);
+    // Errors are state: the status line holds the last one, said once (errorShown) however many jobs one file stopped,
+    // until what failed succeeds (clearError of its kind) or the user dismisses it; no box, since none needs an answer.
+    enum class ErrorOf { Image, Model, Other };
+    void showError(const QString& message, ErrorOf kind = ErrorOf::Other);
+    void clearError(ErrorOf kind);
     void showInformation(const QString& title, const QString& text); // a window-modal box (none offscreen)
     void refreshMaps();
     void refreshImagePlots();
     void refreshSetPlots();
     void refreshModelInfo();
     void refreshPredictions(); // the footers under the views: the current image's input line and top classes
-    QString chooseFile(const QString& caption, const QString& filter);
+    QString chooseFile(const QString& caption, const QString& filter, const QString& folder);
     void askForOtherHalf(int index, const QString& path, const QString& description, int missing, const QString& message);
     void rememberModel(const QString& path, const QString& description);
     void applyPendingSession(); // once the session's model is loaded
@@ -161,6 +172,7 @@ private:
     void applyPerturbation();
     QString currentPath() const;
     void refreshImageCount();
+    void refreshPlaceholders(); // what each empty view asks for: a model, an image, or says the image is running
     void buildHeadDocks(QDockWidget* besideDock); // the Query-key map dock, tabbed with besideDock, and the connections
     void refreshImportance();
     void refreshAblation();    // the footer line and the crossed-out tile, for the image shown only
@@ -182,6 +194,7 @@ private:
     const attnscope::Trace* m_tilesTrace = nullptr;
     int m_tilesQuery = -1;
     QString m_lastError;
+    ErrorOf m_errorKind = ErrorOf::Other; // of the error the status line shows
     quint64 m_exportJob = 0;
 
     attnscope::ImageListModel* m_images = nullptr;
@@ -189,6 +202,7 @@ private:
     QLabel* m_imageCount = nullptr; // "14 images" under the strip
     QLabel* m_modelInfo = nullptr;
     QLabel* m_deviceLabel = nullptr; // permanent in the status bar: where the forward and the analyses run
+    attnscope::ElidedLabel* m_errorLabel = nullptr; // permanent in the status bar: the last error, until cleared
     QComboBox* m_builtin = nullptr;
     QComboBox* m_compareBuiltin = nullptr;
     AttentionControls* m_controls = nullptr;

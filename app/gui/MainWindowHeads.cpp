@@ -13,6 +13,7 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QSignalBlocker>
 #include <QMenu>
 #include <QStatusBar>
 #include <QVBoxLayout>
@@ -53,6 +54,8 @@ void MainWindow::buildHeadDocks(QDockWidget* besideDock)
     connect(m_importance, &QCheckBox::toggled, this, &MainWindow::setHeadImportance);
     connect(m_tiles, &AttentionTileGrid::ablationRequested, this, &MainWindow::ablateHead);
     connect(m_slots[0], &ModelSlot::setUpdated, this, &MainWindow::refreshImportance);
+    connect(m_slots[0], &ModelSlot::modelLoaded, this, &MainWindow::refreshImportance); // its set summary is gone
+    refreshImportance();
 
     auto* content = new QWidget;
     auto* layout = new QVBoxLayout(content);
@@ -121,6 +124,10 @@ void MainWindow::setSetAblation(bool on) { m_setAblation->setChecked(on); }
 
 void MainWindow::setHeadImportance(bool on)
 {
+    if (on && !m_importance->isEnabled()) { // nothing to show: said, not ticked
+        statusBar()->showMessage(m_importance->toolTip(), 8000);
+        return;
+    }
     if (m_importance->isChecked() != on)
         m_importance->setChecked(on); // comes back here through toggled
     else
@@ -129,15 +136,23 @@ void MainWindow::setHeadImportance(bool on)
 
 void MainWindow::refreshImportance()
 {
+    // Offered only once the image set's summary holds a head ablation: a tick that would show nothing is not offered.
     const auto& s = m_slots[0]->setSummary();
     const bool available = s && !s->ablation.empty();
-    if (m_importance->isChecked() && available) {
-        m_tiles->setImportance(s->ablation, s->images == 1 ? tr("1 image") : tr("%1 images").arg(s->images));
-    } else {
-        m_tiles->setImportance({}, {});
-        if (m_importance->isChecked() && !m_slots[0]->setRunning())
-            statusBar()->showMessage(tr("Head importance: tick \"Head ablation\" under Image set and analyse the image set first"), 8000);
+    m_importance->setEnabled(available);
+    m_importance->setToolTip(available
+            ? tr("A bar under each head: its mean KL when ablated over the image set (Image set, \"Head ablation\"); the heads "
+                 "that flip the most predictions numbered. Right-click a head to ablate it on this image.")
+            : tr("Head importance: tick \"Head ablation\" under Image set and analyse the image set first. Right-click a "
+                 "head to ablate it on this image."));
+    if (!available && m_importance->isChecked()) {
+        const QSignalBlocker quiet(m_importance);
+        m_importance->setChecked(false);
     }
+    if (m_importance->isChecked())
+        m_tiles->setImportance(s->ablation, s->images == 1 ? tr("1 image") : tr("%1 images").arg(s->images));
+    else
+        m_tiles->setImportance({}, {});
 }
 
 void MainWindow::ablateHead(int layer, int head)
@@ -202,7 +217,7 @@ void MainWindow::refreshAblation()
     const HeadAblation& a = m_ablation->result;
     const HeadAblationEffect& e = a.heads.front();
     const auto& labels = model->info().labels;
-    const auto name = [&](int c) { return size_t(c) < labels.size() ? QString::fromStdString(labels[size_t(c)]) : tr("class %1").arg(c); };
+    const auto name = [&](int c) { return className(labels, c); };
     const QString before = QStringLiteral("%1 %2").arg(name(a.predicted), percent(a.probability));
     const QString after = e.flip ? QStringLiteral("%1 %2").arg(name(e.predicted), percent(e.probability))
                                  : QStringLiteral("%1 %2").arg(name(a.predicted), percent(a.probability + e.dprob));

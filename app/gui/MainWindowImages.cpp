@@ -8,6 +8,7 @@
 #include <QDirIterator>
 #include <QFileInfo>
 #include <QImageReader>
+#include <QItemSelectionModel>
 #include <QLabel>
 #include <QListView>
 #include <QProgressBar>
@@ -33,7 +34,7 @@ void MainWindow::addImages(const QStringList& paths)
         } else if (QFileInfo(p).isFile()) {
             files << QFileInfo(p).absoluteFilePath();
         } else if (!p.isEmpty()) {
-            showError(tr("%1: no such file or folder").arg(p));
+            showError(tr("%1: no such file or folder").arg(p), ErrorOf::Image);
         }
     }
     if (files.isEmpty())
@@ -54,6 +55,9 @@ void MainWindow::removeImages(QList<int> rows)
     }
     if (!current.isEmpty() && m_images->rowOf(current) < 0 && !m_imageList->currentIndex().isValid())
         selectImage(std::min(rows.isEmpty() ? 0 : *std::min_element(rows.begin(), rows.end()), m_images->rowCount() - 1));
+    // The neighbour the view moved to is the one shown: selected too, so that another Delete removes it.
+    if (const QModelIndex shown = m_imageList->currentIndex(); shown.isValid())
+        m_imageList->selectionModel()->select(shown, QItemSelectionModel::ClearAndSelect);
 }
 
 void MainWindow::clearImages()
@@ -66,6 +70,7 @@ void MainWindow::clearImages()
     m_tiles->clear();
     m_tilesTrace = nullptr;
     m_controls->setQueryText(QString());
+    refreshPlaceholders();
     refreshImagePlots();
     refreshPredictions();
 }
@@ -74,6 +79,15 @@ void MainWindow::refreshImageCount()
 {
     const int n = m_images->rowCount();
     m_imageCount->setText(n == 0 ? tr("No images") : n == 1 ? tr("1 image") : tr("%1 images").arg(n));
+}
+
+void MainWindow::refreshPlaceholders()
+{
+    const QString path = currentPath();
+    for (int i = 0; i < 2; ++i)
+        m_views[i]->setPlaceholder(!m_slots[i]->model() ? tr("Open a model (Ctrl+O) and an image")
+                                       : path.isEmpty() ? tr("Open an image (Ctrl+I) or drop one here")
+                                                        : tr("Running %1…").arg(QFileInfo(path).fileName()));
 }
 
 QString MainWindow::currentPath() const
@@ -93,6 +107,7 @@ void MainWindow::selectImage(int row)
     const QString path = m_images->path(row);
     for (ModelSlot* slot : m_slots)
         slot->showImage(path);
+    refreshPlaceholders();
     if (m_slots[0]->model())
         statusBar()->showMessage(tr("Running %1…").arg(QFileInfo(path).fileName()));
 }

@@ -1,7 +1,10 @@
 // MainWindow's menus, toolbar and docks: what goes where. Behaviour is in MainWindow.cpp.
 #include "MainWindow.h"
 
+#include "LaunchArguments.h"
+
 #include <DialogFolder.h>
+#include <ElidedLabel.h>
 #include <attnscope/CpuKernels.h>
 #include <attnscope/Model.h>
 
@@ -21,6 +24,8 @@
 #include <QPainter>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScreen>
+#include <QStyle>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QStatusBar>
@@ -182,6 +187,16 @@ void MainWindow::buildDocks()
     m_deviceLabel->setObjectName("deviceLabel");
     m_deviceLabel->setToolTip(tr("Where the forward passes and the analyses run. The window takes a GPU when its LibTorch has "
                                  "CUDA and one is present, the CPU otherwise."));
+    // The last error, until what it stopped succeeds: in the status line once, however many jobs one file stopped, and
+    // never a box (an error needs no answer); elided, never widening the window; the whole of it in the tooltip.
+    m_errorLabel = new ElidedLabel(this);
+    m_errorLabel->setObjectName("errorLabel");
+    m_errorLabel->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Preferred);
+    m_errorLabel->setMaximumWidth(640);
+    m_errorLabel->setStyleSheet(QStringLiteral("color: #b3261e;"));
+    m_errorLabel->hide();
+    connect(m_errorLabel, &ElidedLabel::clicked, this, [this] { clearError(ErrorOf::Other); }); // dismissed
+    statusBar()->addPermanentWidget(m_errorLabel, 1);
     statusBar()->addPermanentWidget(m_deviceLabel);
 
     auto* left = new QWidget;
@@ -268,8 +283,7 @@ void MainWindow::buildDocks()
     tilesLayout->setContentsMargins(0, 0, 0, 0);
     tilesLayout->setSpacing(0);
     m_importance = new QCheckBox(tr("Head importance"), tilesWidget);
-    m_importance->setToolTip(tr("A bar under each head: its mean KL when ablated over the image set (Image set, \"Head ablation\"); "
-                                "the heads that flip the most predictions numbered. Right-click a head to ablate it on this image."));
+    m_importance->setEnabled(false); // until the image set's head ablation is there (refreshImportance)
     tilesLayout->addWidget(m_importance);
     tilesLayout->addWidget(scrollTiles, 1);
     auto* tilesDock = dock(tr("Layers × heads"), "tilesDock", tilesWidget, Qt::BottomDockWidgetArea);
@@ -320,25 +334,30 @@ void MainWindow::buildDocks()
     buildHeadDocks(setDock);
     imageDock->raise();
     for (FigurePanel* panel : { m_imagePanel, m_setPanel }) {
-        connect(panel, &FigurePanel::exportFailed, this, &MainWindow::showError);
+        connect(panel, &FigurePanel::exportFailed, this, [this](const QString& message) { showError(message); });
         connect(panel, &FigurePanel::exported, this, [this](const QString& path) { statusBar()->showMessage(tr("Wrote %1").arg(path), 5000); });
     }
 }
 
 QString MainWindow::shortcutsText() const
 {
-    QStringList lines;
+    // A table, so that a long key ("Ctrl+Shift+R") never runs into its action as a tab stop lets it.
+    QStringList rows;
+    const auto row = [&](const QString& keys, const QString& what) {
+        const QString r = QStringLiteral("<tr><td style=\"padding-right:18px\"><b>%1</b></td><td>%2</td></tr>")
+                              .arg(keys.toHtmlEscaped(), what.toHtmlEscaped());
+        if (!rows.contains(r))
+            rows << r;
+    };
     for (QAction* action : findChildren<QAction*>()) {
         const QString keys = action->shortcut().toString(QKeySequence::NativeText);
-        if (keys.isEmpty())
-            continue;
-        QString what = action->text().remove(QLatin1Char('&')).remove(QStringLiteral("…"));
-        const QString line = QStringLiteral("%1\t%2").arg(keys, what);
-        if (!lines.contains(line))
-            lines << line;
+        if (!keys.isEmpty())
+            row(keys, action->text().remove(QLatin1Char('&')).remove(QStringLiteral("…")));
     }
-    lines << tr("Click\ta patch of the view: it becomes the query") << tr("Click\ta tile: its layer and head");
-    return lines.join(QLatin1Char('\n'));
+    row(tr("Click"), tr("a patch of the view: it becomes the query"));
+    row(tr("Click"), tr("a tile: its layer and head"));
+    row(tr("Right-click"), tr("the view or a plot: Copy; a tile: ablate its head"));
+    return QStringLiteral("<table cellspacing=\"2\">") + rows.join(QString()) + QStringLiteral("</table>");
 }
 
 QString MainWindow::aboutText() const
@@ -360,4 +379,21 @@ void MainWindow::showInformation(const QString& title, const QString& text)
     auto* box = new QMessageBox(QMessageBox::Information, title, text, QMessageBox::Ok, this);
     box->setAttribute(Qt::WA_DeleteOnClose);
     box->open(); // window-modal, never blocks the event loop
+}
+
+void MainWindow::fitToScreen(const QSize& wanted)
+{
+    const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
+    if (!screen) {
+        resize(wanted);
+        return;
+    }
+    const QRect inner = geometry(), outer = frameGeometry();
+    QMargins frame(inner.left() - outer.left(), inner.top() - outer.top(), outer.right() - inner.right(), outer.bottom() - inner.bottom());
+    if (!isVisible() && QGuiApplication::platformName() != QLatin1String("offscreen")) {
+        // Not framed yet: a window manager's title bar and borders, as the style draws them.
+        const int border = style()->pixelMetric(QStyle::PM_MdiSubWindowFrameWidth) + 1;
+        frame = QMargins(border, style()->pixelMetric(QStyle::PM_TitleBarHeight) + border, border, border);
+    }
+    setGeometry(placeWithin(screen->availableGeometry(), frame, wanted, inner.topLeft()));
 }

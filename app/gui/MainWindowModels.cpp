@@ -78,27 +78,30 @@ void MainWindow::openCompareModel(const QString& path, const QString& descriptio
 
 void MainWindow::setFileChooser(FileChooser chooser) { m_fileChooser = std::move(chooser); }
 
-QString MainWindow::chooseFile(const QString& caption, const QString& filter)
+QString MainWindow::chooseFile(const QString& caption, const QString& filter, const QString& folder)
 {
     if (m_fileChooser)
-        return m_fileChooser(caption, filter);
+        return m_fileChooser(caption, filter, folder);
     if (QGuiApplication::platformName() == QLatin1String("offscreen"))
         return {}; // no one to answer a dialog
-    const QString path = QFileDialog::getOpenFileName(this, caption, dialogStart(), filter);
+    const QString path = QFileDialog::getOpenFileName(this, caption, folder.isEmpty() ? dialogStart() : folder, filter);
     rememberDialogChoice(path);
     return path;
 }
 
 void MainWindow::askForOtherHalf(int index, const QString& path, const QString& description, int missing, const QString& message)
 {
-    const QString name = QFileInfo(path).fileName();
+    const QFileInfo info(path);
+    const QString name = info.fileName();
+    // The other half usually lies beside the half the user opened: the dialog starts there, not in the last folder used.
+    const QString beside = info.isDir() ? info.absoluteFilePath() : info.absolutePath();
     QString chosen;
     if (missing == EngineWorker::MissingDescription) {
         statusBar()->showMessage(tr("%1 needs a model description: choose its .json").arg(name));
         chosen = chooseFile(tr("%1: its tensor names follow no known convention. Choose the model description (.json) that "
                                "describes it")
                                 .arg(name),
-                            tr("Model descriptions (*.json);;All files (*)"));
+                            tr("Model descriptions (*.json);;All files (*)"), beside);
         if (!chosen.isEmpty()) {
             statusBar()->showMessage(tr("Loading %1 with %2…").arg(path, chosen));
             m_slots[index]->load(path, chosen);
@@ -107,14 +110,14 @@ void MainWindow::askForOtherHalf(int index, const QString& path, const QString& 
     } else {
         statusBar()->showMessage(tr("%1 names no weights: choose the checkpoint").arg(name));
         chosen = chooseFile(tr("%1 names no weights file. Choose the checkpoint it describes").arg(name),
-                            tr("Checkpoints (*.safetensors *.pt *.pth *.bin);;All files (*)"));
+                            tr("Checkpoints (*.safetensors *.pt *.pth *.bin);;All files (*)"), beside);
         if (!chosen.isEmpty()) {
             statusBar()->showMessage(tr("Loading %1 with %2…").arg(chosen, path));
             m_slots[index]->load(chosen, description.isEmpty() ? path : description);
             return;
         }
     }
-    showError(message); // not paired: the reason stays in view
+    showError(message, ErrorOf::Model); // not paired: the reason stays in view
 }
 
 void MainWindow::setInputSize(int height, int width)

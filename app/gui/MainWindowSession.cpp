@@ -13,6 +13,8 @@
 #include <QStandardPaths>
 #include <QStatusBar>
 
+#include <algorithm>
+
 using namespace attnscope;
 
 namespace {
@@ -105,16 +107,17 @@ bool MainWindow::openSession(const QString& path)
         m_imagePanel->setFigure(*f);
     if (const auto f = figureNamed(session->setFigure))
         m_setPanel->setFigure(*f);
+    session->problems = problems;
     if (session->model) {
-        m_pendingSession = std::make_shared<Session>(*session);
+        m_pendingSession = std::make_shared<Session>(*session); // its problems said with those its model finds
         statusBar()->showMessage(tr("Opening the session %1…").arg(path));
         m_slots[0]->load(session->model->path, session->model->description, session->model->inputHeight, session->model->inputWidth);
     }
     m_images->addPaths(session->images);
     if (!session->model)
         selectImage(std::max(session->selected, 0));
-    if (!problems.isEmpty())
-        showError(problems.join(QLatin1Char('\n')));
+    if (!session->model && !problems.isEmpty())
+        showError(problems.join(QStringLiteral("; ")));
     return true;
 }
 
@@ -127,9 +130,26 @@ void MainWindow::applyPendingSession()
         return; // another model was opened meanwhile
     if (s->compare)
         m_slots[1]->load(s->compare->path, s->compare->description, s->compare->inputHeight, s->compare->inputWidth);
-    setLayer(s->layer);
-    setHead(s->head);
-    m_query = s->query;
+    // What the file holds but this model has not is said, field by field, and the nearest thing it has is shown.
+    const ModelConfig& c = m_slots[0]->model()->config();
+    const int lastLayer = c.depth + (c.pooling == Pooling::AttentionPool ? 1 : 0);
+    const int tokens = c.numPrefixTokens() + c.gridHeight() * c.gridWidth();
+    QStringList problems, found;
+    if (s->layer < 1 || s->layer > lastLayer)
+        found << tr("layer: %1 is not one of the model's layers 1 to %2 (%3 shown)").arg(s->layer).arg(lastLayer).arg(std::clamp(s->layer, 1, lastLayer));
+    if (s->head < -5 || s->head >= c.numHeads)
+        found << tr("head: %1 is not one of the model's heads 0 to %2 nor a view -1 to -5 (the mean of heads shown)").arg(s->head).arg(c.numHeads - 1);
+    if (s->query < 0 || s->query >= tokens)
+        found << tr("query: %1 is not one of the model's tokens 0 to %2 (%3 used)").arg(s->query).arg(tokens - 1).arg(m_query);
+    setLayer(std::clamp(s->layer, 1, lastLayer));
+    setHead(s->head < -5 || s->head >= c.numHeads ? -1 : s->head);
+    if (s->query >= 0 && s->query < tokens)
+        m_query = s->query;
+    problems = s->problems;
+    if (!found.isEmpty())
+        problems << tr("%1: %2").arg(QFileInfo(s->file).fileName(), found.join(QStringLiteral("; ")));
+    if (!problems.isEmpty())
+        showError(problems.join(QStringLiteral("; ")));
     if (s->neutrenoLambda && s->boostT)
         runVariant(*s->neutrenoLambda, *s->boostT);
     selectImage(std::max(s->selected, 0));

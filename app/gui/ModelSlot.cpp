@@ -99,6 +99,7 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
         quint64* jobs[] = { &m_modelJob, &m_traceJob, &m_variantTraceJob, &m_analysisJob, &m_variantAnalysisJob, &m_setJob, &m_variantSetJob,
                             &m_relevanceJob };
         bool ours = false;
+        const Failure what = job == m_modelJob ? Failure::Model : job == m_setJob || job == m_variantSetJob ? Failure::Set : Failure::Image;
         for (quint64* j : jobs)
             if (*j == job) {
                 *j = 0;
@@ -119,7 +120,7 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
         if (variantImage || variantAnalysis)
             m_variantAnalysis = nullptr;
         if (ours)
-            emit failed(message);
+            emit failed(message, what);
         if (image)
             emit imageFailed(message);
         else if (analysis || variantImage || variantAnalysis)

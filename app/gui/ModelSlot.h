@@ -14,6 +14,10 @@
 class ModelSlot : public QObject {
     Q_OBJECT
 public:
+    // What failed (failed()): the model's load, the image's run (trace, analyses, variant, relevance) or the image set's.
+    enum class Failure { Model, Image, Set };
+    Q_ENUM(Failure)
+
     struct Variant {
         double neutrenoLambda = 0;
         double boostT = 0;
@@ -74,7 +78,7 @@ signals:
     void setUpdated(bool complete);
     void setCancelled();
     void setSkipped(const QString& message); // an image of the set that could not be read
-    void failed(const QString& message);
+    void failed(const QString& message, ModelSlot::Failure what);
     // Instead of failed(): the model could not load because `path` lacks its other half (EngineWorker::Missing: the weights
     // for a description that names none, a description for a checkpoint no convention names). The window asks for it.
     void needsOtherHalf(const QString& path, const QString& description, int missing, const QString& message);

@@ -7,6 +7,8 @@
 #include <QJsonDocument>
 #include <QSaveFile>
 
+#include <cmath>
+
 namespace {
 
 constexpr int kVersion = 1;
@@ -48,11 +50,76 @@ void unknownKeys(const QJsonObject& o, const QStringList& known, const QString& 
             *warnings << QObject::tr("unknown key %1%2 (ignored)").arg(where, key);
 }
 
+// A value as the file spells it, for a message: "three" quoted, 42, an object or a list in short.
+QString spelled(const QJsonValue& v)
+{
+    if (v.isString())
+        return QStringLiteral("\"%1\"").arg(v.toString().left(60));
+    if (v.isObject())
+        return QObject::tr("an object");
+    if (v.isArray())
+        return QObject::tr("a list");
+    if (v.isBool())
+        return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+    if (v.isNull())
+        return QStringLiteral("null");
+    return v.toVariant().toString();
+}
+
+void wrongType(QStringList* warnings, const QString& key, const QJsonValue& v, const QString& expected, const QString& kept)
+{
+    if (warnings)
+        *warnings << QObject::tr("%1: %2 is not %3 (%4)").arg(key, spelled(v), expected, kept);
+}
+
+// The typed readers of a key: absent gives the default without a word; a value of another type gives it too, and
+// says so field by field, so that one wrong field never costs the others.
+int wholeNumber(const QJsonObject& o, const QString& key, int fallback, QStringList* warnings)
+{
+    const QJsonValue v = o.value(key);
+    if (v.isUndefined())
+        return fallback;
+    const double d = v.toDouble();
+    if (!v.isDouble() || d != std::floor(d) || std::fabs(d) > 1e9) {
+        wrongType(warnings, key, v, QObject::tr("a whole number"), QObject::tr("%1 used").arg(fallback));
+        return fallback;
+    }
+    return int(d);
+}
+
+QString text(const QJsonObject& o, const QString& key, QStringList* warnings, const QString& where = {})
+{
+    const QJsonValue v = o.value(key);
+    if (v.isUndefined())
+        return {};
+    if (!v.isString()) {
+        wrongType(warnings, where + key, v, QObject::tr("a string"), QObject::tr("ignored"));
+        return {};
+    }
+    return v.toString();
+}
+
+QJsonObject object(const QJsonObject& o, const QString& key, QStringList* warnings)
+{
+    const QJsonValue v = o.value(key);
+    if (v.isUndefined())
+        return {};
+    if (!v.isObject()) {
+        wrongType(warnings, key, v, QObject::tr("an object"), QObject::tr("ignored"));
+        return {};
+    }
+    return v.toObject();
+}
+
 std::optional<SessionModel> readModel(const QJsonValue& value, const QString& folder, const QString& what, QStringList* missing,
                                       QStringList* warnings)
 {
-    if (!value.isObject())
+    if (value.isUndefined())
         return std::nullopt;
+    if (!value.isObject() || !value.toObject().value("path").isString()) {
+        wrongType(warnings, what, value, QObject::tr("a model entry with a \"path\""), QObject::tr("no %1 opened").arg(what));
+        return std::nullopt;
+    }
     const QJsonObject o = value.toObject();
     unknownKeys(o, { "path", "relative", "description", "input_size" }, what + ".", warnings);
     SessionModel m;
@@ -68,10 +135,15 @@ std::optional<SessionModel> readModel(const QJsonValue& value, const QString& fo
             return std::nullopt;
         }
     }
-    const QJsonArray size = o.value("input_size").toArray();
-    if (size.size() == 2) {
-        m.inputHeight = size[0].toInt();
-        m.inputWidth = size[1].toInt();
+    if (const QJsonValue size = o.value("input_size"); !size.isUndefined()) {
+        const QJsonArray a = size.toArray();
+        if (a.size() == 2 && a[0].toInt() > 0 && a[1].toInt() > 0) {
+            m.inputHeight = a[0].toInt();
+            m.inputWidth = a[1].toInt();
+        } else {
+            wrongType(warnings, what + QStringLiteral(".input_size"), size, QObject::tr("[height, width] in pixels"),
+                      QObject::tr("the size it was trained for used"));
+        }
     }
     return m;
 }
@@ -149,11 +221,23 @@ std::optional<Session> readSession(const QString& path, QString* error, QStringL
                 {}, warnings);
     const QString folder = QFileInfo(path).absolutePath();
     Session s;
+    s.file = path;
     s.model = readModel(o.value("model"), folder, QObject::tr("model"), missing, warnings);
     s.compare = readModel(o.value("compare"), folder, QObject::tr("compared model"), missing, warnings);
-    const QJsonArray images = o.value("images").toArray();
-    const int selected = o.value("selected").toInt(-1);
+    QJsonArray images;
+    if (const QJsonValue v = o.value("images"); v.isArray())
+        images = v.toArray();
+    else if (!v.isUndefined())
+        wrongType(warnings, QStringLiteral("images"), v, QObject::tr("a list"), QObject::tr("no images opened"));
+    const int selected = wholeNumber(o, QStringLiteral("selected"), -1, warnings);
+    if ((selected < -1 || selected >= images.size()) && warnings)
+        *warnings << QObject::tr("selected: %1 is not an image of the %n listed (the first selected)", nullptr, int(images.size())).arg(selected);
     for (int i = 0; i < images.size(); ++i) {
+        if (!images[i].isObject() || !images[i].toObject().value("path").isString()) {
+            wrongType(warnings, QStringLiteral("images[%1]").arg(i), images[i], QObject::tr("an image entry with a \"path\""),
+                      QObject::tr("left out"));
+            continue;
+        }
         const QString image = resolve(images[i].toObject(), folder);
         if (image.isEmpty()) {
             *missing << QObject::tr("image %1").arg(images[i].toObject().value("path").toString());
@@ -163,18 +247,23 @@ std::optional<Session> readSession(const QString& path, QString* error, QStringL
             s.selected = int(s.images.size());
         s.images << image;
     }
-    s.query = o.value("query").toInt(0);
-    s.layer = o.value("layer").toInt(1);
-    s.head = o.value("head").toInt(-1);
-    if (o.value("variant").isObject()) {
-        const QJsonObject v = o.value("variant").toObject();
-        s.neutrenoLambda = v.value("neutreno_lambda").toDouble();
-        s.boostT = v.value("boost_t").toDouble();
+    s.query = wholeNumber(o, QStringLiteral("query"), 0, warnings);
+    s.layer = wholeNumber(o, QStringLiteral("layer"), 1, warnings);
+    s.head = wholeNumber(o, QStringLiteral("head"), -1, warnings);
+    if (const QJsonObject v = object(o, QStringLiteral("variant"), warnings); !v.isEmpty()) {
+        if (v.value("neutreno_lambda").isDouble() && v.value("boost_t").isDouble()) {
+            s.neutrenoLambda = v.value("neutreno_lambda").toDouble();
+            s.boostT = v.value("boost_t").toDouble();
+        } else {
+            wrongType(warnings, QStringLiteral("variant"), o.value("variant"), QObject::tr("{\"neutreno_lambda\": number, \"boost_t\": number}"),
+                      QObject::tr("no variant run"));
+        }
     }
-    s.perturbation = o.value("perturbation").toString();
-    s.drawing = o.value("drawing").toObject();
-    s.imageFigure = o.value("figures").toObject().value("image").toString();
-    s.setFigure = o.value("figures").toObject().value("set").toString();
-    s.dockLayout = QByteArray::fromBase64(o.value("dock_layout").toString().toLatin1());
+    s.perturbation = text(o, QStringLiteral("perturbation"), warnings);
+    s.drawing = object(o, QStringLiteral("drawing"), warnings);
+    const QJsonObject figures = object(o, QStringLiteral("figures"), warnings);
+    s.imageFigure = text(figures, QStringLiteral("image"), warnings, QStringLiteral("figures."));
+    s.setFigure = text(figures, QStringLiteral("set"), warnings, QStringLiteral("figures."));
+    s.dockLayout = QByteArray::fromBase64(text(o, QStringLiteral("dock_layout"), warnings).toLatin1());
     return s;
 }

@@ -26,6 +26,8 @@ struct Session {
     QJsonObject drawing;                           // AttentionControls::drawing(): opacity, colour map, patch grid
     QString imageFigure, setFigure;                // figureFileName() of each dock's figure
     QByteArray dockLayout;                         // QMainWindow::saveState()
+    QString file;                                  // the file it was read from (not written)
+    QStringList problems;                          // what opening it found wrong, said once, when it is applied
 };
 
 // The session as JSON, its paths absolute and also relative to `folder` (the session file's), so that a folder moved

@@ -132,12 +132,12 @@ int main(int argc, char** argv)
     parser.process(app);
     const LaunchArguments launch = splitLaunchArguments(parser.positionalArguments());
     MainWindow window;
-    // 1280 x 860, or the screen's free area when that is smaller (a 1280 x 800 laptop): never larger than the screen.
-    QSize size(1280, 860);
-    if (const QScreen* screen = QGuiApplication::primaryScreen())
-        size = size.boundedTo(screen->availableGeometry().size());
-    window.resize(size);
+    // 1280 x 860, or the screen's free area when that is smaller (a 1280 x 800 laptop): never larger than the screen,
+    // its title bar included; measured again once a window manager has framed it.
+    const QSize wanted(1280, 860);
+    window.fitToScreen(wanted);
     window.show();
+    QTimer::singleShot(300, &window, [&window, wanted] { window.fitToScreen(wanted); });
     if (parser.isSet(session) || parser.isSet(lastSession)) {
         window.openSession(parser.isSet(session) ? parser.value(session) : MainWindow::lastSessionPath());
     } else {

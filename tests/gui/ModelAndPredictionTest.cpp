@@ -34,12 +34,13 @@ const QStringList kCifarClasses { "airplane", "automobile", "bird", "cat", "deer
 // A chooser that answers the window's file requests with `answer` and records what was asked.
 struct Chooser {
     QString answer;
-    QStringList captions, filters;
+    QStringList captions, filters, folders;
     MainWindow::FileChooser function()
     {
-        return [this](const QString& caption, const QString& filter) {
+        return [this](const QString& caption, const QString& filter, const QString& folder) {
             captions << caption;
             filters << filter;
+            folders << folder;
             return answer;
         };
     }
@@ -92,6 +93,7 @@ private slots:
         QCOMPARE(chooser.captions.size(), 1);
         QVERIFY2(chooser.captions.front().contains("described.json") && chooser.filters.front().contains("*.safetensors"),
                  qPrintable(chooser.captions.front()));
+        QCOMPARE(chooser.folders.front(), QFileInfo(description).absolutePath()); // beside the half opened (walk item g)
         QCOMPARE(w.slot(0)->path(), kTimm + "/model.safetensors");
         QCOMPARE(w.slot(0)->description(), description);
         QVERIFY2(modelPanelText(w).contains("described by described.json"), qPrintable(modelPanelText(w)));
@@ -149,6 +151,7 @@ private slots:
             QVERIFY(ready.wait(20000));
             QCOMPARE(chooser.captions.size(), 1);
             QVERIFY2(chooser.filters.front().contains("*.json"), qPrintable(chooser.filters.front()));
+            QCOMPARE(chooser.folders.front(), QFileInfo(kTintn).absolutePath()); // `attnscope model.pth` asks beside it
             QCOMPARE(w.slot(0)->description(), kTintnDescription);
             const QString image = kShared + "/data/cifar10-test-1000/cat/0000.jpg";
             if (QFile::exists(image)) {

@@ -176,6 +176,33 @@ private slots:
         QCOMPARE(key->plottable()->pen().style(), Qt::DashLine);
     }
 
+    // Issue 44, walk item h: "best_vit" read "best vit" in the legend, the underscore cut off at the bottom of its item's
+    // box (seen in the window and fixed by the room finishLegend leaves below each item).
+    void legendItemsHoldTheirUnderscores()
+    {
+        QCustomPlot plot;
+        plot.resize(900, 600);
+        std::vector<AnalysisSummary> series { testdata::makeSummary("best_vit", "best_vit"), testdata::makeSummary("g_q_y", "g_q_y") };
+        buildTokenSimilarityPlot(&plot, series, Tap::Block, PlotStyle());
+        plot.replot();
+        int items = 0;
+        for (QCPLayoutElement* e : plot.plotLayout()->elements(true)) {
+            auto* legend = qobject_cast<QCPLegend*>(e);
+            for (int i = 0; legend && i < legend->itemCount(); ++i) {
+                auto* item = qobject_cast<QCPPlottableLegendItem*>(legend->item(i));
+                if (!item)
+                    continue;
+                // Painted one line high and clipped to its box, the underscore's row (the last of the descent) was lost:
+                // the box is taller than a line.
+                const QFontMetrics metrics(item->font());
+                QVERIFY2(item->outerRect().height() >= metrics.height() + 2,
+                         qPrintable(QStringLiteral("%1: box %2 px high, a line %3 px").arg(item->plottable()->name()).arg(item->outerRect().height()).arg(metrics.height())));
+                ++items;
+            }
+        }
+        QVERIFY(items >= 2);
+    }
+
     // Issue 32, item 10: a model keeps its colour when a variant is added, in every plot of model curves. The compared
     // model ("beta") is drawn in the same colour with and without alpha's variant; the variant gets a colour of its own.
     void aModelKeepsItsColourWhenAVariantIsAdded()

@@ -1,5 +1,7 @@
 #include "FigurePanel.h"
 
+#include "ElidedLabel.h"
+
 #include "DialogFolder.h"
 #include "FigureExport.h"
 #include "PlotHover.h"
@@ -39,7 +41,7 @@ FigurePanel::FigurePanel(std::vector<Figure> figures, QWidget* parent)
         rebuild();
         emit figureChanged(figure());
     });
-    m_status = new QLabel(m_header);
+    m_status = new ElidedLabel(m_header);
     m_export = new QToolButton(m_header);
     m_export->setText(tr("Export"));
     m_export->setPopupMode(QToolButton::InstantPopup);
@@ -58,7 +60,7 @@ FigurePanel::FigurePanel(std::vector<Figure> figures, QWidget* parent)
     m_plot = new QCustomPlot;
     m_plot->setFocusPolicy(Qt::ClickFocus);
     enableHoverValues(m_plot);
-    addCopyAction(this, [this] { return m_plot->toPixmap().toImage(); }); // the plot as it is drawn
+    addCopyAction(this, [this] { return m_plot->toPixmap().toImage(); }, m_plot); // the plot as it is drawn
     // Below the height at which its legends and panel keys still fit, the figure scrolls rather than squeezing them.
     m_scroll = new QScrollArea(this);
     m_scroll->setWidget(m_plot);
@@ -81,7 +83,7 @@ void FigurePanel::showLarger()
         layout->setContentsMargins(0, 0, 0, 0);
         m_largerPlot = new QCustomPlot(m_larger);
         enableHoverValues(m_largerPlot);
-        addCopyAction(m_larger, [this] { return m_largerPlot->toPixmap().toImage(); });
+        addCopyAction(m_larger, [this] { return m_largerPlot->toPixmap().toImage(); }, m_largerPlot);
         layout->addWidget(m_largerPlot);
         QSize size = figureSize(figure(), m_data);
         if (const QScreen* screen = this->screen())
@@ -114,9 +116,10 @@ void FigurePanel::setDecompositionHead(int head)
 
 void FigurePanel::setStatus(const QString& text)
 {
-    m_status->setText(text);
-    m_status->setToolTip(text); // a long error is cut at the dock's width
+    m_status->setFullText(text); // a long error is elided at the dock's width, never widening it
 }
+
+QString FigurePanel::status() const { return m_status->fullText(); }
 
 void FigurePanel::setFigure(Figure f)
 {
@@ -151,6 +154,20 @@ void FigurePanel::rebuild()
     }
     m_plot->setMinimumHeight(std::max(240, least));
     m_plot->replot();
+    // Nor may a y-axis title be longer than its axis is high: it ran over the legend below ("Mean pairwise cosine
+    // similarity" at 1280 x 800). The rows around an axis keep their height, so the plot needs that much more.
+    int fitsTitles = 0;
+    for (QCPAxisRect* rect : m_plot->axisRects()) {
+        const QCPAxis* y = rect->axis(QCPAxis::atLeft);
+        if (!y || !y->visible() || y->label().isEmpty())
+            continue;
+        const int title = QFontMetrics(y->labelFont()).horizontalAdvance(y->label()) + 8;
+        fitsTitles = std::max(fitsTitles, m_plot->height() - rect->rect().height() + title);
+    }
+    if (fitsTitles > m_plot->minimumHeight()) {
+        m_plot->setMinimumHeight(fitsTitles);
+        m_plot->replot();
+    }
     if (m_largerPlot) {
         buildFigure(m_largerPlot, figure(), m_data);
         m_larger->setWindowTitle(tr("%1 · attnscope").arg(figureTitle(figure())));

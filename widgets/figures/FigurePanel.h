@@ -9,11 +9,12 @@
 
 class QComboBox;
 class QCustomPlot;
-class QLabel;
 class QScrollArea;
 class QToolButton;
 
 namespace attnscope {
+
+class ElidedLabel;
 
 // A plot dock's contents: a figure chooser, the figure (hover shows values), and an export button that writes the
 // figure (PNG at 2x, SVG or PDF) or its data (CSV) through the same catalogue as the CLI.
@@ -26,7 +27,8 @@ public:
     void setData(std::vector<AnalysisSummary> series, std::shared_ptr<const LogitDecomposition> decomposition = {},
                  LogitDecompositionInfo info = {});
     void setDecompositionHead(int head);
-    void setStatus(const QString& text);
+    void setStatus(const QString& text); // the header's line beside the chooser (an error, "not analysed: …")
+    QString status() const;
     void setFigure(Figure figure);
     Figure figure() const;
     const std::vector<Figure>& figures() const { return m_figures; } // the chooser's, in its order
@@ -55,7 +57,7 @@ private:
     std::shared_ptr<const LogitDecomposition> m_decomposition;
     QWidget* m_header = nullptr;
     QComboBox* m_chooser = nullptr;
-    QLabel* m_status = nullptr;
+    ElidedLabel* m_status = nullptr;
     QToolButton* m_export = nullptr;
     QScrollArea* m_scroll = nullptr;
     QCustomPlot* m_plot = nullptr;

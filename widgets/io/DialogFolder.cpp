@@ -8,6 +8,7 @@
 #include <QImage>
 #include <QSettings>
 #include <QStandardPaths>
+#include <QToolTip>
 #include <QWidget>
 
 namespace attnscope {
@@ -35,18 +36,26 @@ void rememberDialogChoice(const QString& chosen)
     QSettings().setValue(kKey, info.isDir() ? info.absoluteFilePath() : info.absolutePath());
 }
 
-QAction* addCopyAction(QWidget* widget, std::function<QImage()> image)
+QString copyFeedback() { return QObject::tr("Copied to the clipboard"); }
+
+QAction* addCopyAction(QWidget* widget, std::function<QImage()> image, QWidget* menuWidget)
 {
     auto* copy = new QAction(QObject::tr("Copy"), widget);
     copy->setShortcut(QKeySequence::Copy);
     copy->setShortcutContext(Qt::WidgetWithChildrenShortcut);
-    QObject::connect(copy, &QAction::triggered, widget, [image = std::move(image)] {
+    QObject::connect(copy, &QAction::triggered, widget, [widget, image = std::move(image)] {
         const QImage picture = image();
-        if (!picture.isNull())
+        const bool copied = !picture.isNull();
+        if (copied)
             QGuiApplication::clipboard()->setImage(picture);
+        // Said where the user looks, since Ctrl+C shows nothing else.
+        const QPoint centre = widget->mapToGlobal(widget->rect().center());
+        QToolTip::showText(centre, copied ? copyFeedback() : QObject::tr("Nothing to copy yet"), widget, {}, 1500);
     });
-    widget->addAction(copy);
-    widget->setContextMenuPolicy(Qt::ActionsContextMenu);
+    for (QWidget* w : { widget, menuWidget ? menuWidget : widget }) {
+        w->addAction(copy);
+        w->setContextMenuPolicy(Qt::ActionsContextMenu);
+    }
     return copy;
 }
 

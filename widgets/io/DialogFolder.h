@@ -18,7 +18,9 @@ QString dialogStart(const QString& name = {});
 void rememberDialogChoice(const QString& chosen);
 
 // A "Copy" action on `widget` (its right-click menu, and Ctrl+C while it or a child has the focus) that puts
-// `image()` on the clipboard.
-QAction* addCopyAction(QWidget* widget, std::function<QImage()> image);
+// `image()` on the clipboard and says so in a tooltip (copyFeedback()). `menuWidget`: a child that fills `widget` and
+// would take the right click itself (a plot in a scroll area), given the same menu.
+QAction* addCopyAction(QWidget* widget, std::function<QImage()> image, QWidget* menuWidget = nullptr);
+QString copyFeedback();
 
 } // namespace attnscope

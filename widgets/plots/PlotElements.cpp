@@ -236,6 +236,13 @@ QCPLegend* addKeyLegend(QCustomPlot* plot, QCPLegend* primary, const PlotStyle& 
 void finishLegend(QCPLegend* legend, int maxColumns)
 {
     const int count = legend->itemCount();
+    // An item is clipped to its own box, one line of text high: room below it for what a glyph draws under the
+    // descent (the underscore of "best_vit", which was cut off and read "best vit").
+    const QFontMetrics metrics(legend->font());
+    const int below = std::max(2, metrics.underlinePos() + metrics.lineWidth());
+    for (int i = 0; i < count; ++i)
+        if (QCPAbstractLegendItem* item = legend->item(i))
+            item->setMargins(QMargins(0, 0, 0, below));
     const bool column = legend->property(singleColumnProperty).toBool();
     legend->setProperty(maxColumnsProperty, column ? 1 : std::clamp(maxColumns, 1, std::max(1, count)));
     QCustomPlot* plot = legend->parentPlot();

@@ -260,6 +260,8 @@ void AttentionTileGrid::contextMenuEvent(QContextMenuEvent* event)
 
 void AttentionTileGrid::mousePressEvent(QMouseEvent* event)
 {
+    if (event->button() != Qt::LeftButton) // the right button opens the menu; it selects nothing
+        return;
     if (const auto tile = tileAt(event->position().toPoint()))
         emit tileClicked(tile->first, tile->second);
 }

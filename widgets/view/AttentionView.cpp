@@ -40,8 +40,10 @@ void AttentionView::setMap(const AttentionMap& map)
 
 void AttentionView::setQuery(int query)
 {
+    if (query == m_query)
+        return;
     m_query = query;
-    rerender();
+    update(); // the ring is painted over the rendering (paintMarked): a click renders the map once, in setMap
 }
 
 void AttentionView::setOpacity(double opacity)
@@ -125,6 +127,12 @@ void AttentionView::clear()
     update();
 }
 
+void AttentionView::setPlaceholder(const QString& text)
+{
+    m_placeholder = text;
+    update();
+}
+
 void AttentionView::showMessage(const QString& message)
 {
     clear();
@@ -133,6 +141,7 @@ void AttentionView::showMessage(const QString& message)
 
 void AttentionView::rerender()
 {
+    ++m_renders;
     if (m_shown.empty()) {
         m_rendered = {};
     } else if (m_map) {
@@ -205,8 +214,7 @@ void AttentionView::paintEvent(QPaintEvent*)
     QPainter p(this);
     p.fillRect(rect(), palette().window());
     if (m_rendered.isNull()) {
-        const QString text = m_message.isEmpty() ? tr("Open a model and an image") : m_message;
-        p.drawText(rect().adjusted(12, 12, -12, -12), Qt::AlignCenter | Qt::TextWordWrap, text);
+        p.drawText(rect().adjusted(12, 12, -12, -12), Qt::AlignCenter | Qt::TextWordWrap, shownText());
         return;
     }
     const QRect r = imageRect();
@@ -246,6 +254,8 @@ void AttentionView::mouseMoveEvent(QMouseEvent* event)
 
 void AttentionView::mousePressEvent(QMouseEvent* event)
 {
+    if (event->button() != Qt::LeftButton) // the right button opens the menu (Copy): the picture stays the one looked at
+        return;
     if (const auto patch = patchAt(event->position().toPoint()))
         emit queryRequested(m_prefix + patch->y() * m_gridW + patch->x());
 }

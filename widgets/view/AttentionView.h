@@ -34,8 +34,12 @@ public:
     // Clears the view and says why in its place (an image that could not be read: its one-line error).
     void showMessage(const QString& message);
     QString message() const { return m_message; }
+    // What the empty view says when there is neither an image nor a message ("Open a model and an image" unless set).
+    void setPlaceholder(const QString& text);
+    QString shownText() const { return m_rendered.isNull() ? (m_message.isEmpty() ? m_placeholder : m_message) : QString(); }
 
     const QImage& rendered() const { return m_rendered; }
+    int renders() const { return m_renders; } // how many times the overlay was rendered (a click: once)
     const std::optional<AttentionMap>& map() const { return m_map; }
     QString caption() const { return m_caption; }
     // The overlay with its caption and colour bar, as exported ("Export view").
@@ -70,6 +74,8 @@ private:
     QString m_caption;
     QString m_valueCaption = tr("attention");
     QString m_message; // shown in place of the image while there is none
+    int m_renders = 0;
+    QString m_placeholder = tr("Open a model and an image");
     QImage m_rendered;
 };
 

@@ -113,6 +113,8 @@ void QueryKeyMapView::mouseMoveEvent(QMouseEvent* event)
 
 void QueryKeyMapView::mousePressEvent(QMouseEvent* event)
 {
+    if (event->button() != Qt::LeftButton) // the right button opens the menu; it selects nothing
+        return;
     if (const auto at = pointAt(event->position().toPoint()))
         emit pointClicked(m_map->points[*at].image, m_map->points[*at].token);
 }

@@ -6,14 +6,24 @@
 
 namespace attnscope {
 
+QString className(const QStringList& labels, int index)
+{
+    return index >= 0 && index < labels.size() && !labels[index].isEmpty() ? labels[index] : QObject::tr("class %1").arg(index);
+}
+
+QString className(const std::vector<std::string>& labels, int index)
+{
+    return index >= 0 && size_t(index) < labels.size() && !labels[size_t(index)].empty() ? QString::fromStdString(labels[size_t(index)])
+                                                                                         : QObject::tr("class %1").arg(index);
+}
+
 namespace {
 
 std::vector<ViewFooter::Entry> entriesOf(const std::vector<ClassProbability>& top, const QStringList& labels)
 {
     std::vector<ViewFooter::Entry> out;
     for (const auto& c : top) {
-        const QString name = c.index < labels.size() && !labels[c.index].isEmpty() ? labels[c.index] : QObject::tr("class %1").arg(c.index);
-        out.push_back({ c.index, name, c.probability });
+        out.push_back({ c.index, className(labels, c.index), c.probability });
     }
     return out;
 }

@@ -6,11 +6,16 @@
 #include <QStringList>
 #include <QWidget>
 
+#include <string>
 #include <vector>
 
 class QLabel;
 
 namespace attnscope {
+
+// A class as the model names it ("cat"), or "class 3" when it names none.
+QString className(const QStringList& labels, int index);
+QString className(const std::vector<std::string>& labels, int index);
 
 // The lines under an attention view: what preprocessing did to the image ("converted to grey, resized 512×512 → 28×28")
 // and the model's five most probable classes for it, named when the model has class names, with those of its variant
