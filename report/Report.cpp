@@ -5,6 +5,7 @@
 #include "OutputFolder.h"
 #include "QueryKeyReport.h"
 #include "RunJournal.h"
+#include "RunSpec.h"
 
 #include <attnscope/CpuKernels.h>
 #include <attnscope/Datasets.h>
@@ -206,19 +207,22 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         identity["models"].push_back({ { "model", run.model->info().path + " (sha256 " + (sha ? sha->substr(0, 12) : "?") + ")" },
                                        { "neutreno", run.output.options["neutreno_lambda"] }, { "boost", run.output.options["boost_t"] } });
     }
-    identity["options"] = { { "analyses", request.analysesText }, { "noise", runs.front().output.options["noise"] }, { "draws", base.draws },
-                            { "seed", base.seed }, { "description", request.description }, { "compare", request.compareSpec },
-                            { "device", primary.info().device },
-                            { "batch", batch }, { "precision", toString(base.precision) },
-                            { "analyses-on", runs.front().analysis->analysesOnDevice() ? "device" : "host" },
-                            { "dump-tensors", dumping },
-                            { "shard", std::to_string(request.shardIndex) + "/" + std::to_string(request.shardCount) } };
+    // The table's options as this run resolved them (the device's batch, where the analyses run), by their CLI names.
+    const nlohmann::json resolved = resolvedRunOptions(request, runs.front().output.options["noise"], int64_t(batch),
+                                                       runs.front().analysis->analysesOnDevice());
+    for (const RunOption& o : runOptions()) {
+        const bool matters = o.identity && !(std::string(o.cli) == "ablation" && !base.ablation) // what an ablated head becomes
+            && !(std::string(o.cli) == "outlier-ratio" && !base.norms); // the outlier count depends on it
+        if (matters)
+            identity["options"][o.cli] = resolved[o.cli];
+    }
+    // The door's options that change what is computed: the models' files, the device, the shard.
+    identity["options"]["description"] = request.description;
+    identity["options"]["compare"] = request.compareSpec;
+    identity["options"]["device"] = primary.info().device;
+    identity["options"]["shard"] = std::to_string(request.shardIndex) + "/" + std::to_string(request.shardCount);
     if (request.inputHeight > 0) // only when given: the journals of runs without it stay resumable
-        identity["options"]["input_size"] = { request.inputHeight, request.inputWidth };
-    if (base.ablation) // what an ablated head's output becomes
-        identity["options"]["ablation"] = attnscope::toString(base.ablationMode);
-    if (base.norms) // the outlier count depends on it
-        identity["options"]["outlier_ratio"] = base.outlierRatio;
+        identity["options"]["input-size"] = { request.inputHeight, request.inputWidth };
     auto opened = RunJournal::open(out, identity, paths, request.resume);
     if (!opened)
         return opened.error();
@@ -485,6 +489,19 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
     const auto& info = primary.info();
     const attnscope::ThreadSetup threads = attnscope::threadSetup();
     const attnscope::CpuKernels cpu = attnscope::cpuKernels();
+    // The manifest records each option of the table under its key, then how and where the run ran.
+    nlohmann::json manifestOptions = nlohmann::json::object();
+    for (const RunOption& o : runOptions())
+        if (*o.manifest)
+            manifestOptions[o.manifest] = resolved[o.cli];
+    manifestOptions.update({ { "device", info.device },
+                             { "input_size", request.inputHeight > 0 ? nlohmann::json { request.inputHeight, request.inputWidth } : nlohmann::json() },
+                             { "threads", request.threads },
+                             { "cuda_graph_replays", runs.front().analysis->cudaGraphReplays() },
+                             { "intra_op_threads", threads.intraOp }, { "inter_op_threads", threads.interOp },
+                             { "omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "" },
+                             { "cpu_kernels", { { "isa", cpu.isa }, { "blas", cpu.blas }, { "linear", cpu.linear }, { "attention", cpu.attention } } },
+                             { "description", request.description }, { "compare", request.compareSpec }, { "formats", request.formatsText } });
     results->manifest = {
         { "tool", "attnscope" }, { "version", attnscope::version() },
         { "model", { { "path", info.path }, { "weights", info.weightsPath }, { "sha256", weightsSha ? *weightsSha : "" },
@@ -503,23 +520,7 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseInto(const ReportReques
         { "token_norms", normsList },
         { "query_key", queryKeyRecord },
         { "resumed_at", outcome.resumedAt },
-        { "options", { { "analyses", request.analysesText }, { "noise", runs.front().output.options["noise"] }, { "draws", base.draws },
-                       { "seed", base.seed }, { "device", info.device }, { "batch", batch },
-                       { "input_size", request.inputHeight > 0 ? nlohmann::json { request.inputHeight, request.inputWidth } : nlohmann::json() },
-                       { "precision", toString(base.precision) },
-                       { "grid_images", request.gridImages }, { "query", request.gridQuery },
-                       { "class", request.relevance.targetClass }, { "gradcam_layer", request.relevance.gradCamLayer },
-                       { "outlier_ratio", base.outlierRatio },
-                       { "ablation", base.ablation ? nlohmann::json(attnscope::toString(base.ablationMode)) : nlohmann::json() },
-                       { "rollout", attnscope::toString(request.rollout.fusion) }, { "discard", request.rollout.discard },
-                       { "analyses_on", runs.front().analysis->analysesOnDevice() ? "device" : "host" }, { "dump_tensors", dumping }, { "threads", request.threads },
-                       { "cuda_graph", base.cudaGraph }, { "cuda_graph_replays", runs.front().analysis->cudaGraphReplays() },
-                       { "intra_op_threads", threads.intraOp }, { "inter_op_threads", threads.interOp },
-                       { "omp_wait_policy", std::getenv("OMP_WAIT_POLICY") ? std::getenv("OMP_WAIT_POLICY") : "" },
-                       { "cpu_kernels", { { "isa", cpu.isa }, { "blas", cpu.blas }, { "linear", cpu.linear }, { "attention", cpu.attention } } },
-                       { "description", request.description }, { "compare", request.compareSpec }, { "formats", request.formatsText },
-                       { "neutreno_lambda", request.neutreno ? nlohmann::json(*request.neutreno) : nlohmann::json() },
-                       { "boost_t", request.boost ? nlohmann::json(*request.boost) : nlohmann::json() } } },
+        { "options", manifestOptions },
         { "shard", { { "index", request.shardIndex }, { "count", request.shardCount }, { "images_total", paths.size() } } },
         { "complete", outcome.complete },
     };

@@ -1,7 +1,7 @@
 #include "Commands.h"
 #include "FigureDrawing.h"
 #include "Figures.h"
-#include "AnalyzeArguments.h"
+#include "RunSpec.h"
 #include "Progress.h"
 #include "Report.h"
 
@@ -19,6 +19,8 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <type_traits>
+#include <variant>
 
 
 namespace {
@@ -39,50 +41,26 @@ void AnalyzeCommand::addTo(CLI::App& app)
                    "H,W or N: run the models at this input size instead of the trained one (multiples of the patch "
                    "size; the position embedding is resampled as timm does, the images resized and cropped to it)");
     app.add_option("--out", out, "output folder")->capture_default_str();
-    app.add_option("--analyses", arguments.analyses, "similarity,attention,centres,snr,decomposition,relevance,norms,ablation,qkmap")->capture_default_str();
-    app.add_option("--noise", arguments.noise,
-                   "perturbation for the SNR (several allowed): gaussian:sigma=S, saltpepper:fraction=F, blur:sigma=S, "
-                   "jpeg:quality=Q, fgsm:eps=E, pgd:eps=E[,steps=T] (S and E in 0..255 pixel units)");
-    app.add_option("--draws", arguments.draws, "perturbation draws per image")->capture_default_str();
-    app.add_option("--seed", arguments.seed, "seed of the perturbations")->capture_default_str();
-    app.add_option("--neutreno", neutreno, "also run with NeuTRENO lambda (side by side with the model as trained)");
-    app.add_option("--boost", boost, "also run with Boost t (side by side with the model as trained)");
     formats = defaultFigureFormats();
     app.add_option("--formats", formats, "figure formats: png,svg,pdf (none: the data only)")->capture_default_str();
     app.add_option("--shard", shard, "K/N: analyse every N-th image from the K-th (1-based), for job arrays");
     app.add_option("--device", device, "auto, cpu, cuda or cuda:<i> (auto: a GPU when there is one)")->capture_default_str();
-    app.add_option("--batch", arguments.batch, "images per forward (0: 64 on a GPU, enough for the CPU's threads on a CPU)")->capture_default_str();
-    app.add_option("--precision", arguments.precision, "fp32 (TF32 off: the reference numbers), tf32 (CUDA) or bf16")->capture_default_str();
-    app.add_option("--analyses-on", arguments.analysesOn,
-                   "where the analyses run: device (batched tensor operations where the forward ran), host (float64 loops"
-                   " per image) or auto (the device on a GPU, the host on a CPU)")
-        ->capture_default_str();
-    app.add_flag("--cuda-graph", arguments.cudaGraph,
-                 "on a GPU: capture each batch shape's forward and analyses once as a CUDA graph and replay it (the same"
-                 " numbers, far fewer launches)");
-    app.add_option("--grid-images", arguments.gridImages, "attention grids (layers x heads) of the first N images (0: none)")->capture_default_str();
-    app.add_option("--query", arguments.query, "the grids' query: cls (the CLS token, or the centre patch without one) or ROW,COL (a patch, from 0)")
-        ->capture_default_str();
-    app.add_option("--rollout", arguments.rollout, "head fusion of the grids' rollout: mean (Abnar & Zuidema), max or min")->capture_default_str();
-    app.add_option("--discard", arguments.discard, "share of each layer's fused attention the rollout discards first, lowest first (0 to <1)")
-        ->capture_default_str();
-    app.add_option("--class", arguments.targetClass, "relevance: the class explained (-1: each image's predicted class)")->capture_default_str();
-    app.add_option("--gradcam-layer", arguments.gradCamLayer, "relevance: the block output X_l Grad-CAM reads (-1: X_{L-1})")->capture_default_str();
-    app.add_option("--ablation", arguments.ablation,
-                   "ablation: what an ablated head's output becomes, zero or mean (of its rows over the tokens)")
-        ->capture_default_str();
-    app.add_option("--qk-layer", arguments.qkLayer, "qkmap: the layer whose heads are mapped (0: every layer)")->capture_default_str();
-    app.add_option("--qk-head", arguments.qkHead, "qkmap: the head mapped (-1: every head)")->capture_default_str();
-    app.add_option("--qk-images", arguments.qkImages, "qkmap: the first N images, every token of each")->capture_default_str();
-    app.add_option("--qk-method", arguments.qkMethod, "qkmap: pca (exact, signs fixed) or tsne (exact, perplexity 30, seeded with --seed)")
-        ->capture_default_str();
-    app.add_option("--outlier-ratio", arguments.outlierRatio,
-                   "norms: a patch token whose norm exceeds this times the median patch norm of its layer is a high-norm outlier")
-        ->capture_default_str();
-    app.add_flag("--strict", strict, "stop at the first image that cannot be read (default: skip it, list it, exit with 3)");
-    app.add_flag("--fresh", fresh, "start again, discarding what an unfinished run left in --out (default: resume it)");
-    app.add_option("--checkpoint-seconds", arguments.checkpointSeconds, "seconds between the checkpoints a rerun resumes from")->capture_default_str();
-    app.add_flag("--dump-tensors", arguments.dumpTensors, "write logits, attention maps and block outputs as .npy");
+    // The run's options, from the one table of them (report/RunSpec.h), in its order.
+    for (const RunOption& o : runOptions()) {
+        const std::string flag = std::string("--") + o.cli;
+        std::visit(
+            [&](auto member) {
+                auto& value = spec.*member;
+                using T = std::decay_t<decltype(value)>;
+                if constexpr (std::is_same_v<T, bool>)
+                    app.add_flag(flag, value, o.help);
+                else if constexpr (std::is_same_v<T, std::optional<double>> || std::is_same_v<T, std::vector<std::string>>)
+                    app.add_option(flag, value, o.help);
+                else
+                    app.add_option(flag, value, o.help)->capture_default_str();
+            },
+            o.field);
+    }
     app.add_option("--threads", threads, "CPU threads for the forward (0: the engine's default)");
 }
 
@@ -95,7 +73,7 @@ int AnalyzeCommand::run() const
     // --- options
     const auto dashed = [](const std::string& name) { return "--" + name; };
     ReportRequest request;
-    if (auto checked = applyAnalyzeArguments(arguments, dashed, request); !checked)
+    if (auto checked = applyRunSpec(spec, dashed, request); !checked)
         return usage(checked.message());
     int shardIndex = 1, shardCount = 1;
     if (!shard.empty() && (std::sscanf(shard.c_str(), "%d/%d", &shardIndex, &shardCount) != 2 || shardCount < 1
@@ -147,8 +125,6 @@ int AnalyzeCommand::run() const
         return fail(paths.message());
     request.images = *paths;
     request.out = out;
-    request.neutreno = neutreno;
-    request.boost = boost;
     request.formats = formatsToDraw(*figureFormats);
     request.shardIndex = shardIndex;
     request.shardCount = shardCount;
@@ -158,7 +134,7 @@ int AnalyzeCommand::run() const
     request.inputWidth = inputWidth;
     request.compareSpec = compare;
     request.threads = threads;
-    if (auto checked = applyAnalyzeArguments(arguments, dashed, request); !checked)
+    if (auto checked = applyRunSpec(spec, dashed, request); !checked)
         return usage(checked.message());
 
     // --- analysis and output folder
@@ -168,8 +144,6 @@ int AnalyzeCommand::run() const
     for (size_t i = 0; i < paths->size(); ++i)
         mine += int(i % size_t(shardCount)) == shardIndex - 1;
     Progress bar("analyze", mine);
-    request.strict = strict;
-    request.resume = !fresh;
     request.skipped = [&](const std::string& message) { bar.note("attnscope-cli: skipped " + message); };
     request.resumed = [&](int at, int total) {
         bar.note("attnscope-cli: resuming the unfinished run in " + out + " after " + std::to_string(at) + " of " + std::to_string(total) + " images");

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "AnalyzeArguments.h"
+#include "RunSpec.h"
 
 #include <attnscope/Analyses.h>
 
@@ -41,14 +41,10 @@ struct AnalyzeCommand {
     std::vector<std::string> images;
     std::string out = "attnscope-out";
     std::string device = "auto";
-    AnalyzeArguments arguments; // the analyses' options, checked where Python's attnscope.analyze checks them
+    RunSpec spec; // the run's options (report/RunSpec.h), checked where Python's attnscope.analyze checks them
     std::string formats; // --formats; by default defaultFigureFormats(): "png", or "" in the headless build
     std::string shard;
-    bool strict = false;
-    bool fresh = false;
     int threads = 0;
-    std::optional<double> neutreno;
-    std::optional<double> boost;
 
     void addTo(CLI::App& app);
     int run() const;

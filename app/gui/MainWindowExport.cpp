@@ -2,6 +2,8 @@
 // output folder, through report/).
 #include "MainWindow.h"
 
+#include <RunSpec.h>
+
 #include <FigureCatalog.h>
 #include <FigureExport.h>
 #include <Figures.h>
@@ -126,14 +128,29 @@ void MainWindow::exportAll(const QString& dir)
     for (const QString& p : m_images->paths())
         request->images.push_back(p.toStdString());
     request->out = dir.toStdString();
-    request->options = m_slots[0]->analysisOptions();
+    // The run the window shows, as the CLI would be asked for it (report/RunSpec.h): the same checks, the same request.
+    RunSpec spec;
+    const AnalysisOptions& shown = m_slots[0]->analysisOptions();
+    spec.analyses = "similarity,attention,centres,snr";
     // The decomposition needs absolute position embeddings; ask for it only where this image's analysis found it.
-    const auto& analysis = m_slots[0]->analysis();
-    request->options.decomposition = analysis && analysis->decomposition;
-    request->analysesText = request->options.decomposition ? "similarity,attention,centres,snr,decomposition" : "similarity,attention,centres,snr";
+    if (const auto& analysis = m_slots[0]->analysis(); analysis && analysis->decomposition)
+        spec.analyses += ",decomposition";
+    if (shown.norms)
+        spec.analyses += ",norms";
+    for (const auto& p : shown.perturbations)
+        spec.noise.push_back(p.spec());
+    spec.draws = shown.draws;
+    spec.seed = shown.seed;
+    spec.outlierRatio = shown.outlierRatio;
+    spec.fresh = true; // the folder chosen is written anew, whatever an unfinished run left there
     if (const auto& v = m_slots[0]->variant()) {
-        request->neutreno = v->neutrenoLambda;
-        request->boost = v->boostT;
+        spec.neutreno = v->neutrenoLambda;
+        spec.boost = v->boostT;
+    }
+    if (auto checked = applyRunSpec(spec, [](const std::string& name) { return name; }, *request); !checked) {
+        showError(tr("Export all: %1").arg(QString::fromStdString(checked.message())));
+        emit exportFinished(false);
+        return;
     }
     request->formats = { "png", "svg", "pdf" };
     request->formatsText = "png,svg,pdf";

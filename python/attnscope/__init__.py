@@ -382,7 +382,7 @@ def _progress_bar(progress):
 
 def analyze(model, images, analyses=("similarity", "attention", "centres", "snr"), noise=None, compare=None, batch=None,
             out=None, progress=True, neutreno=None, boost=None, draws=1, seed=0, precision="fp32", analyses_on="auto",
-            grid_images=1, query="cls", rollout="mean", discard=0.0, target_class=-1, gradcam_layer=-1,
+            cuda_graph=False, grid_images=1, query="cls", rollout="mean", discard=0.0, target_class=-1, gradcam_layer=-1,
             outlier_ratio=4.0, ablation="zero", qk_layer=0, qk_head=-1, qk_images=16, qk_method="pca", dump_tensors=False,
             strict=False, fresh=False, checkpoint_seconds=5.0):
     """The dataset run of `attnscope-cli analyze`: every image through the model (and `compare`, and the variant
@@ -408,12 +408,16 @@ def analyze(model, images, analyses=("similarity", "attention", "centres", "snr"
     temporary = tempfile.TemporaryDirectory(prefix="attnscope-") if out is None else None
     folder = temporary.name if temporary else _os.fspath(out)
     try:
-        outcome = _native.analyze(
-            model._native, _image_list(images), folder, analyses, noise, draws, seed,
-            compare._native if compare is not None else None, neutreno, boost, 0 if batch is None else batch, precision,
-            analyses_on, grid_images, query, rollout, discard, target_class, gradcam_layer, outlier_ratio, ablation,
-            qk_layer, qk_head, qk_images, qk_method, dump_tensors,
-            strict, fresh, checkpoint_seconds, update, skipped.append)
+        # The run's options by the names of the one table of them (_native.run_options(); tests/python checks that this
+        # signature has each of them with its default).
+        options = dict(analyses=analyses, noise=noise, draws=draws, seed=seed, neutreno=neutreno, boost=boost,
+                       batch=0 if batch is None else batch, precision=precision, analyses_on=analyses_on,
+                       cuda_graph=cuda_graph, grid_images=grid_images, query=query, rollout=rollout, discard=discard,
+                       target_class=target_class, gradcam_layer=gradcam_layer, outlier_ratio=outlier_ratio,
+                       ablation=ablation, qk_layer=qk_layer, qk_head=qk_head, qk_images=qk_images, qk_method=qk_method,
+                       dump_tensors=dump_tensors, strict=strict, fresh=fresh, checkpoint_seconds=checkpoint_seconds)
+        outcome = _native.analyze(model._native, _image_list(images), folder,
+                                  compare._native if compare is not None else None, update, skipped.append, options)
         return Summary.read(folder, outcome, skipped, None if temporary else folder)
     finally:
         if bar and "bar" in bar:

@@ -1,6 +1,6 @@
 #include "Bindings.h"
 
-#include "AnalyzeArguments.h"
+#include "RunSpec.h"
 #include "Report.h"
 
 #include <attnscope/Files.h>
@@ -10,6 +10,8 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <type_traits>
+#include <variant>
 
 // attnscope.analyze: the dataset run of `attnscope-cli analyze` through the same writeReport, so that the folder it
 // writes is the CLI's, file for file. The GIL is released for the run; the run polls for Ctrl-C on the thread that
@@ -61,19 +63,75 @@ std::string pythonSpelling(const std::string& cliName)
     return s;
 }
 
+// The run's options from Python keywords, by the table's names (report/RunSpec.h): a keyword the table does not have
+// is a TypeError naming it, a value of the wrong type one naming the keyword and what it takes.
+RunSpec specFromKeywords(const py::dict& options)
+{
+    RunSpec spec;
+    for (const auto& [key, value] : options) {
+        const std::string name = py::cast<std::string>(key);
+        const RunOption* option = nullptr;
+        for (const RunOption& o : runOptions())
+            if (name == o.python)
+                option = &o;
+        if (!option)
+            throw py::type_error("analyze() got an unexpected keyword argument '" + name + "'");
+        std::visit(
+            [&](auto member) {
+                auto& field = spec.*member;
+                using T = std::decay_t<decltype(field)>;
+                try {
+                    if constexpr (std::is_same_v<T, std::optional<double>>)
+                        field = value.is_none() ? std::nullopt : std::optional<double>(py::cast<double>(value));
+                    else if constexpr (std::is_same_v<T, bool>)
+                        field = py::cast<bool>(value);
+                    else
+                        field = py::cast<T>(value);
+                } catch (const py::cast_error&) {
+                    throw py::type_error("analyze(): " + name + "=" + py::cast<std::string>(py::repr(value)) + " is not "
+                                         + (std::is_same_v<T, std::string> ? "a string"
+                                            : std::is_same_v<T, std::vector<std::string>> ? "a list of strings"
+                                            : std::is_same_v<T, bool> ? "True or False"
+                                            : std::is_floating_point_v<T> || std::is_same_v<T, std::optional<double>> ? "a number"
+                                                                                                                       : "an integer"));
+                }
+            },
+            option->field);
+    }
+    return spec;
+}
+
+// The table as Python sees it: (keyword, default, help) of each option, for attnscope.analyze's signature check.
+py::list optionTable()
+{
+    static const RunSpec defaults;
+    py::list table;
+    for (const RunOption& o : runOptions()) {
+        py::object value = std::visit(
+            [](auto member) -> py::object {
+                const auto& v = defaults.*member;
+                using T = std::decay_t<decltype(v)>;
+                if constexpr (std::is_same_v<T, std::optional<double>>)
+                    return v ? py::cast(*v) : py::none();
+                else
+                    return py::cast(v);
+            },
+            o.field);
+        table.append(py::make_tuple(o.python, value, o.help));
+    }
+    return table;
+}
+
 } // namespace
 
 void bindAnalyze(py::module_& m)
 {
     m.def("model_name", &modelNameOf, py::arg("path"));
+    m.def("run_options", &optionTable);
     m.def(
         "analyze",
-        [](const PyModel& model, const std::vector<std::string>& images, const std::string& out, const std::string& analyses,
-           const std::vector<std::string>& noise, int draws, uint64_t seed, const PyModel* compare, std::optional<double> neutreno,
-           std::optional<double> boost, int batch, const std::string& precision, const std::string& analysesOn, int gridImages,
-           const std::string& query, const std::string& rollout, double discard, int targetClass, int gradCamLayer,
-           double outlierRatio, const std::string& ablation, int qkLayer, int qkHead, int qkImages, const std::string& qkMethod, bool dumpTensors, bool strict, bool fresh, double checkpointSeconds, const py::object& progress,
-           const py::object& skipped) {
+        [](const PyModel& model, const std::vector<std::string>& images, const std::string& out, const PyModel* compare,
+           const py::object& progress, const py::object& skipped, const py::dict& options) {
             ReportRequest request;
             request.model = model.model;
             request.modelName = modelNameOf(model.path);
@@ -89,29 +147,8 @@ void bindAnalyze(py::module_& m)
                 request.compareName = modelNameOf(compare->path);
                 request.compareSpec = compare->path;
             }
-            AnalyzeArguments arguments;
-            arguments.analyses = analyses;
-            arguments.noise = noise;
-            arguments.draws = draws;
-            arguments.seed = seed;
-            arguments.batch = batch;
-            arguments.precision = precision;
-            arguments.analysesOn = analysesOn;
-            arguments.gridImages = gridImages;
-            arguments.query = query;
-            arguments.rollout = rollout;
-            arguments.discard = discard;
-            arguments.targetClass = targetClass;
-            arguments.gradCamLayer = gradCamLayer;
-            arguments.outlierRatio = outlierRatio;
-            arguments.ablation = ablation;
-            arguments.qkLayer = qkLayer;
-            arguments.qkHead = qkHead;
-            arguments.qkImages = qkImages;
-            arguments.qkMethod = qkMethod;
-            arguments.checkpointSeconds = checkpointSeconds;
-            arguments.dumpTensors = dumpTensors;
-            if (auto checked = applyAnalyzeArguments(arguments, pythonSpelling, request); !checked)
+            const RunSpec spec = specFromKeywords(options);
+            if (auto checked = applyRunSpec(spec, pythonSpelling, request); !checked)
                 raise(checked.error());
             for (const auto& image : images) {
                 std::error_code ec;
@@ -123,10 +160,6 @@ void bindAnalyze(py::module_& m)
                 raise(paths.error());
             request.images = *paths;
             request.out = out;
-            request.neutreno = neutreno;
-            request.boost = boost;
-            request.strict = strict;
-            request.resume = !fresh;
 
             Callbacks callbacks;
             if (!skipped.is_none())
@@ -154,12 +187,8 @@ void bindAnalyze(py::module_& m)
             d["images"] = *paths;
             return d;
         },
-        py::arg("model"), py::arg("images"), py::arg("out"), py::arg("analyses"), py::arg("noise"), py::arg("draws"), py::arg("seed"),
-        py::arg("compare"), py::arg("neutreno"), py::arg("boost"), py::arg("batch"), py::arg("precision"), py::arg("analyses_on"),
-        py::arg("grid_images"), py::arg("query"), py::arg("rollout"), py::arg("discard"), py::arg("target_class"), py::arg("gradcam_layer"),
-        py::arg("outlier_ratio"), py::arg("ablation"), py::arg("qk_layer"), py::arg("qk_head"), py::arg("qk_images"), py::arg("qk_method"),
-        py::arg("dump_tensors"), py::arg("strict"), py::arg("fresh"), py::arg("checkpoint_seconds"),
-        py::arg("progress"), py::arg("skipped"));
+        py::arg("model"), py::arg("images"), py::arg("out"), py::arg("compare"), py::arg("progress"), py::arg("skipped"),
+        py::arg("options"));
 }
 
 } // namespace attnscope::python

@@ -153,6 +153,8 @@ TEST_F(Resume, AnInterruptedRunRefusesAnotherRunAndFreshStartsAgain)
     };
     refused(args(out, { "--seed", "7" }), "--seed 0 then, 7 now");
     refused(args(out, { "--draws", "2" }), "--draws 1 then, 2 now");
+    // The identity is the option table's (report/RunSpec.h), named by its flags: a variant asked anew says --boost.
+    refused(args(out, { "--boost", "0.3" }), "--boost none then, 0.3 now");
     std::vector<std::string> otherModel = args(out);
     otherModel[2] = "builtin:fmnist-neutreno-d4";
     refused(otherModel, "--model \"builtin:fmnist-vit-d4 \\(sha256 [0-9a-f]{12}\\)\" then, \"builtin:fmnist-neutreno-d4");

@@ -161,3 +161,35 @@ def test_query_key_maps_are_the_engines_over_the_first_images(fmnist, samples):
         attnscope.analyze(fmnist, samples[:1], analyses="qkmap", qk_layer=13, progress=False)
     with pytest.raises(attnscope.Error, match="are options of the qkmap analysis"):
         attnscope.analyze(fmnist, samples[:1], analyses="similarity", qk_head=1, progress=False)
+
+
+def test_the_keywords_are_the_option_tables():
+    """attnscope.analyze has every option of the one table (report/RunSpec.h) as a keyword with the table's default,
+    and no other run option: an option added to the table and not here fails this test."""
+    import inspect
+
+    from attnscope import _native
+
+    parameters = inspect.signature(attnscope.analyze).parameters
+    doors = {"model", "images", "compare", "out", "progress"}  # what the door itself takes: files and callbacks
+    table = {keyword: default for keyword, default, _ in _native.run_options()}
+    assert set(parameters) - doors == set(table), "analyze()'s keywords and the option table differ"
+    unset = {"noise": [], "batch": 0}  # Python's None: the table's empty list, the device's default batch
+    for keyword, default in table.items():
+        python = parameters[keyword].default
+        if keyword == "analyses":
+            python = ",".join(python)
+        if python is None and keyword in unset:
+            python = unset[keyword]
+        assert python == default, "%s: analyze() says %r, the table %r" % (keyword, python, default)
+
+
+def test_a_keyword_the_table_lacks_or_of_the_wrong_type_is_named(fmnist, samples):
+    from attnscope import _native
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        _native.analyze(fmnist._native, samples[:1], "/tmp/unused", None, None, None, {"colour": 3})
+    with pytest.raises(TypeError, match="draws='two' is not an integer"):
+        _native.analyze(fmnist._native, samples[:1], "/tmp/unused", None, None, None, {"draws": "two"})
+    with pytest.raises(attnscope.Error, match="cuda_graph: needs a CUDA device"):
+        attnscope.analyze(fmnist, samples[:1], cuda_graph=True, progress=False)
