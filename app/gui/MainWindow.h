@@ -152,6 +152,8 @@ protected:
 private:
     void buildActions();
     void buildDocks();
+    void buildStatusBar(); // where the engine runs, and the last error
+    QWidget* buildImageSetPanel(); // the image set's run button, head ablation, progress and figures
     void connectSlot(int index);
     // Errors are state: the status line holds the last one, said once (errorShown) however many jobs one file stopped,
     // until what failed succeeds (clearError of its kind) or the user dismisses it; no box, since none needs an answer.

@@ -169,20 +169,8 @@ void MainWindow::buildActions()
     toolbar->addAction(exportAction);
 }
 
-void MainWindow::buildDocks()
+void MainWindow::buildStatusBar()
 {
-    // The Attention controls run the window's full height on the right (the corners, set in the constructor), so that on
-    // a 1280 x 800 screen every one of them shows without scrolling; the bottom docks share the width left of them.
-    const auto dock = [this](const QString& title, const char* name, QWidget* content, Qt::DockWidgetArea area) {
-        auto* d = new QDockWidget(title, this);
-        d->setObjectName(name);
-        content->setParent(d);
-        d->setWidget(content);
-        addDockWidget(area, d);
-        m_viewMenu->addAction(d->toggleViewAction());
-        return d;
-    };
-
     m_deviceLabel = new QLabel(tr("No model"), this);
     m_deviceLabel->setObjectName("deviceLabel");
     m_deviceLabel->setToolTip(tr("Where the forward passes and the analyses run. The window takes a GPU when its LibTorch has "
@@ -198,6 +186,53 @@ void MainWindow::buildDocks()
     connect(m_errorLabel, &ElidedLabel::clicked, this, [this] { clearError(ErrorOf::Other); }); // dismissed
     statusBar()->addPermanentWidget(m_errorLabel, 1);
     statusBar()->addPermanentWidget(m_deviceLabel);
+}
+
+QWidget* MainWindow::buildImageSetPanel()
+{
+    auto* setWidget = new QWidget;
+    auto* setLayout = new QVBoxLayout(setWidget);
+    setLayout->setContentsMargins(0, 0, 0, 0);
+    auto* setRow = new QHBoxLayout;
+    setRow->setContentsMargins(4, 4, 4, 0);
+    m_setButton = new QPushButton(tr("Analyse image set"), setWidget);
+    connect(m_setButton, &QPushButton::clicked, this, [this] {
+        m_setButton->text() == tr("Cancel") ? cancelImageSet() : analyseImageSet();
+    });
+    m_setProgress = new QProgressBar(setWidget);
+    m_setProgress->setTextVisible(true);
+    m_setProgress->setFormat(tr("every image in the strip")); // short: the bar's text does not wrap
+    m_setProgress->setToolTip(tr("Analyses every image in the strip, with the SNR noise chosen under Variant and noise"));
+    m_setProgress->setValue(0);
+    m_setAblation = new QCheckBox(tr("Head ablation"), setWidget);
+    m_setAblation->setToolTip(tr("Also ablate every head of every layer on each image (layers × heads forwards per image): "
+                                 "the Head ablation figure and the tiles' head importance"));
+    setRow->addWidget(m_setButton);
+    setRow->addWidget(m_setAblation);
+    setRow->addWidget(m_setProgress, 1);
+    m_setPanel = new FigurePanel({ Figure::TokenSimilarity, Figure::Snr, Figure::SnrDiagnostics, Figure::HeadCentres,
+                                   Figure::AttentionDistance, Figure::AttentionSimilarity, Figure::HeadKernels, Figure::TokenNorms, Figure::HeadAblation },
+                                 setWidget);
+    setLayout->addLayout(setRow);
+    setLayout->addWidget(m_setPanel, 1);
+    return setWidget;
+}
+
+void MainWindow::buildDocks()
+{
+    // The Attention controls run the window's full height on the right (the corners, set in the constructor), so that on
+    // a 1280 x 800 screen every one of them shows without scrolling; the bottom docks share the width left of them.
+    const auto dock = [this](const QString& title, const char* name, QWidget* content, Qt::DockWidgetArea area) {
+        auto* d = new QDockWidget(title, this);
+        d->setObjectName(name);
+        content->setParent(d);
+        d->setWidget(content);
+        addDockWidget(area, d);
+        m_viewMenu->addAction(d->toggleViewAction());
+        return d;
+    };
+
+    buildStatusBar();
 
     auto* left = new QWidget;
     auto* leftLayout = new QVBoxLayout(left);
@@ -304,31 +339,7 @@ void MainWindow::buildDocks()
     resizeDocks({ tilesDock, imageDock }, { 420, 700 }, Qt::Horizontal);
     resizeDocks({ tilesDock }, { 330 }, Qt::Vertical);
 
-    auto* setWidget = new QWidget;
-    auto* setLayout = new QVBoxLayout(setWidget);
-    setLayout->setContentsMargins(0, 0, 0, 0);
-    auto* setRow = new QHBoxLayout;
-    setRow->setContentsMargins(4, 4, 4, 0);
-    m_setButton = new QPushButton(tr("Analyse image set"), setWidget);
-    connect(m_setButton, &QPushButton::clicked, this, [this] {
-        m_setButton->text() == tr("Cancel") ? cancelImageSet() : analyseImageSet();
-    });
-    m_setProgress = new QProgressBar(setWidget);
-    m_setProgress->setTextVisible(true);
-    m_setProgress->setFormat(tr("every image in the strip")); // short: the bar's text does not wrap
-    m_setProgress->setToolTip(tr("Analyses every image in the strip, with the SNR noise chosen under Variant and noise"));
-    m_setProgress->setValue(0);
-    m_setAblation = new QCheckBox(tr("Head ablation"), setWidget);
-    m_setAblation->setToolTip(tr("Also ablate every head of every layer on each image (layers × heads forwards per image): "
-                                 "the Head ablation figure and the tiles' head importance"));
-    setRow->addWidget(m_setButton);
-    setRow->addWidget(m_setAblation);
-    setRow->addWidget(m_setProgress, 1);
-    m_setPanel = new FigurePanel({ Figure::TokenSimilarity, Figure::Snr, Figure::SnrDiagnostics, Figure::HeadCentres,
-                                   Figure::AttentionDistance, Figure::AttentionSimilarity, Figure::HeadKernels, Figure::TokenNorms, Figure::HeadAblation },
-                                 setWidget);
-    setLayout->addLayout(setRow);
-    setLayout->addWidget(m_setPanel, 1);
+    QWidget* setWidget = buildImageSetPanel();
     auto* setDock = dock(tr("Image set"), "setDock", setWidget, Qt::BottomDockWidgetArea);
     tabifyDockWidget(imageDock, setDock);
     buildHeadDocks(setDock);
