@@ -75,6 +75,14 @@ bool showWithImages(Window& w, const QString& model, const QStringList& images)
     return imageReady.wait(20000);
 }
 
+// Writes `bytes` to `path` (a test's own file: a session, a broken image).
+inline void writeFile(const QString& path, const QByteArray& bytes)
+{
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(bytes);
+}
+
 // Runs the event loop until `condition` holds (true) or `timeoutMs` passes (false).
 inline bool waitFor(const std::function<bool()>& condition, int timeoutMs = 30000)
 {

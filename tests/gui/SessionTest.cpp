@@ -32,13 +32,6 @@ const QString kPhoto = QDir::cleanPath(kImage);
 
 int currentRow(MainWindow& w) { return w.findChild<QListView*>()->currentIndex().row(); }
 
-void writeFile(const QString& path, const QByteArray& bytes)
-{
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(bytes);
-}
-
 } // namespace
 
 class SessionTest : public QObject {

@@ -52,13 +52,6 @@ QMap<QString, int> dockWidths(MainWindow& w)
     return widths;
 }
 
-void writeText(const QString& path, const QByteArray& text)
-{
-    QFile file(path);
-    QVERIFY(file.open(QIODevice::WriteOnly));
-    file.write(text);
-}
-
 } // namespace
 
 class WalkTest : public QObject {
@@ -73,7 +66,7 @@ private slots:
         const QString deep = dir.filePath(QString(60, 'd') + "/" + QString(60, 'e') + "/" + QString(60, 'f'));
         QVERIFY(QDir().mkpath(deep));
         const QString bad = deep + "/a-photo-whose-name-is-also-long-and-goes-on-for-a-while.jpg";
-        writeText(bad, "not a JPEG at all");
+        writeFile(bad, "not a JPEG at all");
         MainWindow w;
         QVERIFY(showWithImages(w, QStringLiteral("builtin:fmnist-vit-d4"), { kBoot, bad }));
         QSignalSpy compareReady(&w, &MainWindow::compareReady);
@@ -169,7 +162,7 @@ private slots:
     {
         QTemporaryDir dir;
         const QString wrong = dir.filePath("wrong.json");
-        writeText(wrong, R"({"attnscope_session": 1, "model": 42, "images": {"path": "x.png"}, "layer": "three",
+        writeFile(wrong, R"({"attnscope_session": 1, "model": 42, "images": {"path": "x.png"}, "layer": "three",
                              "selected": "first", "drawing": 5, "figures": {"image": 7}})");
         MainWindow w;
         QVERIFY(w.openSession(wrong));
@@ -179,7 +172,7 @@ private slots:
             QVERIFY2(said.contains(QLatin1String(expected)), qPrintable(said));
 
         const QString ranges = dir.filePath("ranges.json");
-        writeText(ranges, QStringLiteral(R"({"attnscope_session": 1, "model": {"path": "builtin:fmnist-vit-d4"}, "images": [{"path": "%1"}],
+        writeFile(ranges, QStringLiteral(R"({"attnscope_session": 1, "model": {"path": "builtin:fmnist-vit-d4"}, "images": [{"path": "%1"}],
                                              "layer": 40, "head": 9, "query": 999, "drawing": {"opacity": 0.3}})")
                               .arg(kBoot)
                               .toUtf8());
