@@ -9,8 +9,9 @@ names, so that a header declaring what a folder above defines shows up as that f
 
     python3 scripts/check-layering.py [repository root]
 
-Prints every include that goes up or sideways, and the counts; exits 1 when there is one. Includes that name no file
-of the repository (the standard library, Qt, LibTorch) are not followed.
+Prints every include that goes up or sideways, and the counts; exits 1 when there is one, or when a header of widgets/
+or app/ is included without its folder. Includes that name no file of the repository (the standard library, Qt,
+LibTorch) are not followed.
 """
 
 import os
@@ -46,6 +47,8 @@ SCANNED = ["engine/src", "engine/include", "widgets", "report", "app", "python/s
 # folders themselves are searched too, so that a bare "Colormap.h" of the old layout is still resolved and counted.
 INCLUDE_ROOTS = ["engine/src", "engine/include", "widgets", "report", "app", "python/src",
                  "widgets/view", "widgets/plots", "widgets/figures", "widgets/worker", "widgets/io", "app/gui", "app/cli"]
+# Tiers whose headers are included by their folder ("plots/Colormap.h", "gui/MainWindow.h"), their own files too.
+BY_FOLDER = ("widgets", "app")
 SUFFIXES = (".h", ".hpp", ".cpp", ".inc")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 
@@ -122,6 +125,10 @@ def main():
                         target_path = resolve(root, includer, m.group(1))
                         if target_path is None:
                             continue
+                        tier = target_path.split("/")[0]
+                        if tier in BY_FOLDER and m.group(1) != target_path[len(tier) + 1:]:
+                            problems.append(f"{includer}:{number}: #include {m.group(1)} says no folder "
+                                            f"({target_path[len(tier) + 1:]})")
                         target = folder_of(target_path, owners)
                         if target is None or target == source:
                             continue

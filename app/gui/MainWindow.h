@@ -1,16 +1,16 @@
 #pragma once
 
-#include "AttentionControls.h"
-#include "ModelSlot.h"
+#include "gui/AttentionControls.h"
+#include "gui/ModelSlot.h"
 
-#include <AttentionTileGrid.h>
-#include <AttentionView.h>
-#include <EngineWorker.h>
-#include <FigurePanel.h>
-#include <ImageListModel.h>
-#include <QueryKeyMapView.h>
+#include <figures/FigurePanel.h>
+#include <io/ImageListModel.h>
+#include <view/AttentionTileGrid.h>
+#include <view/AttentionView.h>
+#include <view/QueryKeyMapView.h>
+#include <worker/EngineWorker.h>
 
-#include <ViewFooter.h>
+#include <view/ViewFooter.h>
 
 #include <QMainWindow>
 

@@ -1,7 +1,7 @@
 // MainWindow's menus, toolbar and docks: what goes where. Behaviour is in MainWindow.cpp.
-#include "MainWindow.h"
+#include "gui/MainWindow.h"
 
-#include <DialogFolder.h>
+#include <io/DialogFolder.h>
 #include <attnscope/CpuKernels.h>
 #include <attnscope/Model.h>
 

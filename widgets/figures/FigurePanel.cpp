@@ -1,8 +1,8 @@
-#include "FigurePanel.h"
+#include "figures/FigurePanel.h"
 
-#include "DialogFolder.h"
-#include "FigureExport.h"
-#include "PlotHover.h"
+#include "figures/FigureExport.h"
+#include "io/DialogFolder.h"
+#include "plots/PlotHover.h"
 
 #include <attnscope/Files.h>
 

@@ -1,8 +1,7 @@
-#include "HeadAblationPlot.h"
+#include "plots/HeadAblationPlot.h"
 
-#include "PlotElements.h"
-
-#include "Colormap.h"
+#include "plots/Colormap.h"
+#include "plots/PlotElements.h"
 
 #include <algorithm>
 #include <cmath>

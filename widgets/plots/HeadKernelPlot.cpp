@@ -1,8 +1,8 @@
-#include "HeadKernelPlot.h"
+#include "plots/HeadKernelPlot.h"
 
-#include "Colormap.h"
-#include "PlotElements.h"
-#include "SquareAxisRect.h"
+#include "plots/Colormap.h"
+#include "plots/PlotElements.h"
+#include "plots/SquareAxisRect.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "PlotElements.h"
+#include "plots/PlotElements.h"
 
 #include <QResizeEvent>
 #include <algorithm>

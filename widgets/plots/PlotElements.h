@@ -3,7 +3,7 @@
 // Pieces the plot builders share: a fresh layout with a title, legends, confidence bands, integer layer ticks,
 // and the wording of provenance (models, image counts, options) that every figure carries.
 
-#include "PlotStyle.h"
+#include "plots/PlotStyle.h"
 
 #include <QString>
 #include <QStringList>
