@@ -525,4 +525,14 @@ void setLogColourScale(QCPColorScale* scale, const QCPColorGradient& gradient, d
     scale->axis()->grid()->setVisible(false);
 }
 
+void setLogColours(QCPColorMap* map, QCPColorScale* scale, const QCPColorGradient& gradient, double low, double high)
+{
+    map->setInterpolate(false);
+    map->setTightBoundary(false);
+    map->setGradient(gradient);
+    map->setDataScaleType(QCPAxis::stLogarithmic);
+    map->setDataRange(QCPRange(low, high));
+    map->setColorScale(scale);
+}
+
 } // namespace attnscope
