@@ -1,11 +1,11 @@
 // FigureDrawing.h in the Qt build: the GUI's plot builders draw offscreen.
 #include "FigureDrawing.h"
 
-#include <FigureCatalog.h>
-#include <FigureExport.h>
-#include <QueryKeyFigure.h>
+#include <figures/FigureCatalog.h>
+#include <figures/FigureExport.h>
+#include <figures/QueryKeyFigure.h>
 #include <QApplication>
-#include <RuntimeDir.h>
+#include <worker/RuntimeDir.h>
 #include <filesystem>
 #include <future>
 #include <memory>

@@ -5,7 +5,7 @@
 // FigureDrawingHeadless.cpp in the headless build (ATTNSCOPE_GUI=OFF: no Qt linked, nothing drawn). The figures'
 // CSVs do not come through here: writeFigures (Figures.h) writes them in both builds.
 
-#include <FigureData.h>
+#include <attnscope/FigureData.h>
 #include <attnscope/QueryKey.h>
 #include <attnscope/Summary.h>
 #include <optional>

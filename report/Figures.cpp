@@ -2,10 +2,9 @@
 
 #include "FigureDrawing.h"
 
+#include <attnscope/FigureData.h>
 #include <attnscope/Files.h>
 #include <attnscope/Npy.h>
-
-#include <FigureData.h>
 
 #include <algorithm>
 #include <filesystem>

@@ -1,8 +1,8 @@
-#include "Commands.h"
+#include "cli/Commands.h"
 #include "FigureDrawing.h"
 #include "Figures.h"
 #include "RunSpec.h"
-#include "Progress.h"
+#include "cli/Progress.h"
 #include "Report.h"
 
 #include <attnscope/AnalysisRun.h>

@@ -1,5 +1,5 @@
 // attnscope-cli: the headless face of the engine (docs/design.md section 6, "Command line").
-#include "Commands.h"
+#include "cli/Commands.h"
 #include "FigureDrawing.h"
 
 #include <attnscope/CpuKernels.h>

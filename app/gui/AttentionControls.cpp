@@ -1,4 +1,4 @@
-#include "AttentionControls.h"
+#include "gui/AttentionControls.h"
 
 #include <QLineEdit>
 

@@ -1,8 +1,8 @@
 #pragma once
 
-#include "ModelSlot.h"
+#include "gui/ModelSlot.h"
 
-#include <Colormap.h>
+#include <plots/Colormap.h>
 #include <attnscope/Perturbation.h>
 
 #include <QJsonObject>

@@ -1,4 +1,4 @@
-#include "LaunchArguments.h"
+#include "gui/LaunchArguments.h"
 
 #include <QDir>
 #include <QDirIterator>

@@ -1,10 +1,10 @@
-#include "MainWindow.h"
+#include "gui/MainWindow.h"
 
-#include "LaunchArguments.h"
-#include "Session.h"
+#include "gui/LaunchArguments.h"
+#include "gui/Session.h"
 
-#include <AttentionGridFigure.h>
-#include <FigureExport.h>
+#include <figures/AttentionGridFigure.h>
+#include <figures/FigureExport.h>
 #include <Figures.h>
 #include <Report.h>
 

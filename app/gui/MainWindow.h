@@ -1,17 +1,17 @@
 #pragma once
 
-#include "AttentionControls.h"
-#include "ModelSlot.h"
+#include "gui/AttentionControls.h"
+#include "gui/ModelSlot.h"
 
-#include <AttentionTileGrid.h>
-#include <AttentionView.h>
-#include <ElidedLabel.h>
-#include <EngineWorker.h>
-#include <FigurePanel.h>
-#include <ImageListModel.h>
-#include <QueryKeyMapView.h>
+#include <figures/FigurePanel.h>
+#include <io/ImageListModel.h>
+#include <view/AttentionTileGrid.h>
+#include <view/AttentionView.h>
+#include <io/ElidedLabel.h>
+#include <view/QueryKeyMapView.h>
+#include <worker/EngineWorker.h>
 
-#include <ViewFooter.h>
+#include <view/ViewFooter.h>
 
 #include <QMainWindow>
 

@@ -1,11 +1,10 @@
 // MainWindow's exports: the view, the layers x heads grid, the image set's figures, and "Export all" (the CLI's
 // output folder, through report/).
-#include "MainWindow.h"
+#include "gui/MainWindow.h"
 
 #include <RunSpec.h>
-
-#include <FigureCatalog.h>
-#include <FigureExport.h>
+#include <figures/FigureCatalog.h>
+#include <figures/FigureExport.h>
 #include <Figures.h>
 #include <Report.h>
 

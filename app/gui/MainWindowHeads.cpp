@@ -1,7 +1,7 @@
 // Head importance (docs/analyses.md section 8) and the query-key map (section 9) in the window: the image set's
 // ablation on the tiles, one head ablated on the current image, and the selected head's queries and keys over the
 // strip.
-#include "MainWindow.h"
+#include "gui/MainWindow.h"
 
 #include <attnscope/Analyses.h>
 #include <attnscope/Image.h>

@@ -1,8 +1,8 @@
 // The image strip: adding (files and folders, each file once, the first new one selected), removing, clearing, and the
 // check an image-set run makes of the strip before it starts.
-#include "MainWindow.h"
+#include "gui/MainWindow.h"
 
-#include "LaunchArguments.h"
+#include "gui/LaunchArguments.h"
 
 #include <QDir>
 #include <QDirIterator>

@@ -1,10 +1,10 @@
 // MainWindow's menus, toolbar and docks: what goes where. Behaviour is in MainWindow.cpp.
-#include "MainWindow.h"
+#include "gui/MainWindow.h"
 
-#include "LaunchArguments.h"
+#include "gui/LaunchArguments.h"
 
-#include <DialogFolder.h>
-#include <ElidedLabel.h>
+#include <io/DialogFolder.h>
+#include <io/ElidedLabel.h>
 #include <attnscope/CpuKernels.h>
 #include <attnscope/Model.h>
 

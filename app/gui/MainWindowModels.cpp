@@ -1,10 +1,10 @@
 // MainWindow's models: opening one (a file, a folder, builtin:NAME, or a checkpoint paired with its description),
 // asking for the half a user's model lacks, comparing, the input size, Recent models and the model panel.
-#include "MainWindow.h"
+#include "gui/MainWindow.h"
 
-#include "LaunchArguments.h"
+#include "gui/LaunchArguments.h"
 
-#include <DialogFolder.h>
+#include <io/DialogFolder.h>
 #include <attnscope/AnalysisRun.h>
 
 #include <QAction>

@@ -1,10 +1,10 @@
 // MainWindow's sessions: what is open saved to a JSON file (Session.h, docs/sessions.md) and opened again, and the
 // last session, written when the window closes.
-#include "MainWindow.h"
+#include "gui/MainWindow.h"
 
-#include "Session.h"
+#include "gui/Session.h"
 
-#include <FigureData.h>
+#include <attnscope/FigureData.h>
 
 #include <QAction>
 #include <QDir>

@@ -1,4 +1,4 @@
-#include "ModelSlot.h"
+#include "gui/ModelSlot.h"
 
 #include <attnscope/Datasets.h>
 

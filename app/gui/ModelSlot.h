@@ -1,6 +1,6 @@
 #pragma once
 
-#include <EngineWorker.h>
+#include <worker/EngineWorker.h>
 
 #include <QObject>
 

@@ -1,4 +1,4 @@
-#include "Session.h"
+#include "gui/Session.h"
 
 #include <QDir>
 #include <QFile>

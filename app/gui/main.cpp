@@ -1,9 +1,9 @@
 // attnscope: the desktop window. `attnscope [MODEL] [IMAGE|FOLDER...]`, or `attnscope IMAGE|FOLDER...` with the
 // default model (LaunchArguments.h).
-#include "LaunchArguments.h"
-#include "MainWindow.h"
+#include "gui/LaunchArguments.h"
+#include "gui/MainWindow.h"
 
-#include <RuntimeDir.h>
+#include <worker/RuntimeDir.h>
 
 #include <attnscope/Model.h>
 

@@ -1,8 +1,8 @@
 #include "BenchModels.h"
 
-#include "checkpoint/ModelWriter.h"
 #include "checkpoint/SafeTensors.h"
 #include "io/AtomicFile.h"
+#include "train/ModelWriter.h"
 #include "vit/VisionTransformer.h"
 
 #include <ATen/ATen.h>

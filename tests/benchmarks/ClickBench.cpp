@@ -4,8 +4,8 @@
 // Each iteration is one click on another patch; p50 and p95 per click are counters. QT_QPA_PLATFORM=offscreen.
 #include "BenchModels.h"
 
-#include <AttentionOverlay.h>
-#include <AttentionTileGrid.h>
+#include <plots/AttentionOverlay.h>
+#include <view/AttentionTileGrid.h>
 
 #include <attnscope/Analyses.h>
 

@@ -1,7 +1,7 @@
 // Tests of the restricted torch.save() reader against the fixtures of data/make_pt_fixtures.py and, when
 // present, a real third-party checkpoint from ../shared.
-#include "checkpoint/LoadError.h"
 #include "checkpoint/TorchCheckpoint.h"
+#include "io/LoadError.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -12,12 +12,12 @@
 // field of the wrong JSON type) or c10::Error (q/k/v renamed onto tensors that do not fuse): Model::load reports
 // both as "<path>: <what>".
 // Anything else escapes and is a crash, as is a memory error or UB under the sanitizers.
+#include "FuzzSupport.h"
 #include "checkpoint/CheckpointNaming.h"
 #include "checkpoint/ConfigResolver.h"
 #include "checkpoint/ConfigSources.h"
-#include "FuzzSupport.h"
-#include "checkpoint/LoadError.h"
 #include "checkpoint/SafeTensors.h"
+#include "io/LoadError.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>

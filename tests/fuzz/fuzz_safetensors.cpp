@@ -8,8 +8,8 @@
 //
 // Seeds: tests/fuzz/corpus/safetensors (make_seeds.py). Dictionary: safetensors.dict.
 #include "FuzzSupport.h"
-#include "checkpoint/LoadError.h"
 #include "checkpoint/SafeTensors.h"
+#include "io/LoadError.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>

@@ -7,9 +7,9 @@
 //
 // Build: make fuzz (the fuzz preset, clang-14; tests/fuzz/CMakeLists.txt), or the replay test of any build.
 // Seeds: tests/fuzz/corpus/torch_checkpoint: tests/engine/data/pt/*.pt and their data.pkl records (make_seeds.py).
-#include "checkpoint/LoadError.h"
 #include "checkpoint/RestrictedUnpickler.h"
 #include "checkpoint/TorchCheckpoint.h"
+#include "io/LoadError.h"
 
 #include <ATen/ATen.h>
 

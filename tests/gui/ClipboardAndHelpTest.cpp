@@ -2,12 +2,12 @@
 // start where the user last chose something (first the Pictures folder, never the working folder), and Help lists the
 // shortcuts and says which versions run where.
 #include "GuiTestSupport.h"
-#include "MainWindow.h"
+#include "gui/MainWindow.h"
 
-#include <DialogFolder.h>
-#include <AttentionTileGrid.h>
-#include <AttentionView.h>
-#include <FigurePanel.h>
+#include <io/DialogFolder.h>
+#include <view/AttentionTileGrid.h>
+#include <view/AttentionView.h>
+#include <figures/FigurePanel.h>
 #include <attnscope/Analyses.h>
 #include <attnscope/CpuKernels.h>
 #include <attnscope/Model.h>

@@ -1,7 +1,7 @@
 // "Export all" writes the CLI's folder (byte for byte the CLI's CSVs), the image strip's item model keeps Qt's
 // contract, and the window survives garbage drops, closing and switching models in the middle of a run.
 #include "GuiTestSupport.h"
-#include "MainWindow.h"
+#include "gui/MainWindow.h"
 #include <QFile>
 #include <QDir>
 #include <QProgressBar>

@@ -3,14 +3,14 @@
 // grid; the query is outlined without covering its patch; figures with rows of panels scroll in the dock rather than
 // squeezing their keys and legends, and open larger in a window of their own; a compared model keeps its colour when
 // a variant is added.
-#include "AttentionControls.h"
 #include "GuiTestSupport.h"
-#include "MainWindow.h"
-#include "ModelSlot.h"
+#include "gui/AttentionControls.h"
+#include "gui/MainWindow.h"
+#include "gui/ModelSlot.h"
 
-#include <AttentionTileGrid.h>
-#include <FigurePanel.h>
-#include <FigureSizes.h>
+#include <view/AttentionTileGrid.h>
+#include <figures/FigurePanel.h>
+#include <figures/FigureSizes.h>
 #include <qcustomplot.h>
 
 #include <QDockWidget>

@@ -2,9 +2,9 @@
 // ablation drawn and shown on the tiles, one head ablated on the current image with the prediction it leaves (and
 // nothing of it left on another image), and the Query-key map dock following the head and the clicks on its points.
 #include "GuiTestSupport.h"
-#include "MainWindow.h"
+#include "gui/MainWindow.h"
 
-#include <FigurePanel.h>
+#include <figures/FigurePanel.h>
 #include <attnscope/Analyses.h>
 #include <attnscope/Datasets.h>
 #include <attnscope/Image.h>

@@ -1,9 +1,9 @@
 // The image strip (issue 32, item 5): each file once, what was just opened selected, the count shown, removing the
 // selected images and clearing all, and an image-set run over mixed images saying so before it starts.
 #include "GuiTestSupport.h"
-#include "MainWindow.h"
+#include "gui/MainWindow.h"
 
-#include <FigurePanel.h>
+#include <figures/FigurePanel.h>
 
 #include <QAction>
 #include <QDir>

@@ -1,6 +1,6 @@
 // `attnscope [MODEL] [IMAGES...]`: what the window opens from its arguments. The first minute of a new user is
 // `attnscope photo.jpg`: the default model with that photo, not the photo taken for a model.
-#include "LaunchArguments.h"
+#include "gui/LaunchArguments.h"
 
 #include "GuiTestSupport.h"
 

@@ -1,11 +1,11 @@
 // The desktop window driven as a user would, offscreen: open a model and an image, see the overlay, click a
 // patch, change head, export, survive a broken model file.
 #include "GuiTestSupport.h"
-#include "AttentionControls.h"
-#include "MainWindow.h"
-#include "ModelSlot.h"
+#include "gui/AttentionControls.h"
+#include "gui/MainWindow.h"
+#include "gui/ModelSlot.h"
 
-#include <FigurePanel.h>
+#include <figures/FigurePanel.h>
 #include <QComboBox>
 #include <QLineEdit>
 #include <QStatusBar>

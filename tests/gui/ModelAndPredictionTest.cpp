@@ -3,9 +3,9 @@
 // models); the line under the view says what preprocessing did; the top-5 classes under each view match the timm
 // reference's logits, follow the image and the variant, and say why when there are none.
 #include "GuiTestSupport.h"
-#include "LaunchArguments.h"
-#include "MainWindow.h"
-#include "ModelSlot.h"
+#include "gui/LaunchArguments.h"
+#include "gui/MainWindow.h"
+#include "gui/ModelSlot.h"
 
 #include <attnscope/Npy.h>
 

@@ -1,8 +1,8 @@
 // The plot docks, variants, perturbations and compare mode, driven as a user would, offscreen.
 #include "GuiTestSupport.h"
-#include "MainWindow.h"
+#include "gui/MainWindow.h"
 
-#include <PlotHover.h>
+#include <plots/PlotHover.h>
 
 #include <QSignalSpy>
 #include <QTemporaryDir>

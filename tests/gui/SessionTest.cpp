@@ -2,11 +2,11 @@
 // descriptions, images, selection, query, layer, head, drawing, variant, compare model, dock layout); a session whose
 // files moved opens what it can and names what it could not; a folder moved whole opens again; a file that is not a
 // session says so in one line naming it; the last session is written when the window closes.
-#include "AttentionControls.h"
 #include "GuiTestSupport.h"
-#include "MainWindow.h"
-#include "ModelSlot.h"
-#include "Session.h"
+#include "gui/AttentionControls.h"
+#include "gui/MainWindow.h"
+#include "gui/ModelSlot.h"
+#include "gui/Session.h"
 
 #include <QDir>
 #include <QFile>

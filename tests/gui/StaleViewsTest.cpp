@@ -1,13 +1,13 @@
 // Nothing stale (issue 32, item 1): every view, tile, label and plot shows the current image, model and head, or is
 // visibly cleared with the reason. Each test asserts on what is displayed: the view's rendering and text, the tiles,
 // the Query line, the image dock's curves, status and figure text, the hover text.
-#include "AttentionControls.h"
 #include "GuiTestSupport.h"
-#include "MainWindow.h"
-#include "ModelSlot.h"
+#include "gui/AttentionControls.h"
+#include "gui/MainWindow.h"
+#include "gui/ModelSlot.h"
 
-#include <FigurePanel.h>
-#include <PlotHover.h>
+#include <figures/FigurePanel.h>
+#include <plots/PlotHover.h>
 #include <attnscope/Analyses.h>
 #include <attnscope/Perturbation.h>
 #include <qcustomplot.h>

@@ -3,15 +3,15 @@
 // widening the window, right-click copies what is looked at, the window fits its screen with its frame, a session's
 // wrong fields are named one by one, Delete selects what it shows, head importance is offered only with something to
 // show, and the texts say what the model says.
-#include "AttentionControls.h"
+#include "gui/AttentionControls.h"
 #include "GuiTestSupport.h"
-#include "LaunchArguments.h"
-#include "MainWindow.h"
+#include "gui/LaunchArguments.h"
+#include "gui/MainWindow.h"
 
-#include <AttentionView.h>
-#include <DialogFolder.h>
-#include <ElidedLabel.h>
-#include <FigurePanel.h>
+#include <view/AttentionView.h>
+#include <io/DialogFolder.h>
+#include <io/ElidedLabel.h>
+#include <figures/FigurePanel.h>
 #include <qcustomplot.h>
 
 #include <QAction>

@@ -1,7 +1,7 @@
 // One binary for every window test class (tests/gui/*Test.cpp register themselves).
 #include "GuiTestSupport.h"
 
-#include <RuntimeDir.h>
+#include <worker/RuntimeDir.h>
 
 #include <QApplication>
 #include <QtTest>

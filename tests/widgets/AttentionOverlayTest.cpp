@@ -3,10 +3,10 @@
 #include "FigureChecks.h"
 #include "SyntheticData.h"
 
-#include <AttentionGridFigure.h>
-#include <AttentionOverlay.h>
-#include <AttentionTileGrid.h>
-#include <FigureExport.h>
+#include <figures/AttentionGridFigure.h>
+#include <plots/AttentionOverlay.h>
+#include <view/AttentionTileGrid.h>
+#include <figures/FigureExport.h>
 #include <QTemporaryDir>
 #include <QtTest>
 

@@ -1,7 +1,7 @@
 // Colormap tables: end points of the published maps, monotone lightness of the sequential ones, a white middle
 // for the diverging one.
 
-#include <Colormap.h>
+#include <plots/Colormap.h>
 #include <QtTest>
 
 using namespace attnscope;

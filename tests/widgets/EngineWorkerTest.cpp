@@ -2,7 +2,7 @@
 // supersedes the pending one of its kind and channel only; every job ends in exactly one terminal signal; an image-set
 // run lets interactive jobs in between its images.
 
-#include <EngineWorker.h>
+#include <worker/EngineWorker.h>
 
 #include <QSignalSpy>
 #include <QtTest>

@@ -3,14 +3,14 @@
 #include "FigureChecks.h"
 #include "SyntheticData.h"
 
-#include <FigureExport.h>
-#include <PngEncoder.h>
+#include <figures/FigureExport.h>
+#include <figures/PngEncoder.h>
 #include <QBuffer>
 #include <QRandomGenerator>
 #include <QSvgRenderer>
 #include <QTemporaryDir>
 #include <QtTest>
-#include <TokenSimilarityPlot.h>
+#include <plots/TokenSimilarityPlot.h>
 #include <qcustomplot.h>
 
 #include <memory>

@@ -1,6 +1,6 @@
 // levelSetOutline: the 50% regions of the head-centre figure are outlines of offset-map cells.
 
-#include <HeadCentresPlot.h>
+#include <plots/HeadCentresPlot.h>
 #include <QtTest>
 
 using namespace attnscope;

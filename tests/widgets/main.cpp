@@ -1,7 +1,7 @@
 // widgets_tests: the QtTest classes of tests/widgets, run in one process with one QApplication (QCustomPlot needs
 // it). Headless: the offscreen platform unless QT_QPA_PLATFORM says otherwise.
 
-#include <RuntimeDir.h>
+#include <worker/RuntimeDir.h>
 
 #include <QApplication>
 #include <QtTest>

@@ -1,7 +1,7 @@
-#include "AttentionGridFigure.h"
+#include "figures/AttentionGridFigure.h"
 
-#include "AttentionOverlay.h"
-#include "PlotElements.h"
+#include "plots/AttentionOverlay.h"
+#include "plots/PlotElements.h"
 
 #include <QFontMetricsF>
 #include <QPainter>

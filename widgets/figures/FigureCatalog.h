@@ -2,15 +2,15 @@
 
 // The figures attnscope draws from analysis results, in one table that the window's plot panels, its "export"
 // and the CLI's figures/ folder all go through: so a figure exported from the GUI is the file the CLI writes,
-// with the same CSV of the plotted data beside it. The table and the CSVs are FigureData.h (no Qt); this adds the
-// drawing.
+// with the same CSV of the plotted data beside it. The table and the CSVs are the engine's FigureData.h (no Qt); this
+// adds the drawing.
 
-#include "FigureData.h"
-#include "PlotStyle.h"
+#include "plots/PlotStyle.h"
 
 #include <QImage>
 #include <QSize>
 #include <QString>
+#include <attnscope/FigureData.h>
 
 class QCustomPlot;
 

@@ -1,5 +1,5 @@
-#include "FigureExport.h"
-#include "PngEncoder.h"
+#include "figures/FigureExport.h"
+#include "figures/PngEncoder.h"
 
 #include <QFileInfo>
 #include <QPageSize>

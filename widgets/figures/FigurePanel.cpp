@@ -1,10 +1,9 @@
-#include "FigurePanel.h"
+#include "figures/FigurePanel.h"
 
-#include "ElidedLabel.h"
-
-#include "DialogFolder.h"
-#include "FigureExport.h"
-#include "PlotHover.h"
+#include "figures/FigureExport.h"
+#include "io/DialogFolder.h"
+#include "plots/PlotHover.h"
+#include "io/ElidedLabel.h"
 
 #include <attnscope/Files.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "FigureCatalog.h"
+#include "figures/FigureCatalog.h"
 
 #include <QPointer>
 #include <QWidget>

@@ -1,4 +1,4 @@
-#include "PngEncoder.h"
+#include "figures/PngEncoder.h"
 
 #include <zlib.h>
 

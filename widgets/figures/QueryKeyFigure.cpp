@@ -1,6 +1,6 @@
-#include "QueryKeyFigure.h"
+#include "figures/QueryKeyFigure.h"
 
-#include "Colormap.h"
+#include "plots/Colormap.h"
 
 #include <QFontMetricsF>
 #include <QPainter>

@@ -4,7 +4,7 @@
 // as a scatter, and the global view, a layers x heads grid of small scatters. The painter is shared with the window's
 // "Query-key map" dock, which adds hovering and clicking on the points it draws.
 
-#include "PlotStyle.h"
+#include "plots/PlotStyle.h"
 
 #include <QImage>
 #include <QPointF>

@@ -1,7 +1,7 @@
-#include "RelevanceFigure.h"
+#include "figures/RelevanceFigure.h"
 
-#include "AttentionOverlay.h"
-#include "PlotElements.h"
+#include "plots/AttentionOverlay.h"
+#include "plots/PlotElements.h"
 
 #include <QPainter>
 

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "Colormap.h"
-#include "PlotStyle.h"
+#include "plots/Colormap.h"
+#include "plots/PlotStyle.h"
 
 #include <QImage>
 #include <attnscope/Summary.h>

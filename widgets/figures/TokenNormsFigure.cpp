@@ -1,7 +1,7 @@
-#include "TokenNormsFigure.h"
+#include "figures/TokenNormsFigure.h"
 
-#include "AttentionOverlay.h"
-#include "PlotElements.h"
+#include "plots/AttentionOverlay.h"
+#include "plots/PlotElements.h"
 
 #include <QPainter>
 #include <QPainterPath>

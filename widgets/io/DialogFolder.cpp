@@ -1,4 +1,4 @@
-#include "DialogFolder.h"
+#include "io/DialogFolder.h"
 
 #include <QAction>
 #include <QClipboard>

@@ -1,4 +1,4 @@
-#include "ImageListModel.h"
+#include "io/ImageListModel.h"
 
 #include <QDir>
 #include <QFileInfo>

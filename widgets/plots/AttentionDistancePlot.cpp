@@ -1,6 +1,6 @@
-#include "AttentionDistancePlot.h"
+#include "plots/AttentionDistancePlot.h"
 
-#include "PlotElements.h"
+#include "plots/PlotElements.h"
 
 #include <algorithm>
 #include <cmath>

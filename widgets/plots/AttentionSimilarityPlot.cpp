@@ -1,6 +1,6 @@
-#include "AttentionSimilarityPlot.h"
+#include "plots/AttentionSimilarityPlot.h"
 
-#include "PlotElements.h"
+#include "plots/PlotElements.h"
 
 #include <algorithm>
 #include <cmath>

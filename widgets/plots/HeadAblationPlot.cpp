@@ -1,8 +1,7 @@
-#include "HeadAblationPlot.h"
+#include "plots/HeadAblationPlot.h"
 
-#include "PlotElements.h"
-
-#include "Colormap.h"
+#include "plots/Colormap.h"
+#include "plots/PlotElements.h"
 
 #include <algorithm>
 #include <cmath>
@@ -127,12 +126,7 @@ void buildHeadAblationPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>
                 map->data()->setCell(h, l, std::nan(""));
         for (const auto& r : s.ablation)
             map->data()->setCell(r.head, r.layer - 1, std::isfinite(r.kl.mean) ? std::max(r.kl.mean, low) : r.kl.mean);
-        map->setInterpolate(false);
-        map->setTightBoundary(false);
-        map->setGradient(gradient);
-        map->setDataScaleType(QCPAxis::stLogarithmic);
-        map->setDataRange(QCPRange(low, high));
-        map->setColorScale(scale);
+        setLogColours(map, scale, gradient, low, high);
         map->setName(fromStd(s.label) + QStringLiteral(": mean KL, x = head, y = layer"));
         map->setSelectable(QCP::stNone);
 

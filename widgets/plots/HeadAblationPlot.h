@@ -1,6 +1,6 @@
 #pragma once
 
-#include "PlotStyle.h"
+#include "plots/PlotStyle.h"
 
 #include <attnscope/Summary.h>
 

@@ -1,7 +1,7 @@
-#include "HeadCentresPlot.h"
+#include "plots/HeadCentresPlot.h"
 
-#include "PlotElements.h"
-#include "SquareAxisRect.h"
+#include "plots/PlotElements.h"
+#include "plots/SquareAxisRect.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
-#include "HeadKernelPlot.h"
+#include "plots/HeadKernelPlot.h"
 
-#include "Colormap.h"
-#include "PlotElements.h"
-#include "SquareAxisRect.h"
+#include "plots/Colormap.h"
+#include "plots/PlotElements.h"
+#include "plots/SquareAxisRect.h"
 
 #include <algorithm>
 #include <cmath>
@@ -197,12 +197,7 @@ void buildHeadKernelPlot(QCustomPlot* plot, const AnalysisSummary& summary, cons
                     const double v = hc.offsetMap[size_t(i * side + j)];
                     map->data()->setCell(j, i, std::isfinite(v) ? std::max(v, low) : v);
                 }
-            map->setInterpolate(false);
-            map->setTightBoundary(false);
-            map->setGradient(gradient);
-            map->setDataScaleType(QCPAxis::stLogarithmic);
-            map->setDataRange(QCPRange(low, high));
-            map->setColorScale(scale);
+            setLogColours(map, scale, gradient, low, high);
             map->setName(QStringLiteral("layer %1, head %2: M(\u03b4), x = \u0394x, y = \u0394y").arg(layer).arg(h));
             map->setSelectable(QCP::stNone);
 

@@ -1,11 +1,11 @@
-#include "LogitDecompositionPlot.h"
+#include "plots/LogitDecompositionPlot.h"
 
-#include "Colormap.h"
-#include "FigureData.h"
-#include "PlotElements.h"
-#include "SquareAxisRect.h"
+#include "plots/Colormap.h"
+#include "plots/PlotElements.h"
+#include "plots/SquareAxisRect.h"
 
 #include <algorithm>
+#include <attnscope/FigureData.h>
 #include <cmath>
 #include <qcustomplot.h>
 

@@ -1,9 +1,9 @@
 #pragma once
 
-#include "LogitDecompositionInfo.h"
-#include "PlotStyle.h"
+#include "plots/PlotStyle.h"
 
 #include <attnscope/Analyses.h>
+#include <attnscope/LogitDecompositionInfo.h>
 
 class QCustomPlot;
 

@@ -1,4 +1,4 @@
-#include "PlotElements.h"
+#include "plots/PlotElements.h"
 
 #include <QResizeEvent>
 #include <algorithm>
@@ -530,6 +530,16 @@ void setLogColourScale(QCPColorScale* scale, const QCPColorGradient& gradient, d
     scale->axis()->setLabel(label);
     applyStyle(scale->axis(), style);
     scale->axis()->grid()->setVisible(false);
+}
+
+void setLogColours(QCPColorMap* map, QCPColorScale* scale, const QCPColorGradient& gradient, double low, double high)
+{
+    map->setInterpolate(false);
+    map->setTightBoundary(false);
+    map->setGradient(gradient);
+    map->setDataScaleType(QCPAxis::stLogarithmic);
+    map->setDataRange(QCPRange(low, high));
+    map->setColorScale(scale);
 }
 
 } // namespace attnscope

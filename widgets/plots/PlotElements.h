@@ -3,7 +3,7 @@
 // Pieces the plot builders share: a fresh layout with a title, legends, confidence bands, integer layer ticks,
 // and the wording of provenance (models, image counts, options) that every figure carries.
 
-#include "PlotStyle.h"
+#include "plots/PlotStyle.h"
 
 #include <QString>
 #include <QStringList>
@@ -15,6 +15,7 @@ class QCustomPlot;
 class QCPAxis;
 class QCPAxisRect;
 class QCPColorGradient;
+class QCPColorMap;
 class QCPColorScale;
 class QCPGraph;
 class QCPLayoutGrid;
@@ -83,6 +84,9 @@ void addNote(QCPAxisRect* rect, const QString& text, const PlotStyle& style);
 // A colour bar on the right with a log scale from `low` to `high` (head kernels, head ablation), labelled.
 void setLogColourScale(QCPColorScale* scale, const QCPColorGradient& gradient, double low, double high, const QString& label,
                        const PlotStyle& style);
+// A heat map coloured on that scale: `gradient` over `low` to `high`, log-scaled, one flat colour per cell, its colour
+// bar `scale`.
+void setLogColours(QCPColorMap* map, QCPColorScale* scale, const QCPColorGradient& gradient, double low, double high);
 
 // Pen styles for the second categorical dimension of a plot (token set, tap, quantity).
 Qt::PenStyle penStyleFor(int index);

@@ -1,4 +1,4 @@
-#include "PlotHover.h"
+#include "plots/PlotHover.h"
 
 #include <QToolTip>
 #include <qcustomplot.h>

@@ -1,4 +1,4 @@
-#include "PlotStyle.h"
+#include "plots/PlotStyle.h"
 
 #include <qcustomplot.h>
 

@@ -1,6 +1,6 @@
-#include "SnrPlot.h"
+#include "plots/SnrPlot.h"
 
-#include "PlotElements.h"
+#include "plots/PlotElements.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "SquareAxisRect.h"
+#include "plots/SquareAxisRect.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
-#include "TokenNormsPlot.h"
+#include "plots/TokenNormsPlot.h"
 
-#include "PlotElements.h"
+#include "plots/PlotElements.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
-#include "TokenSimilarityPlot.h"
+#include "plots/TokenSimilarityPlot.h"
 
-#include "PlotElements.h"
+#include "plots/PlotElements.h"
 
 #include <algorithm>
 #include <cmath>

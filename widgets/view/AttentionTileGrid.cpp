@@ -1,8 +1,8 @@
-#include "AttentionTileGrid.h"
+#include "view/AttentionTileGrid.h"
 
-#include "AttentionOverlay.h"
-#include "HeadAblationPlot.h"
-#include "PlotHover.h"
+#include "plots/AttentionOverlay.h"
+#include "plots/HeadAblationPlot.h"
+#include "plots/PlotHover.h"
 
 #include <attnscope/Analyses.h>
 

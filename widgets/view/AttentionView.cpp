@@ -1,9 +1,9 @@
-#include "AttentionView.h"
+#include "view/AttentionView.h"
 
-#include "AttentionOverlay.h"
-#include "DialogFolder.h"
-#include "PlotHover.h"
-#include "PlotStyle.h"
+#include "io/DialogFolder.h"
+#include "plots/AttentionOverlay.h"
+#include "plots/PlotHover.h"
+#include "plots/PlotStyle.h"
 
 #include <QMouseEvent>
 #include <QPainter>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "Colormap.h"
+#include "plots/Colormap.h"
 
 #include <attnscope/Analyses.h>
 #include <attnscope/Image.h>

@@ -1,6 +1,6 @@
-#include "QueryKeyMapView.h"
+#include "view/QueryKeyMapView.h"
 
-#include "PlotHover.h"
+#include "plots/PlotHover.h"
 
 #include <QMouseEvent>
 #include <QPainter>

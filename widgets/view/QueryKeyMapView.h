@@ -4,7 +4,7 @@
 // as a scatter. Hovering a point names its image, kind and patch; clicking one asks for that image and token as the
 // query.
 
-#include <QueryKeyFigure.h>
+#include <figures/QueryKeyFigure.h>
 
 #include <QStringList>
 #include <QWidget>

@@ -1,4 +1,4 @@
-#include "ViewFooter.h"
+#include "view/ViewFooter.h"
 
 #include <QLabel>
 #include <QTextDocument>

@@ -1,4 +1,4 @@
-#include "EngineWorker.h"
+#include "worker/EngineWorker.h"
 
 #include <QElapsedTimer>
 #include <QMetaObject>

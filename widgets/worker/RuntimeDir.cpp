@@ -1,4 +1,4 @@
-#include "RuntimeDir.h"
+#include "worker/RuntimeDir.h"
 
 #include <cerrno>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 #include "checkpoint/CheckpointNaming.h"
 
-#include "checkpoint/LoadError.h"
+#include "io/LoadError.h"
 
 #include <ATen/ATen.h>
 

@@ -2,7 +2,7 @@
 
 #include "checkpoint/ConfigFields.h"
 #include "checkpoint/ConfigSources.h"
-#include "checkpoint/LoadError.h"
+#include "io/LoadError.h"
 
 #include <ATen/ATen.h>
 

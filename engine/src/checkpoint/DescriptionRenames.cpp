@@ -2,7 +2,7 @@
 #include "checkpoint/ConfigResolver.h"
 
 #include "checkpoint/ConfigFields.h"
-#include "checkpoint/LoadError.h"
+#include "io/LoadError.h"
 
 #include <ATen/ATen.h>
 

@@ -1,7 +1,7 @@
 #include "checkpoint/ModelLoader.h"
 
-#include "checkpoint/LoadError.h"
 #include "checkpoint/TorchCheckpoint.h"
+#include "io/LoadError.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -79,21 +79,14 @@ std::string sniffFormat(const std::string& path)
 
 } // namespace
 
-ModelFiles locateModelFiles(const std::string& given, const LoadOptions& options)
+ModelFiles locateModelFiles(const std::string& path, const std::string& givenDescriptionPath)
 {
-    std::string path = given;
-    if (path.rfind("builtin:", 0) == 0) {
-        const std::string name = path.substr(8);
-        path = (fs::path(builtinModelDir()) / name).string();
-        if (name.empty() || name.find('/') != std::string::npos || !fs::is_directory(path))
-            throw LoadError(given + ": no such embedded model (see attnscope-cli info --list)");
-    }
     if (!fs::exists(path))
         throw LoadError(path + ": no such file or folder");
 
     ModelFiles files;
     fs::path dir;
-    std::string descriptionPath = options.descriptionPath;
+    std::string descriptionPath = givenDescriptionPath;
     if (fs::is_directory(path)) {
         dir = path;
         files.weights = findWeightsIn(dir);

@@ -2,7 +2,6 @@
 
 #include "checkpoint/ConfigResolver.h"
 #include "checkpoint/SafeTensors.h"
-#include "attnscope/Model.h"
 
 #include <string>
 
@@ -18,9 +17,10 @@ struct ModelFiles {
     std::string taken;
 };
 
-// Resolves what the user named (file, folder, description .json or builtin:NAME) to files, and parses the
-// config files. Throws LoadError.
-ModelFiles locateModelFiles(const std::string& path, const LoadOptions& options);
+// Resolves what the user named (file, folder or description .json; Model::load has made builtin:NAME a folder) to
+// files, and parses the config files. `descriptionPath` is LoadOptions::descriptionPath: empty, the path's own .json or
+// an attnscope.json beside the checkpoint. Throws LoadError.
+ModelFiles locateModelFiles(const std::string& path, const std::string& descriptionPath);
 
 // Reads the checkpoint's tensors by content (safetensors, or a torch.save zip through the restricted unpickler);
 // a safetensors header's __metadata__ goes into files.sources.metadata, and which entry of a wrapper dict was taken into

@@ -1,6 +1,6 @@
 #include "checkpoint/RestrictedUnpickler.h"
 
-#include "checkpoint/LoadError.h"
+#include "io/LoadError.h"
 
 #include <algorithm>
 #include <cstring>

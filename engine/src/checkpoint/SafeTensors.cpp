@@ -1,7 +1,7 @@
 #include "checkpoint/SafeTensors.h"
 
 #include "io/AtomicFile.h"
-#include "checkpoint/LoadError.h"
+#include "io/LoadError.h"
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 #include "checkpoint/TorchCheckpoint.h"
 
-#include "checkpoint/LoadError.h"
 #include "checkpoint/RestrictedUnpickler.h"
+#include "io/LoadError.h"
 
 #include <ATen/ATen.h>
 #include <zip.h>

@@ -2,7 +2,7 @@
 // versions of the few callables among them (OrderedDict, tensor and parameter rebuilding, storage loading).
 #include "checkpoint/RestrictedUnpickler.h"
 
-#include "checkpoint/LoadError.h"
+#include "io/LoadError.h"
 
 #include <ATen/ATen.h>
 

@@ -1,8 +1,8 @@
 #include "attnscope/Image.h"
 
-#include "io/AtomicFile.h"
 #include "image/ImageHeader.h"
-#include "checkpoint/LoadError.h"
+#include "io/AtomicFile.h"
+#include "io/LoadError.h"
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>

@@ -1,6 +1,6 @@
 #include "io/AtomicFile.h"
 
-#include "checkpoint/LoadError.h"
+#include "io/LoadError.h"
 
 #include <unistd.h>
 

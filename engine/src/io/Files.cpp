@@ -1,7 +1,7 @@
 #include "attnscope/Files.h"
 
 #include "io/AtomicFile.h"
-#include "checkpoint/LoadError.h"
+#include "io/LoadError.h"
 
 #include <signal.h>
 #include <sys/stat.h>

@@ -1,7 +1,7 @@
 #include "attnscope/Npy.h"
 
 #include "io/AtomicFile.h"
-#include "checkpoint/LoadError.h"
+#include "io/LoadError.h"
 
 #include <charconv>
 #include <cstring>

@@ -1,14 +1,14 @@
 #include "attnscope/Trainer.h"
 
-#include "io/AtomicFile.h"
-#include "checkpoint/LoadError.h"
-#include "checkpoint/ModelWriter.h"
-#include "vit/ModelImpl.h"
-#include "image/Preprocess.h"
-#include "vit/VisionTransformer.h"
-#include "train/TrainingState.h"
 #include "attnscope/Datasets.h"
 #include "attnscope/Model.h"
+#include "image/Preprocess.h"
+#include "io/AtomicFile.h"
+#include "io/LoadError.h"
+#include "train/ModelWriter.h"
+#include "train/TrainingState.h"
+#include "vit/ModelImpl.h"
+#include "vit/VisionTransformer.h"
 
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
@@ -18,10 +18,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <dlfcn.h>
 #include <filesystem>
 #include <optional>
 #include <random>
 #include <sstream>
+#include <unistd.h>
 
 namespace attnscope {
 
@@ -432,6 +435,28 @@ Result<TrainResult> trainModel(const TrainOptions& o)
     } catch (const std::exception& e) { // a library below LibTorch's own (oneDNN's dnnl::error: no kernel for an op)
         return Error { std::string("training failed: ") + e.what() };
     }
+}
+
+void relaunchWithFastBlasKernels(char** argv)
+{
+    static constexpr const char* kGuard = "ATTNSCOPE_BLAS_RELAUNCHED";
+    const auto corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+    if (!corename || std::getenv("OPENBLAS_CORETYPE") || std::getenv(kGuard))
+        return;
+    const std::string core = corename();
+    for (const char* fast : { "SkylakeX", "Cooperlake", "SapphireRapids", "Haswell", "Zen" })
+        if (core == fast)
+            return;
+    __builtin_cpu_init();
+    const char* wanted = __builtin_cpu_supports("avx512f") ? "SkylakeX"
+        : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "Haswell"
+                                                                           : nullptr;
+    if (!wanted)
+        return;
+    setenv("OPENBLAS_CORETYPE", wanted, 1);
+    setenv(kGuard, core.c_str(), 1); // once: an OpenBLAS built for one core ignores the variable
+    execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_CORETYPE"); // the exec failed: go on as we were
 }
 
 } // namespace attnscope

@@ -1,7 +1,7 @@
 #include "train/TrainingState.h"
 
 #include "io/AtomicFile.h"
-#include "checkpoint/LoadError.h"
+#include "io/LoadError.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/optim/adamw.h>

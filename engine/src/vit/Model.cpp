@@ -1,14 +1,14 @@
 #include "attnscope/Model.h"
 #include "attnscope/CpuKernels.h"
 
-#include "checkpoint/LoadError.h"
-#include "vit/ModelImpl.h"
 #include "checkpoint/ConfigSources.h"
 #include "checkpoint/Families.h"
 #include "checkpoint/ModelLoader.h"
 #include "image/Preprocess.h"
+#include "io/LoadError.h"
 #include "io/TensorImpl.h"
 #include "vit/AttentionProducts.h"
+#include "vit/ModelImpl.h"
 #include "vit/PackedLinear.h"
 #include "vit/Threads.h"
 #include "vit/VisionTransformer.h"
@@ -80,6 +80,18 @@ std::vector<Trace> forwardGroup(const Model& model, const std::vector<at::Tensor
     return hostTraces(model, forwardBatch(model, x, options), x, {});
 }
 
+// `builtin:NAME` as the folder of the embedded model NAME (builtinModelDir); any other path as it is.
+std::string embeddedModelFolder(const std::string& given)
+{
+    if (given.rfind("builtin:", 0) != 0)
+        return given;
+    const std::string name = given.substr(8);
+    const std::string path = (fs::path(builtinModelDir()) / name).string();
+    if (name.empty() || name.find('/') != std::string::npos || !fs::is_directory(path))
+        throw LoadError(given + ": no such embedded model (see attnscope-cli info --list)");
+    return path;
+}
+
 // What every forward at the model's input size shares, made once: each token's position row and the rotary angles.
 void makeGridTables(Model::Impl& impl)
 {
@@ -136,7 +148,7 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
     tuneAllocatorForForwards();
     try {
         const at::Device device = parseDevice(options.device);
-        ModelFiles files = locateModelFiles(path, options);
+        ModelFiles files = locateModelFiles(embeddedModelFolder(path), options.descriptionPath);
         checkNamedFamily(files.sources); // before a tensor is read: never run as the nearest family it resembles
         TensorMap tensors = readCheckpoint(files);
         DescribedNames described;

@@ -1,7 +1,5 @@
 #include "vit/Threads.h"
 
-#include "attnscope/Trainer.h"
-
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -103,28 +101,6 @@ int ompThreadsHere()
 {
     static const auto get = lookup<int (*)()>("omp_get_max_threads");
     return get ? get() : 1;
-}
-
-void relaunchWithFastBlasKernels(char** argv)
-{
-    static constexpr const char* kGuard = "ATTNSCOPE_BLAS_RELAUNCHED";
-    const auto corename = lookup<char* (*)()>("openblas_get_corename");
-    if (!corename || std::getenv("OPENBLAS_CORETYPE") || std::getenv(kGuard))
-        return;
-    const std::string core = corename();
-    for (const char* fast : { "SkylakeX", "Cooperlake", "SapphireRapids", "Haswell", "Zen" })
-        if (core == fast)
-            return;
-    __builtin_cpu_init();
-    const char* wanted = __builtin_cpu_supports("avx512f") ? "SkylakeX"
-        : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "Haswell"
-                                                                           : nullptr;
-    if (!wanted)
-        return;
-    setenv("OPENBLAS_CORETYPE", wanted, 1);
-    setenv(kGuard, core.c_str(), 1); // once: an OpenBLAS built for one core ignores the variable
-    execv("/proc/self/exe", argv);
-    unsetenv("OPENBLAS_CORETYPE"); // the exec failed: go on as we were
 }
 
 std::string blasCoreName()

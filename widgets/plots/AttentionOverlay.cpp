@@ -1,4 +1,4 @@
-#include "AttentionOverlay.h"
+#include "plots/AttentionOverlay.h"
 
 #include <QFontMetricsF>
 #include <QPainter>

@@ -1,4 +1,4 @@
-#include "ElidedLabel.h"
+#include "io/ElidedLabel.h"
 
 #include <QFontMetrics>
 

@@ -1,4 +1,4 @@
-#include "Colormap.h"
+#include "plots/Colormap.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,9 +2,9 @@
 // quadratic positional attention is centred on the K^2 shifts of a K x K kernel computes that convolution.
 #include "attnscope/Trainer.h"
 
-#include "checkpoint/LoadError.h"
-#include "checkpoint/ModelWriter.h"
+#include "io/LoadError.h"
 #include "io/TensorImpl.h"
+#include "train/ModelWriter.h"
 #include "vit/VisionTransformer.h"
 
 #include <ATen/ATen.h>

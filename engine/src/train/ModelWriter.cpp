@@ -1,7 +1,7 @@
-#include "checkpoint/ModelWriter.h"
+#include "train/ModelWriter.h"
 
-#include "io/AtomicFile.h"
 #include "checkpoint/SafeTensors.h"
+#include "io/AtomicFile.h"
 
 #include <filesystem>
 

@@ -3,8 +3,8 @@
 // Attention maps drawn over the image the model saw (docs/analyses.md section 2): bilinear upsampling of the [gh, gw]
 // patch map, a colormap, alpha blending. The GUI's main view and the layers x heads figure share these functions.
 
-#include "Colormap.h"
-#include "PlotStyle.h"
+#include "plots/Colormap.h"
+#include "plots/PlotStyle.h"
 
 #include <QImage>
 #include <QPainter>

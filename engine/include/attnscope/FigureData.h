@@ -1,14 +1,14 @@
 #pragma once
 
 // The figures attnscope draws, as data: which figures there are, what each is drawn from, its file name and the CSV
-// of what it plots. No Qt: the headless build (ATTNSCOPE_GUI=OFF) writes these CSVs too, and FigureCatalog.h draws
-// the same table with QCustomPlot in the Qt build.
+// of what it plots. No Qt: the headless build (ATTNSCOPE_GUI=OFF) and the Python module write these CSVs too, and the
+// widgets' figures/FigureCatalog.h draws the same table with QCustomPlot in the Qt build.
 
-#include "LogitDecompositionInfo.h"
+#include "attnscope/Analyses.h"
+#include "attnscope/LogitDecompositionInfo.h"
+#include "attnscope/QueryKey.h"
+#include "attnscope/Summary.h"
 
-#include <attnscope/Analyses.h>
-#include <attnscope/QueryKey.h>
-#include <attnscope/Summary.h>
 #include <string>
 #include <vector>
 

@@ -1,6 +1,6 @@
-#include "FigureData.h"
+#include "attnscope/FigureData.h"
 
-#include <attnscope/Files.h>
+#include "attnscope/Files.h"
 
 #include <algorithm>
 #include <cmath>
