@@ -123,6 +123,7 @@ void MainWindow::connectSlot(int index)
     });
     // An image that could not be run: its error in the view, and nothing of the image before left anywhere.
     connect(slot, &ModelSlot::imageFailed, this, [this, index](const QString& message) {
+        statusBar()->clearMessage(); // not "Running broken.jpg…" beside its error
         m_views[index]->showMessage(message);
         if (index == 0) {
             m_tiles->clear();

@@ -84,6 +84,7 @@ private slots:
         QCOMPARE(errors.count(), 1);
         QVERIFY2(w.shownError().contains(bad), qPrintable(w.shownError()));
         QVERIFY(w.findChildren<QMessageBox*>().isEmpty());
+        QVERIFY2(!w.statusBar()->currentMessage().startsWith("Running"), qPrintable(w.statusBar()->currentMessage()));
         QVERIFY2(w.view()->shownText().contains("a-photo-whose-name"), qPrintable(w.view()->shownText()));
         QVERIFY2(w.imagePanel()->status().contains(bad), qPrintable(w.imagePanel()->status()));
         QCOMPARE(w.width(), width);
