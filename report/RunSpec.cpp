@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 
 using attnscope::Error;
 
@@ -71,29 +70,6 @@ const RunOption* runOptionNamed(const std::string& cliName)
         if (cliName == o.cli)
             return &o;
     return nullptr;
-}
-
-std::string runOptionDefault(const RunOption& option)
-{
-    static const RunSpec defaults;
-    return std::visit(
-        [](auto member) -> std::string {
-            const auto& value = defaults.*member;
-            using T = std::decay_t<decltype(value)>;
-            if constexpr (std::is_same_v<T, std::string>)
-                return value;
-            else if constexpr (std::is_same_v<T, std::vector<std::string>>)
-                return value.empty() ? "" : value.front();
-            else if constexpr (std::is_same_v<T, bool>)
-                return value ? "true" : "false";
-            else if constexpr (std::is_same_v<T, std::optional<double>>)
-                return value ? attnscope::csvNumber(*value) : "";
-            else if constexpr (std::is_same_v<T, double>)
-                return attnscope::csvNumber(value);
-            else
-                return std::to_string(value);
-        },
-        option.field);
 }
 
 attnscope::Status applyRunSpec(const RunSpec& a, const OptionSpelling& spell, ReportRequest& request)

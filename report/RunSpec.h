@@ -67,9 +67,6 @@ struct RunOption {
 const std::vector<RunOption>& runOptions();
 const RunOption* runOptionNamed(const std::string& cliName);
 
-// An option's default as text ("1", "fp32", "" for an empty list or unset number, "false"): for --help and the checks.
-std::string runOptionDefault(const RunOption& option);
-
 // How the door spells an option in its messages: "--grid-images" for the CLI, "grid_images" for Python. Called with
 // the CLI's spelling without dashes ("grid-images").
 using OptionSpelling = std::function<std::string(const std::string& cliName)>;
