@@ -16,7 +16,7 @@ run main-cls.png builtin:fmnist-vit $samples --layer 11
 run patch-query-head.png builtin:fmnist-vit $samples --layer 1 --head 2 --query 24 --variant 0.6,0.3
 run compare.png builtin:fmnist-vit-d4 $samples --compare builtin:fmnist-quadratic --layer 1 --head 1 --query 24 --figure 4
 run image-set-snr.png builtin:fmnist-vit-d4 $photos $samples --analyse-set --variant 0.6,0.3 --set-figure 1
-run rollout.png builtin:fmnist-neutreno-d4 $samples --head -2 --figure 3
+run rollout.png builtin:fmnist-neutreno-d4 $samples --head rollout --figure 3
 run logit-decomposition.png builtin:fmnist-vit-d4 $samples --layer 1 --head 0 --figure 5
 # The small screen of issue 32: a 1280 x 800 screen, the window bounded by it.
 run_small() {

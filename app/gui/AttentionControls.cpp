@@ -12,6 +12,7 @@
 #include <QPushButton>
 #include <QJsonObject>
 #include <QSettings>
+#include <QSignalBlocker>
 #include <QSlider>
 #include <QSpinBox>
 #include <QTimer>
@@ -77,7 +78,7 @@ AttentionControls::AttentionControls(QWidget* parent)
     connect(m_layer, &QSpinBox::valueChanged, this, &AttentionControls::layerChanged);
     m_head = new QComboBox(this);
     m_head->setAccessibleName(tr("Head"));
-    connect(m_head, &QComboBox::currentIndexChanged, this, [this](int i) { emit headChanged(i < 0 ? -1 : m_head->itemData(i).toInt()); });
+    connect(m_head, &QComboBox::currentIndexChanged, this, [this] { emit headChanged(head()); });
     m_opacity = new QSlider(Qt::Horizontal, this);
     m_opacity->setRange(0, 100);
     m_opacity->setValue(60);
@@ -112,8 +113,8 @@ AttentionControls::AttentionControls(QWidget* parent)
     rolloutRow->addWidget(m_fusion, 1);
     rolloutRow->addWidget(m_discard, 1);
     const auto enableRollout = [this] {
-        m_fusion->setEnabled(head() == -2);
-        m_discard->setEnabled(head() == -2);
+        m_fusion->setEnabled(head().view == HeadView::Rollout);
+        m_discard->setEnabled(head().view == HeadView::Rollout);
     };
     connect(m_head, &QComboBox::currentIndexChanged, this, enableRollout);
     enableRollout();
@@ -123,7 +124,7 @@ AttentionControls::AttentionControls(QWidget* parent)
     m_class->setToolTip(tr("The class whose logit the relevance views explain"));
     m_class->addItem(tr("predicted class"), -1);
     connect(m_class, &QComboBox::currentIndexChanged, this, &AttentionControls::relevanceChanged);
-    connect(m_head, &QComboBox::currentIndexChanged, this, [this] { m_class->setEnabled(isRelevanceHead(head())); });
+    connect(m_head, &QComboBox::currentIndexChanged, this, [this] { m_class->setEnabled(head().isRelevance()); });
     m_class->setEnabled(false);
     layout->addRow(tr("Layer"), m_layer);
     layout->addRow(tr("Head"), m_head);
@@ -249,13 +250,10 @@ void AttentionControls::setModel(int depth, int heads, double trainedLambda, dou
     m_layer->blockSignals(false);
     m_head->blockSignals(true);
     m_head->clear();
-    m_head->addItem(tr("mean of heads"), -1);
-    m_head->addItem(tr("rollout"), -2);
-    m_head->addItem(tr("relevance (GAE)"), -3);
-    m_head->addItem(tr("Grad-CAM"), -4);
-    m_head->addItem(tr("token norms"), -5);
+    for (HeadView v : kNamedHeadViews)
+        m_head->addItem(headChoiceText(v), headNumber(v));
     for (int h = 0; h < heads; ++h)
-        m_head->addItem(tr("head %1").arg(h), h);
+        m_head->addItem(headChoiceText(HeadChoice::single(h)), h);
     m_head->blockSignals(false);
     m_trainedLambda = trainedLambda;
     m_trainedBoost = trainedBoost;
@@ -274,17 +272,17 @@ void AttentionControls::setLayer(int layer)
     m_layer->blockSignals(false);
 }
 
-void AttentionControls::setHead(int head)
+void AttentionControls::setHead(HeadChoice head)
 {
-    const int index = m_head->findData(head);
+    const int index = m_head->findData(headNumber(head));
     if (index < 0 || index == m_head->currentIndex())
         return;
     m_head->blockSignals(true);
     m_head->setCurrentIndex(index);
     m_head->blockSignals(false);
-    m_fusion->setEnabled(head == -2);
-    m_discard->setEnabled(head == -2);
-    m_class->setEnabled(isRelevanceHead(head));
+    m_fusion->setEnabled(head.view == HeadView::Rollout);
+    m_discard->setEnabled(head.view == HeadView::Rollout);
+    m_class->setEnabled(head.isRelevance());
 }
 
 void AttentionControls::setQueryText(const QString& text) { m_query->setText(text); }
@@ -309,6 +307,7 @@ int AttentionControls::layer() const { return m_layer->value(); }
 
 void AttentionControls::setRollout(const RolloutOptions& rollout)
 {
+    const QSignalBlocker fusion(m_fusion), discard(m_discard);
     m_fusion->setCurrentIndex(m_fusion->findData(int(rollout.fusion)));
     m_discard->setValue(rollout.discard);
 }
@@ -335,18 +334,19 @@ void AttentionControls::setInputSize(int height, int width, int trainedHeight, i
     m_inputSize->setStyleSheet(QString());
 }
 
-std::optional<RelevanceOptions> AttentionControls::relevance() const
+int AttentionControls::relevanceClass() const { return m_class->currentIndex() < 0 ? -1 : m_class->currentData().toInt(); }
+
+void AttentionControls::setRelevanceClass(int label)
 {
-    if (!isRelevanceHead(head()))
-        return std::nullopt;
-    RelevanceOptions o;
-    o.targetClass = m_class->currentIndex() < 0 ? -1 : m_class->currentData().toInt();
-    return o;
+    const int index = m_class->findData(label);
+    const QSignalBlocker blocker(m_class);
+    m_class->setCurrentIndex(index < 0 ? 0 : index);
 }
 
-int AttentionControls::head() const { return m_head->currentIndex() < 0 ? -1 : m_head->currentData().toInt(); }
-
-QString AttentionControls::headText() const { return m_head->currentText(); }
+HeadChoice AttentionControls::head() const
+{
+    return m_head->currentIndex() < 0 ? HeadChoice() : headFromNumber(m_head->currentData().toInt()).value_or(HeadChoice());
+}
 
 std::optional<ModelSlot::Variant> AttentionControls::variant() const
 {

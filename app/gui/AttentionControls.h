@@ -1,6 +1,7 @@
 #pragma once
 
 #include "gui/ModelSlot.h"
+#include "gui/WindowState.h"
 
 #include <plots/Colormap.h>
 #include <attnscope/Perturbation.h>
@@ -21,10 +22,8 @@ class QTimer;
 
 // The right-hand dock: which attention is shown (layer, head, mean or rollout), how (opacity, colour map, patch
 // grid), the query, and the variant to run beside the model (NeuTRENO λ, Boost t) with the perturbation of the SNR.
-// Variant and perturbation edits are reported after a short pause, so that spinning a value reruns once.
-// The Head choices that show a class relevance (GAE, Grad-CAM) rather than attention.
-inline bool isRelevanceHead(int head) { return head == -3 || head == -4; }
-
+// Variant and perturbation edits are reported after a short pause, so that spinning a value reruns once. It shows
+// the window's state and reports the user's edits; the window, not this dock, holds the state (WindowState.h).
 class AttentionControls : public QWidget {
     Q_OBJECT
 public:
@@ -34,7 +33,7 @@ public:
     // `pool`: the model has an attention-pool head, whose map is the layer after the last, shown as "pool".
     void setModel(int depth, int heads, double trainedLambda, double trainedBoost, bool pool = false);
     void setLayer(int layer);
-    void setHead(int head); // -1 mean of heads, -2 rollout, -3 relevance (GAE), -4 Grad-CAM, -5 token norms
+    void setHead(HeadChoice head);
     void setClasses(const QStringList& labels); // the model's class names, for the relevance's class picker
     // The size the model runs at and the one it was trained for: the Input size field shows the former unless they agree.
     void setInputSize(int height, int width, int trainedHeight, int trainedWidth);
@@ -43,6 +42,7 @@ public:
     void setVariantValues(double lambda, double boost); // moves the spin boxes (reported like a user's edit)
     void setPerturbation(const attnscope::Perturbation& perturbation);
     void setRollout(const attnscope::RolloutOptions& rollout);
+    void setRelevanceClass(int label); // -1: the predicted class; a class the model has not: the predicted one
 
     void announce(); // emits the drawing settings (restored from the last session) for the views to follow
     // How maps are drawn, for a session file: {"opacity": 0..1, "colormap": name, "grid": bool}; setDrawing applies the
@@ -51,17 +51,15 @@ public:
     void setDrawing(const QJsonObject& drawing);
 
     int layer() const;
-    int head() const;
-    QString headText() const;
+    HeadChoice head() const;
     std::optional<ModelSlot::Variant> variant() const; // unset when both equal the model's own
     attnscope::Perturbation perturbation() const;
     attnscope::RolloutOptions rollout() const; // head fusion and discard share of the rollout view
-    // While a relevance view (-3, -4) is chosen: which class it explains (-1: the predicted one).
-    std::optional<attnscope::RelevanceOptions> relevance() const;
+    int relevanceClass() const; // the class the relevance views explain; -1 the predicted one
 
 signals:
     void layerChanged(int layer);
-    void headChanged(int head);
+    void headChanged(HeadChoice head);
     void opacityChanged(double opacity);
     void colormapChanged(attnscope::Colormap colormap);
     void gridToggled(bool on);

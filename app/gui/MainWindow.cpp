@@ -153,10 +153,12 @@ void MainWindow::connectSlot(int index)
                 labels << (size_t(k) < model->info().labels.size() ? QString::fromStdString(model->info().labels[size_t(k)]) : QString());
             m_controls->setClasses(c.headIsProjection ? QStringList() : labels);
             m_controls->setInputSize(c.imageHeight, c.imageWidth, model->info().trainedHeight, model->info().trainedWidth);
-            m_layer = c.depth;
-            m_head = -1;
-            m_imagePanel->setDecompositionHead(-1); // "mean of heads", as the head selector says
-            m_query = c.numPrefixTokens() > 0 ? 0 : (c.gridHeight() / 2) * c.gridWidth() + c.gridWidth() / 2;
+            // A new model: its last layer, the mean of its heads, its CLS token (or its centre patch), the predicted class.
+            m_view.layer = c.depth;
+            m_view.head = HeadChoice();
+            m_view.relevanceClass = -1;
+            m_view.query = c.numPrefixTokens() > 0 ? 0 : (c.gridHeight() / 2) * c.gridWidth() + c.gridWidth() / 2;
+            showViewSelection();
             m_views[0]->clear();
             m_tiles->clear(); // the previous model's image until this one's trace comes
             m_tilesTrace = nullptr;
@@ -188,7 +190,7 @@ void MainWindow::connectSlot(int index)
         m_views[index]->setImage(slot->trace()->shown, t.gridHeight, t.gridWidth, t.numPrefixTokens);
         if (index == 0) {
             m_tilesTrace = nullptr; // a new trace may reuse the old one's address
-            m_query = std::min(m_query, t.numPrefixTokens + t.gridHeight * t.gridWidth - 1);
+            m_view.query = std::min(m_view.query, t.numPrefixTokens + t.gridHeight * t.gridWidth - 1);
         }
         refreshMaps();
         refreshPredictions();
@@ -244,32 +246,68 @@ void MainWindow::connectSlot(int index)
 
 void MainWindow::setQuery(int token)
 {
-    m_query = token;
-    refreshMaps(); // kept Traces: no forward pass
+    ViewSelection v = m_view;
+    v.query = token;
+    setViewSelection(v); // kept Traces: no forward pass
 }
 
 void MainWindow::setLayer(int layer)
 {
-    m_layer = layer;
-    m_controls->setLayer(layer);
+    ViewSelection v = m_view;
+    v.layer = layer;
+    setViewSelection(v);
+}
+
+void MainWindow::setHead(HeadChoice head)
+{
+    ViewSelection v = m_view;
+    v.head = head;
+    setViewSelection(v);
+}
+
+void MainWindow::setRollout(const RolloutOptions& rollout)
+{
+    ViewSelection v = m_view;
+    v.rollout = rollout;
+    setViewSelection(v);
+}
+
+void MainWindow::setRelevanceClass(int label)
+{
+    ViewSelection v = m_view;
+    v.relevanceClass = label;
+    setViewSelection(v);
+}
+
+void MainWindow::setViewSelection(const ViewSelection& view)
+{
+    m_view = view;
+    showViewSelection();
     refreshMaps();
 }
 
-void MainWindow::setHead(int head)
+void MainWindow::showViewSelection()
 {
-    m_head = head;
-    m_controls->setHead(head);
+    m_controls->setLayer(m_view.layer);
+    m_controls->setHead(m_view.head);
+    m_controls->setRollout(m_view.rollout);
+    m_controls->setRelevanceClass(m_view.relevanceClass);
+    std::optional<RelevanceOptions> relevance;
+    if (m_view.head.isRelevance()) {
+        relevance.emplace();
+        relevance->targetClass = m_view.relevanceClass;
+    }
     for (ModelSlot* slot : m_slots)
-        slot->setRelevance(m_controls->relevance());
-    m_imagePanel->setDecompositionHead(head >= 0 ? head : -1); // a view of no single head: the mean over the heads
-    refreshMaps();
+        slot->setRelevance(relevance); // a job only when it changed
+    // The logit decomposition's head: the one shown, or the mean over the heads for a view of no single head.
+    m_imagePanel->setDecompositionHead(m_view.head.isSingle() ? m_view.head.head : -1);
 }
 
 int MainWindow::compareQuery() const
 {
     const auto& a = m_slots[0]->trace();
     const auto& b = m_slots[1]->trace();
-    return a && b ? mapQuery(m_query, a->trace, b->trace) : -1;
+    return a && b ? mapQuery(m_view.query, a->trace, b->trace) : -1;
 }
 
 void MainWindow::refreshMaps()
@@ -282,18 +320,19 @@ void MainWindow::refreshMaps()
         if (!current || (i == 1 && !m_slots[1]->model()))
             continue;
         const Trace& t = current->trace;
-        const int query = i == 0 ? m_query : mapQuery(m_query, primary->trace, t);
-        const int layer = std::clamp(m_layer, 1, lastMapLayer(t)); // past the depth: an attention-pool head's map
-        const int head = m_head >= t.numHeads ? -1 : m_head;
+        const int query = i == 0 ? m_view.query : mapQuery(m_view.query, primary->trace, t);
+        const int layer = std::clamp(m_view.layer, 1, lastMapLayer(t)); // past the depth: an attention-pool head's map
+        // A head the compared model has not: the mean of its heads.
+        const HeadChoice head = m_view.head.isSingle() && m_view.head.head >= t.numHeads ? HeadChoice() : m_view.head;
         AttentionMap map;
         std::vector<QPoint> marked;
         QString normsText;
-        if (isRelevanceHead(head)) {
+        if (head.isRelevance()) {
             // The class relevance, once the worker has it for this image; the image alone meanwhile.
             const auto& r = m_slots[i]->relevance();
             if (r && r->path == current->path)
-                map.patches = head == -3 ? r->relevance.gae : r->relevance.gradCam;
-        } else if (head == -5) {
+                map.patches = head.view == HeadView::Gae ? r->relevance.gae : r->relevance.gradCam;
+        } else if (head.view == HeadView::TokenNorms) {
             // The norms of X_l's patch tokens, the high-norm outliers outlined (Analyses.h section 7): from the trace.
             const TokenNorms norms = m_slots[i]->model()
                 ? tokenNorms(t, m_slots[i]->model()->config(), m_slots[i]->analysisOptions().outlierRatio)
@@ -322,23 +361,28 @@ void MainWindow::refreshMaps()
                                          : QString());
             }
         } else {
-            map = head == -2 ? rolloutMap(t, attentionRollout(t, m_controls->rollout()), query) : attentionMap(t, layer, head, query);
+            map = head.view == HeadView::Rollout ? rolloutMap(t, attentionRollout(t, m_view.rollout), query)
+                                                 : attentionMap(t, layer, head.isSingle() ? head.head : -1, query);
         }
-        const bool pool = layer > t.depth && head >= -1; // the pool head's own query, no patch
-        m_views[i]->setQuery(head <= -3 || pool ? -1 : query);
-        m_views[i]->setValueCaption(head == -3 ? tr("relevance (GAE)") : head == -4 ? tr("Grad-CAM") : head == -5 ? tr("token norm") : tr("attention"));
+        const bool attention = head.isSingle() || head.view == HeadView::Mean || head.view == HeadView::Rollout;
+        const bool pool = layer > t.depth && (head.isSingle() || head.view == HeadView::Mean); // the pool head's own query, no patch
+        m_views[i]->setQuery(!attention || pool ? -1 : query);
+        m_views[i]->setValueCaption(head.view == HeadView::Gae       ? tr("relevance (GAE)")
+                                    : head.view == HeadView::GradCam ? tr("Grad-CAM")
+                                    : head.view == HeadView::TokenNorms ? tr("token norm")
+                                                                        : tr("attention"));
         m_views[i]->setMarkedPatches(std::move(marked));
         m_views[i]->setMap(map);
-        if (i == 0 && isRelevanceHead(head)) {
+        if (i == 0 && head.isRelevance()) {
             const auto& r = m_slots[0]->relevance();
-            const QString method = head == -3 ? tr("GAE") : tr("Grad-CAM on X%1").arg(r ? r->relevance.gradCamLayer : 0);
+            const QString method = head.view == HeadView::Gae ? tr("GAE") : tr("Grad-CAM on X%1").arg(r ? r->relevance.gradCamLayer : 0);
             m_controls->setQueryText(r && r->path == current->path
                     ? tr("%1 · p %2 · %3")
                           .arg(className(m_slots[0]->model()->info().labels, r->relevance.targetClass))
                           .arg(r->relevance.probability, 0, 'f', 3)
                           .arg(method)
                     : tr("computing the relevance…"));
-        } else if (i == 0 && head == -5) {
+        } else if (i == 0 && head.view == HeadView::TokenNorms) {
             m_controls->setQueryText(normsText);
         } else if (i == 0 && pool) {
             m_controls->setQueryText(tr("the attention-pool head's query"));
@@ -347,17 +391,19 @@ void MainWindow::refreshMaps()
         }
     }
     const Trace& t = primary->trace;
-    if (m_tilesTrace != &t || m_tilesQuery != m_query) {
-        m_tiles->setTrace(t, primary->shown, m_query);
+    if (m_tilesTrace != &t || m_tilesQuery != m_view.query) {
+        m_tiles->setTrace(t, primary->shown, m_view.query);
         m_tilesTrace = &t;
-        m_tilesQuery = m_query;
+        m_tilesQuery = m_view.query;
     }
-    m_tiles->setSelection(std::clamp(m_layer, 1, lastMapLayer(t)), std::max(m_head, -2));
+    // The tiles mark one head, the mean column (-1) or the rollout row (-2); a relevance or norms view marks the mean.
+    const HeadChoice h = m_view.head;
+    m_tiles->setSelection(std::clamp(m_view.layer, 1, lastMapLayer(t)), h.isSingle() ? h.head : h.view == HeadView::Rollout ? -2 : -1);
     refreshQueryKeyMap();
     statusBar()->showMessage(tr("%1 · layer %2 · %3")
                                  .arg(QFileInfo(primary->path).fileName())
-                                 .arg(QString::fromStdString(mapLayerName(t, std::clamp(m_layer, 1, lastMapLayer(t)))))
-                                 .arg(m_controls->headText()));
+                                 .arg(QString::fromStdString(mapLayerName(t, std::clamp(m_view.layer, 1, lastMapLayer(t)))))
+                                 .arg(headChoiceText(m_view.head)));
 }
 
 void MainWindow::refreshPredictions()
@@ -513,7 +559,7 @@ void MainWindow::closeEvent(QCloseEvent* event)
     if (m_slots[0]->model()) { // where the user left off, for File -> Reopen last session
         QString error;
         QDir().mkpath(QFileInfo(lastSessionPath()).absolutePath());
-        writeSession(lastSessionPath(), currentSession(), &error);
+        writeSession(lastSessionPath(), state(), &error);
     }
     QSettings settings;
     settings.setValue("window/geometry", saveGeometry());

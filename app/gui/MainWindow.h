@@ -2,6 +2,7 @@
 
 #include "gui/AttentionControls.h"
 #include "gui/ModelSlot.h"
+#include "gui/WindowState.h"
 
 #include <figures/FigurePanel.h>
 #include <io/ImageListModel.h>
@@ -67,9 +68,12 @@ public:
     void removeImages(QList<int> rows); // the strip's Delete and "Remove"; the current image moves to a neighbour
     void clearImages(); // "Clear all": no image, every view cleared
     void selectImage(int row);
+    // The view selection (WindowState.h): each changes the one state every view reads, and renders each view once.
     void setQuery(int token);
     void setLayer(int layer);
-    void setHead(int head); // -1: mean over heads, -2: rollout
+    void setHead(HeadChoice head); // a head, or a view of no single head (mean, rollout, relevance, token norms)
+    void setRollout(const attnscope::RolloutOptions& rollout);
+    void setRelevanceClass(int label); // the class GAE and Grad-CAM explain; -1 the predicted one
     // The view (both views in compare mode) as .png/.svg/.pdf with caption and colour bar, or its map as .csv.
     bool exportView(const QString& path);
     // The layers x heads maps of the current query (the CLI's attention_grid figure), or their data as .csv.
@@ -98,12 +102,16 @@ public:
     void setQueryKeyMethod(attnscope::QueryKeyMethod method);
     void selectQueryKeyPoint(int image, int token);
     attnscope::QueryKeyMapView* queryKeyView() const { return m_queryKeyView; }
-    // Sessions (docs/sessions.md): the models with their descriptions, the images, the selection, query, layer, head,
-    // drawing, variant, noise, figures and dock layout. Opening one replaces what is open; files that moved are left
-    // out and named (errorShown), the rest opens. sessionOpened once its model is loaded and the state applied.
+    // The window's state (WindowState.h): the models with their descriptions, the images, the view selection, drawing,
+    // variant, noise, figures and dock layout. applyState replaces what is open with it; what it names that is not
+    // there or that the model has not is said (errorShown, one line with `problems` first) and the rest applied.
+    // sessionOpened once its model is loaded and the state applied.
+    WindowState state() const;
+    void applyState(const WindowState& state, const QString& source = {}, const QStringList& problems = {});
+    const ViewSelection& viewSelection() const { return m_view; }
+    // Sessions (docs/sessions.md): the state saved to a file and opened again; files that moved are left out and named.
     bool saveSession(const QString& path);
     bool openSession(const QString& path);
-    Session currentSession() const;
     static QString lastSessionPath(); // written when the window closes with a model open; File -> Reopen last session
 
     // For tests and the status bar.
@@ -119,10 +127,10 @@ public:
     attnscope::FigurePanel* imagePanel() const { return m_imagePanel; }
     attnscope::FigurePanel* setPanel() const { return m_setPanel; }
     attnscope::ImageListModel* images() const { return m_images; }
-    int query() const { return m_query; }
+    int query() const { return m_view.query; }
     int compareQuery() const;
-    int layer() const { return m_layer; }
-    int head() const { return m_head; }
+    int layer() const { return m_view.layer; }
+    HeadChoice head() const { return m_view.head; }
     QString lastError() const { return m_lastError; }
     QString shownError() const; // the status line's error, "" once what it stopped succeeded
     // What Help shows: every shortcut of the window with its action, and the versions and where the engine runs.
@@ -161,6 +169,8 @@ private:
     void showError(const QString& message, ErrorOf kind = ErrorOf::Other);
     void clearError(ErrorOf kind);
     void showInformation(const QString& title, const QString& text); // a window-modal box (none offscreen)
+    void setViewSelection(const ViewSelection& view); // the state, then the views
+    void showViewSelection(); // the controls and the slots' relevance jobs follow m_view
     void refreshMaps();
     void refreshImagePlots();
     void refreshSetPlots();
@@ -169,7 +179,7 @@ private:
     QString chooseFile(const QString& caption, const QString& filter, const QString& folder);
     void askForOtherHalf(int index, const QString& path, const QString& description, int missing, const QString& message);
     void rememberModel(const QString& path, const QString& description);
-    void applyPendingSession(); // once the session's model is loaded
+    void applyPendingSession(); // once the state's model is loaded
     void refreshRecent();
     void applyPerturbation();
     QString currentPath() const;
@@ -189,9 +199,9 @@ private:
     attnscope::ViewFooter* m_footers[2] = { nullptr, nullptr };
     QWidget* m_viewColumns[2] = { nullptr, nullptr }; // a view and its footer
     FileChooser m_fileChooser;
-    std::shared_ptr<Session> m_pendingSession; // opened, waiting for its model
+    std::shared_ptr<Session> m_pendingSession; // a state applied, waiting for its model
     QSplitter* m_centre = nullptr;
-    int m_query = 0, m_layer = 1, m_head = -1;
+    ViewSelection m_view; // what every view shows: only the set* functions change it
     // What the tile grid was last rendered for: layer and head changes only move its selection.
     const attnscope::Trace* m_tilesTrace = nullptr;
     int m_tilesQuery = -1;

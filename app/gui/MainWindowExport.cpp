@@ -29,10 +29,12 @@ bool MainWindow::exportView(const QString& path)
             const auto& t = m_slots[i]->trace();
             if (!map || !t || !m_slots[i]->model())
                 continue;
-            const int query = i == 0 ? m_query : compareQuery();
-            const std::string head = m_head == -2 ? "rollout" : m_head == -1 || m_head >= t->trace.numHeads ? "mean" : std::to_string(m_head);
+            const int query = i == 0 ? m_view.query : compareQuery();
+            // A head the compared model has not is shown as the mean of its heads (refreshMaps).
+            const HeadChoice shown = m_view.head.isSingle() && m_view.head.head >= t->trace.numHeads ? HeadChoice() : m_view.head;
+            const std::string head = headChoiceKey(shown).toStdString();
             const std::string prefix = m_slots[i]->name().toStdString() + ","
-                + mapLayerName(t->trace, std::clamp(m_layer, 1, lastMapLayer(t->trace))) + ","
+                + mapLayerName(t->trace, std::clamp(m_view.layer, 1, lastMapLayer(t->trace))) + ","
                 + head + "," + std::to_string(query) + ",";
             for (int r = 0; r < t->trace.gridHeight; ++r)
                 for (int c = 0; c < t->trace.gridWidth; ++c)
@@ -65,7 +67,7 @@ bool MainWindow::exportTiles(const QString& path)
         showError(path + ": " + tr("nothing to export"));
         return false;
     }
-    AttentionGrid grid = attentionGrid(t->trace, m_query, m_controls->rollout());
+    AttentionGrid grid = attentionGrid(t->trace, m_view.query, m_controls->rollout());
     grid.model = m_slots[0]->name().toStdString();
     grid.image = QFileInfo(t->path).completeBaseName().toStdString();
     grid.shown = t->shown;

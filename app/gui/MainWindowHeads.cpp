@@ -257,7 +257,7 @@ void MainWindow::refreshQueryKeyMap()
         emit queryKeyMapShown();
         return;
     }
-    const int layer = std::clamp(m_layer, 1, model->config().depth), head = m_head;
+    const int layer = std::clamp(m_view.layer, 1, model->config().depth), head = m_view.head.isSingle() ? m_view.head.head : -1;
     if (head < 0 || head >= model->config().numHeads) {
         m_queryKeyView->setMessage(tr("Choose a head (not the mean, rollout, relevance or norms) to map its queries and keys."));
         emit queryKeyMapShown();
@@ -280,7 +280,7 @@ void MainWindow::refreshQueryKeyMap()
             if (m_queryKeyView->map() != m_queryKey->map)
                 m_queryKeyView->setMap(m_queryKey->map, m_queryKey->names);
             const int image = trace ? int(m_queryKey->paths.indexOf(trace->path)) : -1;
-            m_queryKeyView->setHighlight(image >= 0 ? std::optional<std::pair<int, int>>({ image, m_query }) : std::nullopt);
+            m_queryKeyView->setHighlight(image >= 0 ? std::optional<std::pair<int, int>>({ image, m_view.query }) : std::nullopt);
         } else {
             m_queryKeyView->setMessage(tr("No map of layer %1 head %2: %3").arg(layer).arg(head).arg(m_queryKey->error));
         }

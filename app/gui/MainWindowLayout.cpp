@@ -288,13 +288,9 @@ void MainWindow::buildDocks()
     dock(tr("Attention"), "attentionDock", scrollControls, Qt::RightDockWidgetArea);
     connect(m_controls, &AttentionControls::layerChanged, this, &MainWindow::setLayer);
     connect(m_controls, &AttentionControls::headChanged, this, &MainWindow::setHead);
-    connect(m_controls, &AttentionControls::rolloutChanged, this, &MainWindow::refreshMaps);
+    connect(m_controls, &AttentionControls::rolloutChanged, this, [this] { setRollout(m_controls->rollout()); });
     connect(m_controls, &AttentionControls::inputSizeChanged, this, &MainWindow::setInputSize);
-    connect(m_controls, &AttentionControls::relevanceChanged, this, [this] {
-        for (ModelSlot* slot : m_slots)
-            slot->setRelevance(m_controls->relevance());
-        refreshMaps();
-    });
+    connect(m_controls, &AttentionControls::relevanceChanged, this, [this] { setRelevanceClass(m_controls->relevanceClass()); });
     for (AttentionView* view : m_views) {
         connect(m_controls, &AttentionControls::opacityChanged, view, &AttentionView::setOpacity);
         connect(m_controls, &AttentionControls::colormapChanged, view, &AttentionView::setColormap);
@@ -323,9 +319,10 @@ void MainWindow::buildDocks()
     tilesLayout->addWidget(scrollTiles, 1);
     auto* tilesDock = dock(tr("Layers × heads"), "tilesDock", tilesWidget, Qt::BottomDockWidgetArea);
     connect(m_tiles, &AttentionTileGrid::tileClicked, this, [this](int layer, int head) {
-        m_layer = layer;
-        m_controls->setLayer(layer);
-        setHead(head);
+        ViewSelection v = m_view;
+        v.layer = layer;
+        v.head = head < 0 ? HeadChoice(HeadView::Mean) : HeadChoice::single(head); // -1: the mean column
+        setViewSelection(v);
     });
 
     // Every figure but the head ablation, which is of an image set (the current image's is the footer's, one head at a time).

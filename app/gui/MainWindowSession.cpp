@@ -27,12 +27,12 @@ std::optional<Figure> figureNamed(const QString& name)
     return std::nullopt;
 }
 
-std::optional<SessionModel> sessionModel(const ModelSlot& slot)
+std::optional<ModelState> modelState(const ModelSlot& slot)
 {
     if (!slot.model())
         return std::nullopt;
     const auto& info = slot.model()->info();
-    SessionModel m { slot.path(), slot.description() };
+    ModelState m { slot.path(), slot.description() };
     if (info.config.imageHeight != info.trainedHeight || info.config.imageWidth != info.trainedWidth) {
         m.inputHeight = info.config.imageHeight;
         m.inputWidth = info.config.imageWidth;
@@ -47,16 +47,14 @@ QString MainWindow::lastSessionPath()
     return QDir(QStandardPaths::writableLocation(QStandardPaths::AppConfigLocation)).filePath("last-session.json");
 }
 
-Session MainWindow::currentSession() const
+WindowState MainWindow::state() const
 {
-    Session s;
-    s.model = sessionModel(*m_slots[0]);
-    s.compare = sessionModel(*m_slots[1]);
+    WindowState s;
+    s.model = modelState(*m_slots[0]);
+    s.compare = modelState(*m_slots[1]);
     s.images = m_images->paths();
     s.selected = m_imageList->currentIndex().isValid() ? m_imageList->currentIndex().row() : -1;
-    s.query = m_query;
-    s.layer = m_layer;
-    s.head = m_head;
+    s.view = m_view;
     if (const auto& v = m_slots[0]->variant()) {
         s.neutrenoLambda = v->neutrenoLambda;
         s.boostT = v->boostT;
@@ -72,7 +70,7 @@ Session MainWindow::currentSession() const
 bool MainWindow::saveSession(const QString& path)
 {
     QString error;
-    if (!QDir().mkpath(QFileInfo(path).absolutePath()) || !writeSession(path, currentSession(), &error)) {
+    if (!QDir().mkpath(QFileInfo(path).absolutePath()) || !writeSession(path, state(), &error)) {
         showError(error.isEmpty() ? tr("%1: cannot create its folder").arg(path) : error);
         return false;
     }
@@ -94,65 +92,75 @@ bool MainWindow::openSession(const QString& path)
         problems << tr("%1: could not open %2 (moved or deleted)").arg(QFileInfo(path).fileName(), missing.join(QStringLiteral("; ")));
     if (!warnings.isEmpty())
         problems << tr("%1: %2").arg(QFileInfo(path).fileName(), warnings.join(QStringLiteral("; ")));
-    // What the session has open replaces what the window had: the images first, so that they are there whether or
-    // not its model loads.
+    statusBar()->showMessage(tr("Opening the session %1…").arg(path));
+    applyState(session->state, path, problems);
+    return true;
+}
+
+void MainWindow::applyState(const WindowState& state, const QString& source, const QStringList& problems)
+{
+    // The state replaces what the window had: the images first, so that they are there whether or not its model loads.
     closeCompare();
     clearImages();
-    if (!session->dockLayout.isEmpty())
-        restoreState(session->dockLayout);
-    m_controls->setDrawing(session->drawing);
-    if (auto p = Perturbation::parse(session->perturbation.toStdString()); p && !session->perturbation.isEmpty())
+    if (!state.dockLayout.isEmpty())
+        restoreState(state.dockLayout);
+    m_controls->setDrawing(state.drawing);
+    if (auto p = Perturbation::parse(state.perturbation.toStdString()); p && !state.perturbation.isEmpty())
         m_controls->setPerturbation(*p);
-    if (const auto f = figureNamed(session->imageFigure))
+    if (const auto f = figureNamed(state.imageFigure))
         m_imagePanel->setFigure(*f);
-    if (const auto f = figureNamed(session->setFigure))
+    if (const auto f = figureNamed(state.setFigure))
         m_setPanel->setFigure(*f);
-    session->problems = problems;
-    if (session->model) {
-        m_pendingSession = std::make_shared<Session>(*session); // its problems said with those its model finds
-        statusBar()->showMessage(tr("Opening the session %1…").arg(path));
-        m_slots[0]->load(session->model->path, session->model->description, session->model->inputHeight, session->model->inputWidth);
+    if (state.model) {
+        // The view selection is the model's to check: applied once it is loaded, its problems said with those it finds.
+        m_pendingSession = std::make_shared<Session>(Session { state, source, problems });
+        m_slots[0]->load(state.model->path, state.model->description, state.model->inputHeight, state.model->inputWidth);
     }
-    m_images->addPaths(session->images);
-    if (!session->model)
-        selectImage(std::max(session->selected, 0));
-    if (!session->model && !problems.isEmpty())
+    m_images->addPaths(state.images);
+    if (!state.model)
+        selectImage(std::max(state.selected, 0));
+    if (!state.model && !problems.isEmpty())
         showError(problems.join(QStringLiteral("; ")));
-    return true;
 }
 
 void MainWindow::applyPendingSession()
 {
     if (!m_pendingSession)
         return;
-    const std::shared_ptr<Session> s = std::move(m_pendingSession);
-    if (!s->model || s->model->path != m_slots[0]->path())
+    const std::shared_ptr<Session> pending = std::move(m_pendingSession);
+    const WindowState& s = pending->state;
+    if (!s.model || s.model->path != m_slots[0]->path())
         return; // another model was opened meanwhile
-    if (s->compare)
-        m_slots[1]->load(s->compare->path, s->compare->description, s->compare->inputHeight, s->compare->inputWidth);
-    // What the file holds but this model has not is said, field by field, and the nearest thing it has is shown.
+    if (s.compare)
+        m_slots[1]->load(s.compare->path, s.compare->description, s.compare->inputHeight, s.compare->inputWidth);
+    // What the state holds but this model has not is said, field by field, and the nearest thing it has is shown.
     const ModelConfig& c = m_slots[0]->model()->config();
     const int lastLayer = c.depth + (c.pooling == Pooling::AttentionPool ? 1 : 0);
     const int tokens = c.numPrefixTokens() + c.gridHeight() * c.gridWidth();
-    QStringList problems, found;
-    if (s->layer < 1 || s->layer > lastLayer)
-        found << tr("layer: %1 is not one of the model's layers 1 to %2 (%3 shown)").arg(s->layer).arg(lastLayer).arg(std::clamp(s->layer, 1, lastLayer));
-    if (s->head < -5 || s->head >= c.numHeads)
-        found << tr("head: %1 is not one of the model's heads 0 to %2 nor a view -1 to -5 (the mean of heads shown)").arg(s->head).arg(c.numHeads - 1);
-    if (s->query < 0 || s->query >= tokens)
-        found << tr("query: %1 is not one of the model's tokens 0 to %2 (%3 used)").arg(s->query).arg(tokens - 1).arg(m_query);
-    setLayer(std::clamp(s->layer, 1, lastLayer));
-    setHead(s->head < -5 || s->head >= c.numHeads ? -1 : s->head);
-    if (s->query >= 0 && s->query < tokens)
-        m_query = s->query;
-    problems = s->problems;
+    const ViewSelection& v = s.view;
+    QStringList found;
+    if (v.layer < 1 || v.layer > lastLayer)
+        found << tr("layer: %1 is not one of the model's layers 1 to %2 (%3 shown)").arg(v.layer).arg(lastLayer).arg(std::clamp(v.layer, 1, lastLayer));
+    const bool headFits = !v.head.isSingle() || v.head.head < c.numHeads;
+    if (!headFits)
+        found << tr("head: %1 is not one of the model's heads 0 to %2 (the mean of heads shown)").arg(v.head.head).arg(c.numHeads - 1);
+    if (v.query < 0 || v.query >= tokens)
+        found << tr("query: %1 is not one of the model's tokens 0 to %2 (%3 used)").arg(v.query).arg(tokens - 1).arg(m_view.query);
+    if (v.relevanceClass >= c.numClasses)
+        found << tr("relevance_class: %1 is not one of the model's %2 classes (the predicted class used)").arg(v.relevanceClass).arg(c.numClasses);
+    ViewSelection applied = v;
+    applied.layer = std::clamp(v.layer, 1, lastLayer);
+    applied.head = headFits ? v.head : HeadChoice();
+    applied.query = v.query >= 0 && v.query < tokens ? v.query : m_view.query;
+    applied.relevanceClass = v.relevanceClass < c.numClasses ? v.relevanceClass : -1;
+    setViewSelection(applied);
+    QStringList problems = pending->problems;
     if (!found.isEmpty())
-        problems << tr("%1: %2").arg(QFileInfo(s->file).fileName(), found.join(QStringLiteral("; ")));
+        problems << tr("%1: %2").arg(pending->file.isEmpty() ? tr("state") : QFileInfo(pending->file).fileName(), found.join(QStringLiteral("; ")));
     if (!problems.isEmpty())
         showError(problems.join(QStringLiteral("; ")));
-    if (s->neutrenoLambda && s->boostT)
-        runVariant(*s->neutrenoLambda, *s->boostT);
-    selectImage(std::max(s->selected, 0));
-    refreshMaps();
+    if (s.neutrenoLambda && s.boostT)
+        runVariant(*s.neutrenoLambda, *s.boostT);
+    selectImage(std::max(s.selected, 0));
     emit sessionOpened();
 }

@@ -33,7 +33,7 @@ QString resolve(const QJsonObject& entry, const QString& folder)
     return {};
 }
 
-QJsonObject modelEntry(const SessionModel& m, const QString& folder)
+QJsonObject modelEntry(const ModelState& m, const QString& folder)
 {
     QJsonObject o = fileEntry(m.path, folder);
     if (!m.description.isEmpty())
@@ -111,7 +111,7 @@ QJsonObject object(const QJsonObject& o, const QString& key, QStringList* warnin
     return v.toObject();
 }
 
-std::optional<SessionModel> readModel(const QJsonValue& value, const QString& folder, const QString& what, QStringList* missing,
+std::optional<ModelState> readModel(const QJsonValue& value, const QString& folder, const QString& what, QStringList* missing,
                                       QStringList* warnings)
 {
     if (value.isUndefined())
@@ -122,7 +122,7 @@ std::optional<SessionModel> readModel(const QJsonValue& value, const QString& fo
     }
     const QJsonObject o = value.toObject();
     unknownKeys(o, { "path", "relative", "description", "input_size" }, what + ".", warnings);
-    SessionModel m;
+    ModelState m;
     m.path = resolve(o, folder);
     if (m.path.isEmpty()) {
         *missing << QObject::tr("%1 %2").arg(what, o.value("path").toString());
@@ -148,9 +148,43 @@ std::optional<SessionModel> readModel(const QJsonValue& value, const QString& fo
     return m;
 }
 
+// The view selection. What only the model can check (a layer or head it has) is checked when the state is applied.
+ViewSelection readView(const QJsonObject& o, QStringList* warnings)
+{
+    ViewSelection v;
+    v.query = wholeNumber(o, QStringLiteral("query"), 0, warnings);
+    v.layer = wholeNumber(o, QStringLiteral("layer"), 1, warnings);
+    const int head = wholeNumber(o, QStringLiteral("head"), -1, warnings);
+    if (const auto choice = headFromNumber(head))
+        v.head = *choice;
+    else if (warnings)
+        *warnings << QObject::tr("head: %1 is neither a head (0, 1, ...) nor a view -1 to -5 (the mean of heads shown)").arg(head);
+    const QJsonObject rollout = object(o, QStringLiteral("rollout"), warnings);
+    if (const QString fusion = text(rollout, QStringLiteral("fusion"), warnings, QStringLiteral("rollout.")); !fusion.isEmpty()) {
+        if (auto f = attnscope::parseHeadFusion(fusion.toStdString()))
+            v.rollout.fusion = *f;
+        else if (warnings)
+            *warnings << QObject::tr("rollout.fusion: \"%1\" is not mean, max or min (mean used)").arg(fusion.left(60));
+    }
+    if (const QJsonValue discard = rollout.value("discard"); !discard.isUndefined()) {
+        if (discard.isDouble() && discard.toDouble() >= 0 && discard.toDouble() < 1)
+            v.rollout.discard = discard.toDouble();
+        else
+            wrongType(warnings, QStringLiteral("rollout.discard"), discard, QObject::tr("a share from 0 to below 1"), QObject::tr("0 used"));
+    }
+    unknownKeys(rollout, { "fusion", "discard" }, QStringLiteral("rollout."), warnings);
+    v.relevanceClass = wholeNumber(o, QStringLiteral("relevance_class"), -1, warnings);
+    if (v.relevanceClass < -1) {
+        if (warnings)
+            *warnings << QObject::tr("relevance_class: %1 is no class (the predicted class used)").arg(v.relevanceClass);
+        v.relevanceClass = -1;
+    }
+    return v;
+}
+
 } // namespace
 
-QJsonObject sessionToJson(const Session& s, const QString& folder)
+QJsonObject sessionToJson(const WindowState& s, const QString& folder)
 {
     QJsonObject o { { "attnscope_session", kVersion } };
     if (s.model)
@@ -162,9 +196,11 @@ QJsonObject sessionToJson(const Session& s, const QString& folder)
         images.append(fileEntry(image, folder));
     o["images"] = images;
     o["selected"] = s.selected;
-    o["query"] = s.query;
-    o["layer"] = s.layer;
-    o["head"] = s.head;
+    o["query"] = s.view.query;
+    o["layer"] = s.view.layer;
+    o["head"] = headNumber(s.view.head);
+    o["rollout"] = QJsonObject { { "fusion", QString::fromLatin1(toString(s.view.rollout.fusion)) }, { "discard", s.view.rollout.discard } };
+    o["relevance_class"] = s.view.relevanceClass;
     if (s.neutrenoLambda && s.boostT)
         o["variant"] = QJsonObject { { "neutreno_lambda", *s.neutrenoLambda }, { "boost_t", *s.boostT } };
     if (!s.perturbation.isEmpty())
@@ -177,10 +213,10 @@ QJsonObject sessionToJson(const Session& s, const QString& folder)
     return o;
 }
 
-bool writeSession(const QString& path, const Session& session, QString* error)
+bool writeSession(const QString& path, const WindowState& state, QString* error)
 {
     QSaveFile file(path);
-    const QByteArray bytes = QJsonDocument(sessionToJson(session, QFileInfo(path).absolutePath())).toJson(QJsonDocument::Indented);
+    const QByteArray bytes = QJsonDocument(sessionToJson(state, QFileInfo(path).absolutePath())).toJson(QJsonDocument::Indented);
     if (!file.open(QIODevice::WriteOnly) || file.write(bytes) != bytes.size() || !file.commit()) {
         *error = QObject::tr("%1: cannot write the session (%2)").arg(path, file.errorString());
         return false;
@@ -216,12 +252,13 @@ std::optional<Session> readSession(const QString& path, QString* error, QStringL
                      .arg(kVersion);
         return std::nullopt;
     }
-    unknownKeys(o, { "attnscope_session", "model", "compare", "images", "selected", "query", "layer", "head", "variant", "perturbation",
-                     "drawing", "figures", "dock_layout" },
+    unknownKeys(o, { "attnscope_session", "model", "compare", "images", "selected", "query", "layer", "head", "rollout", "relevance_class",
+                     "variant", "perturbation", "drawing", "figures", "dock_layout" },
                 {}, warnings);
     const QString folder = QFileInfo(path).absolutePath();
-    Session s;
-    s.file = path;
+    Session session;
+    session.file = path;
+    WindowState& s = session.state;
     s.model = readModel(o.value("model"), folder, QObject::tr("model"), missing, warnings);
     s.compare = readModel(o.value("compare"), folder, QObject::tr("compared model"), missing, warnings);
     QJsonArray images;
@@ -247,9 +284,7 @@ std::optional<Session> readSession(const QString& path, QString* error, QStringL
             s.selected = int(s.images.size());
         s.images << image;
     }
-    s.query = wholeNumber(o, QStringLiteral("query"), 0, warnings);
-    s.layer = wholeNumber(o, QStringLiteral("layer"), 1, warnings);
-    s.head = wholeNumber(o, QStringLiteral("head"), -1, warnings);
+    s.view = readView(o, warnings);
     if (const QJsonObject v = object(o, QStringLiteral("variant"), warnings); !v.isEmpty()) {
         if (v.value("neutreno_lambda").isDouble() && v.value("boost_t").isDouble()) {
             s.neutrenoLambda = v.value("neutreno_lambda").toDouble();
@@ -265,5 +300,5 @@ std::optional<Session> readSession(const QString& path, QString* error, QStringL
     s.imageFigure = text(figures, QStringLiteral("image"), warnings, QStringLiteral("figures."));
     s.setFigure = text(figures, QStringLiteral("set"), warnings, QStringLiteral("figures."));
     s.dockLayout = QByteArray::fromBase64(text(o, QStringLiteral("dock_layout"), warnings).toLatin1());
-    return s;
+    return session;
 }

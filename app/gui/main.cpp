@@ -110,7 +110,7 @@ int main(int argc, char** argv)
     QCommandLineOption compare("compare", "a second model, side by side", "MODEL");
     QCommandLineOption screenshot("screenshot", "save a picture of the window to FILE once the first image is analysed, then quit", "FILE");
     QCommandLineOption layer("layer", "layer to show (1-based)", "L");
-    QCommandLineOption head("head", "head to show (-1 mean, -2 rollout, -3 relevance (GAE), -4 Grad-CAM, -5 token norms)", "H");
+    QCommandLineOption head("head", "head to show: its number, or mean, rollout, gae (relevance), gradcam, norms (token norms); -1 to -5 name those five too", "H");
     QCommandLineOption query("query", "query token (0 = CLS)", "TOKEN");
     QCommandLineOption variant("variant", "also run with NeuTRENO lambda and Boost t", "LAMBDA,T");
     QCommandLineOption figure("figure", "figure of the image dock: 0 token similarity ... 5 logit decomposition, 6 attention similarity, 7 head kernels, 8 high-norm tokens", "N");
@@ -130,6 +130,20 @@ int main(int argc, char** argv)
     parser.addOptions({ lastSession, session, compare, screenshot, layer, head, query, variant, figure, set, setFigure, timeStartup, timeSelect,
                         setAblation, ablate, queryKey });
     parser.process(app);
+    // The screenshot's view selection, checked before any window: a wrong value is said, never thrown or guessed.
+    const auto fail = [](const QString& message) {
+        std::fprintf(stderr, "attnscope: %s\n", qPrintable(message));
+        return 2;
+    };
+    const std::optional<HeadChoice> headChoice = parser.isSet(head) ? parseHeadChoice(parser.value(head)) : HeadChoice();
+    if (!headChoice)
+        return fail(QObject::tr("--head %1: neither a head number nor mean, rollout, gae, gradcam, norms").arg(parser.value(head)));
+    for (const auto& [option, count] : { std::pair { &figure, attnscope::allFigures().size() }, { &setFigure, size_t(9) } }) {
+        bool ok = true;
+        const int n = parser.isSet(*option) ? parser.value(*option).toInt(&ok) : 0;
+        if (!ok || n < 0 || size_t(n) >= count)
+            return fail(QObject::tr("--%1 %2: not a figure 0 to %3").arg(option->names().front(), parser.value(*option)).arg(count - 1));
+    }
     const LaunchArguments launch = splitLaunchArguments(parser.positionalArguments());
     MainWindow window;
     // 1280 x 860, or the screen's free area when that is smaller (a 1280 x 800 laptop): never larger than the screen,
@@ -180,7 +194,7 @@ int main(int argc, char** argv)
                 if (parser.isSet(layer))
                     window.setLayer(parser.value(layer).toInt());
                 if (parser.isSet(head))
-                    window.setHead(parser.value(head).toInt());
+                    window.setHead(*headChoice);
                 if (parser.isSet(query))
                     window.setQuery(parser.value(query).toInt());
                 if (parser.isSet(figure))

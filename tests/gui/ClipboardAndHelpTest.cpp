@@ -75,7 +75,7 @@ private slots:
         // the centre of patch (2, 5)
         const QPoint at(image.left() + (2 * 5 + 1) * image.width() / (2 * t.gridWidth), image.top() + (2 * 2 + 1) * image.height() / (2 * t.gridHeight));
         const QString text = view->hoverText(at);
-        const AttentionMap map = attentionMap(t, w.layer(), w.head(), w.query());
+        const AttentionMap map = attentionMap(t, w.layer(), w.head().isSingle() ? w.head().head : -1, w.query());
         const QString value = QString::number(double(map.patches.data()[2 * t.gridWidth + 5]), 'g', 4);
         QVERIFY2(text.contains(QStringLiteral("token %1 ").arg(t.numPrefixTokens + 2 * t.gridWidth + 5)) && text.contains("patch (2, 5)")
                      && text.contains("attention " + value),

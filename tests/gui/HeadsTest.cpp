@@ -164,10 +164,10 @@ private slots:
         QVERIFY(dock);
         dock->raise();
         QTRY_VERIFY_WITH_TIMEOUT(w.queryKeyView()->isVisible(), 5000);
-        w.setHead(-1);
+        w.setHead(HeadView::Mean);
         QVERIFY(w.queryKeyView()->message().startsWith("Choose a head"));
         w.setLayer(2);
-        w.setHead(1);
+        w.setHead(HeadChoice::single(1));
         QTRY_VERIFY_WITH_TIMEOUT(w.queryKeyView()->map() && w.queryKeyView()->map()->head == 1, 20000);
         const auto map = w.queryKeyView()->map();
         std::vector<Tensor> inputs;
@@ -224,7 +224,7 @@ private slots:
         QVERIFY(dock);
         dock->raise();
         w.setLayer(1);
-        w.setHead(2);
+        w.setHead(HeadChoice::single(2));
         QTRY_VERIFY_WITH_TIMEOUT(w.queryKeyView()->map(), 20000);
         QCOMPARE(w.queryKeyView()->map()->images, 2);
         QCOMPARE(w.queryKeyView()->highlight(), (std::optional<std::pair<int, int>>({ 0, w.query() })));

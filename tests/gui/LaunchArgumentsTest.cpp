@@ -1,6 +1,7 @@
 // `attnscope [MODEL] [IMAGES...]`: what the window opens from its arguments. The first minute of a new user is
 // `attnscope photo.jpg`: the default model with that photo, not the photo taken for a model.
 #include "gui/LaunchArguments.h"
+#include "gui/WindowState.h"
 
 #include "GuiTestSupport.h"
 
@@ -98,6 +99,48 @@ private slots:
         QDir(dir.path()).mkpath("empty");
         QCOMPARE(
             splitLaunchArguments({ dir.filePath("empty") }).model, dir.filePath("empty")); // "no model in this folder"
+    }
+
+    // A head or a named view: one number in a session file and on --head (docs/sessions.md), a name on --head too.
+    void headChoicesRoundTripTheirSpellings()
+    {
+        for (int n = -5; n < 12; ++n) {
+            const auto c = headFromNumber(n);
+            QVERIFY(c);
+            QCOMPARE(headNumber(*c), n);
+            QVERIFY(parseHeadChoice(headChoiceKey(*c)) == *c);
+            QVERIFY(parseHeadChoice(QString::number(n)) == *c);
+        }
+        QVERIFY(!headFromNumber(-6));
+        QVERIFY(parseHeadChoice(" GradCam ") == HeadChoice(HeadView::GradCam));
+        QVERIFY(headFromNumber(3)->isSingle() && headFromNumber(3)->head == 3);
+        QVERIFY(HeadChoice(HeadView::Gae).isRelevance() && !HeadChoice(HeadView::Rollout).isRelevance());
+        for (const char* bad : { "", "head", "2.5", "-7", "means" })
+            QVERIFY2(!parseHeadChoice(QLatin1String(bad)), bad);
+        QCOMPARE(headChoiceText(HeadChoice::single(2)), QString("head 2"));
+        QCOMPARE(headChoiceText(HeadView::TokenNorms), QString("token norms"));
+    }
+
+    // The screenshot's options are checked before a window opens: one line naming the option and status 2, no crash.
+    void wrongViewOptionsAreSaidNotThrown()
+    {
+        QTemporaryDir dir;
+        for (const auto& [args, said] : { std::pair { QStringList { "--head", "bogus" }, QString("--head bogus: neither a head number nor mean") },
+                                          { QStringList { "--figure", "99" }, QString("--figure 99: not a figure 0 to") },
+                                          { QStringList { "--set-figure", "x" }, QString("--set-figure x: not a figure 0 to 8") } }) {
+            QProcess window;
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert("QT_QPA_PLATFORM", "offscreen");
+            env.insert("XDG_CONFIG_HOME", dir.filePath("config"));
+            window.setProcessEnvironment(env);
+            window.start(QStringLiteral(ATTNSCOPE_WINDOW), args + QStringList { "--screenshot", dir.filePath("x.png") });
+            QVERIFY(window.waitForFinished(60000));
+            QCOMPARE(window.exitStatus(), QProcess::NormalExit);
+            QCOMPARE(window.exitCode(), 2);
+            const QString err = QString::fromUtf8(window.readAllStandardError());
+            QVERIFY2(err.contains(said), qPrintable(err));
+            QVERIFY(!QFile::exists(dir.filePath("x.png")));
+        }
     }
 
     // The executable itself: `attnscope photo.png` shows the photo through the default model (--screenshot quits

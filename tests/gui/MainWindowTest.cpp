@@ -66,20 +66,31 @@ private slots:
         QVERIFY(differingPixels(first, clicked) > 50);
 
         w.setLayer(1);
-        w.setHead(0);
+        w.setHead(HeadChoice::single(0));
         const QImage head0 = w.view()->rendered();
-        w.setHead(3);
+        w.setHead(HeadChoice::single(3));
         QVERIFY(differingPixels(head0, w.view()->rendered()) > 50);
 
         // The rollout view follows its head fusion and discard share (the controls of the Attention dock).
-        w.setHead(-2);
+        w.setHead(HeadView::Rollout);
         auto* controls = w.findChild<AttentionControls*>();
         QVERIFY(controls);
         const QImage meanRollout = w.view()->rendered();
-        controls->setRollout({ attnscope::HeadFusion::Max, 0.9 });
+        w.setRollout({ attnscope::HeadFusion::Max, 0.9 });
         QVERIFY(differingPixels(meanRollout, w.view()->rendered()) > 50);
-        controls->setRollout({});
+        w.setRollout({});
         QCOMPARE(differingPixels(meanRollout, w.view()->rendered()), 0);
+        // The dock's fusion box, as a user edits it, changes the window's state and the map; the state moves the box.
+        QComboBox* fusionBox = nullptr;
+        for (auto* box : controls->findChildren<QComboBox*>())
+            if (box->accessibleName() == QLatin1String("Rollout head fusion"))
+                fusionBox = box;
+        QVERIFY(fusionBox && fusionBox->isEnabled());
+        fusionBox->setCurrentIndex(fusionBox->findData(int(attnscope::HeadFusion::Max)));
+        QVERIFY(w.viewSelection().rollout.fusion == attnscope::HeadFusion::Max);
+        QVERIFY(differingPixels(meanRollout, w.view()->rendered()) > 50);
+        w.setRollout({});
+        QCOMPARE(fusionBox->currentData().toInt(), int(attnscope::HeadFusion::Mean));
 
         // A tile of the layers x heads grid selects its layer and head.
         w.tiles()->resize(w.tiles()->sizeHint());
@@ -121,7 +132,7 @@ private slots:
         QVERIFY(controls);
 
         QSignalSpy relevanceReady(w.slot(0), &ModelSlot::relevanceReady);
-        w.setHead(-3);
+        w.setHead(HeadView::Gae);
         QVERIFY(relevanceReady.wait(20000));
         QVERIFY(w.slot(0)->relevance());
         const attnscope::Relevance& shown = w.slot(0)->relevance()->relevance;
@@ -140,7 +151,7 @@ private slots:
         const QImage gae = w.view()->rendered();
         QVERIFY(differingPixels(attention, gae) > 50);
 
-        w.setHead(-4); // Grad-CAM comes from the same result: no new job
+        w.setHead(HeadView::GradCam); // Grad-CAM comes from the same result: no new job
         QCOMPARE(w.view()->map()->patches.data()[0], expected->gradCam.data()[0]);
         QVERIFY(differingPixels(gae, w.view()->rendered()) > 50);
 
@@ -154,7 +165,7 @@ private slots:
         classBox->setCurrentIndex(classBox->findData(other));
         QVERIFY(relevanceReady.wait(20000));
         QCOMPARE(w.slot(0)->relevance()->relevance.targetClass, other);
-        w.setHead(-1);
+        w.setHead(HeadView::Mean);
         QVERIFY(!classBox->isEnabled());
     }
 
@@ -168,7 +179,7 @@ private slots:
         options.outlierRatio = 1.2; // random weights: this cut flags a few tokens (TokenNormsGolden)
         w.slot(0)->setAnalysisOptions(options);
         w.setLayer(2);
-        w.setHead(-5);
+        w.setHead(HeadView::TokenNorms);
         const attnscope::Trace& t = w.current()->trace;
         const attnscope::TokenNorms expected = attnscope::tokenNorms(t, w.model()->config(), 1.2);
         const attnscope::TokenNormLayer& layer = expected.layers.at(2);
@@ -189,7 +200,7 @@ private slots:
         QVERIFY(described);
         w.imagePanel()->setFigure(attnscope::Figure::TokenNorms);
         QTRY_VERIFY_WITH_TIMEOUT(attnscope::figureHasData(attnscope::Figure::TokenNorms, w.imagePanel()->data()), 20000);
-        w.setHead(-1);
+        w.setHead(HeadView::Mean);
         QVERIFY(w.view()->markedPatches().empty());
     }
 

@@ -92,7 +92,7 @@ private slots:
         // The logit decomposition follows the head.
         w.imagePanel()->setFigure(Figure::LogitDecomposition);
         const QImage head0 = plot->toPixmap(600, 200).toImage();
-        w.setHead(2);
+        w.setHead(HeadChoice::single(2));
         QVERIFY(differingPixels(head0, plot->toPixmap(600, 200).toImage()) > 50);
     }
 
@@ -163,9 +163,9 @@ private slots:
         QVERIFY(differingPixels(before, w.compareView()->rendered()) > 50);
         // Layer and head follow; a head the compared model lacks shows its head mean.
         w.setLayer(1);
-        w.setHead(3);
+        w.setHead(HeadChoice::single(3));
         const QImage head3 = w.compareView()->rendered();
-        w.setHead(1);
+        w.setHead(HeadChoice::single(1));
         QVERIFY(differingPixels(head3, w.compareView()->rendered()) > 50);
 
         QTemporaryDir dir;

@@ -49,7 +49,7 @@ private slots:
         w.openCompareModel("builtin:fmnist-vit");
         QVERIFY(compared.wait(20000));
         w.setLayer(2);
-        w.setHead(1);
+        w.setHead(HeadChoice::single(1));
         w.setQuery(5);
         QSignalSpy variant(&w, &MainWindow::variantReady);
         w.runVariant(0.5, 0.25);
@@ -78,7 +78,7 @@ private slots:
         QCOMPARE(again.images()->paths(), QStringList({ kTimm + "/image.png", kPhoto, kBoot }));
         QCOMPARE(currentRow(again), 1);
         QCOMPARE(again.layer(), 2);
-        QCOMPARE(again.head(), 1);
+        QVERIFY(again.head() == HeadChoice::single(1));
         QCOMPARE(again.query(), 5);
         QVERIFY(again.slot(0)->variant());
         QCOMPARE(again.slot(0)->variant()->neutrenoLambda, 0.5);
@@ -90,6 +90,61 @@ private slots:
         // What is displayed follows: the Query line names token 5's patch at layer 2.
         QVERIFY(waitFor([&] { return again.findChild<AttentionControls*>()->queryText().startsWith("patch ("); }));
         QVERIFY(again.lastError().isEmpty());
+    }
+
+    // The window's state is one value (WindowState.h): applied to another window it gives the same state and the same
+    // picture, rollout and relevance options included, the head view named (not a number), and the file keeps them.
+    void theWindowStateIsOneValueThatComesBack()
+    {
+        QTemporaryDir dir;
+        MainWindow w;
+        QVERIFY(showWithImages(w, "builtin:fmnist-vit-d4", { kBoot, kPhoto }));
+        w.setLayer(3);
+        w.setQuery(7);
+        w.setHead(HeadView::Rollout);
+        w.setRollout({ HeadFusion::Max, 0.5 });
+        const WindowState state = w.state();
+        QVERIFY(state.view.head == HeadChoice(HeadView::Rollout));
+        QVERIFY(state.view.rollout.fusion == HeadFusion::Max && state.view.rollout.discard == 0.5);
+        const QImage shown = w.view()->rendered();
+
+        MainWindow again;
+        again.resize(1280, 800);
+        again.show();
+        QSignalSpy opened(&again, &MainWindow::sessionOpened);
+        again.applyState(state);
+        QVERIFY(opened.wait(20000));
+        QVERIFY(waitFor([&] { return again.current() && again.current()->path == kBoot; }));
+        const ViewSelection& v = again.viewSelection();
+        QCOMPARE(v.layer, 3);
+        QCOMPARE(v.query, 7);
+        QVERIFY(v.head == HeadChoice(HeadView::Rollout));
+        QVERIFY(v.rollout.fusion == HeadFusion::Max);
+        QCOMPARE(v.rollout.discard, 0.5);
+        QCOMPARE(again.state().images, state.images);
+        QCOMPARE(differingPixels(shown, again.view()->rendered()), 0);
+        QVERIFY(again.shownError().isEmpty());
+
+        // The relevance class is state too: a session keeps it, and the relevance shown is of that class.
+        QSignalSpy relevanceReady(w.slot(0), &ModelSlot::relevanceReady);
+        w.setHead(HeadView::Gae);
+        w.setRelevanceClass(3);
+        QVERIFY(waitFor([&] { return w.slot(0)->relevance() && w.slot(0)->relevance()->relevance.targetClass == 3; }));
+        const QString path = dir.filePath("relevance.json");
+        QVERIFY(w.saveSession(path));
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QJsonObject json = QJsonDocument::fromJson(file.readAll()).object();
+        QCOMPARE(json.value("head").toInt(), -3);
+        QCOMPARE(json.value("relevance_class").toInt(), 3);
+        QCOMPARE(json.value("rollout").toObject().value("fusion").toString(), QString("max"));
+        MainWindow third;
+        QSignalSpy thirdOpened(&third, &MainWindow::sessionOpened);
+        QVERIFY(third.openSession(path));
+        QVERIFY(thirdOpened.wait(20000));
+        QVERIFY(third.head() == HeadChoice(HeadView::Gae));
+        QCOMPARE(third.viewSelection().relevanceClass, 3);
+        QVERIFY(waitFor([&] { return third.slot(0)->relevance() && third.slot(0)->relevance()->relevance.targetClass == 3; }));
     }
 
     // Files that moved: the rest opens, and the missing ones are named. A folder moved whole (session and files

@@ -244,18 +244,18 @@ private slots:
         QVERIFY(waitForCurves(w));
 
         QSignalSpy relevanceReady(w.slot(0), &ModelSlot::relevanceReady);
-        w.setHead(-3);
+        w.setHead(HeadView::Gae);
         QVERIFY(relevanceReady.wait(20000));
         QVERIFY2(queryLine(w).contains("GAE") && !queryLine(w).contains("Grad-CAM"), qPrintable(queryLine(w)));
-        w.setHead(-4);
+        w.setHead(HeadView::GradCam);
         QVERIFY2(queryLine(w).contains("Grad-CAM") && !queryLine(w).contains("GAE"), qPrintable(queryLine(w)));
 
         w.imagePanel()->setFigure(Figure::LogitDecomposition);
-        w.setHead(-1);
+        w.setHead(HeadView::Mean);
         QCustomPlot* plot = w.imagePanel()->plot();
         plot->replot();
         QVERIFY2(plotTexts(plot).contains("mean of heads") && !plotTexts(plot).contains("head 0"), qPrintable(plotTexts(plot)));
-        w.setHead(1);
+        w.setHead(HeadChoice::single(1));
         plot->replot();
         QVERIFY2(plotTexts(plot).contains("head 1"), qPrintable(plotTexts(plot)));
 

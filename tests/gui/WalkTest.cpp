@@ -174,7 +174,8 @@ private slots:
 
         const QString ranges = dir.filePath("ranges.json");
         writeFile(ranges, QStringLiteral(R"({"attnscope_session": 1, "model": {"path": "builtin:fmnist-vit-d4"}, "images": [{"path": "%1"}],
-                                             "layer": 40, "head": 9, "query": 999, "drawing": {"opacity": 0.3}})")
+                                             "layer": 40, "head": 9, "query": 999, "drawing": {"opacity": 0.3},
+                                             "rollout": {"fusion": "median", "discard": 2}, "relevance_class": 50})")
                               .arg(kBoot)
                               .toUtf8());
         QSignalSpy opened(&w, &MainWindow::sessionOpened);
@@ -182,10 +183,13 @@ private slots:
         QVERIFY(opened.wait(20000));
         const QString clamped = w.shownError();
         for (const char* expected : { "layer: 40 is not one of the model's layers 1 to 4 (4 shown)", "head: 9 is not one of the model's heads 0 to 3",
-                                      "query: 999 is not one of the model's tokens 0 to 49" })
+                                      "query: 999 is not one of the model's tokens 0 to 49",
+                                      "rollout.fusion: \"median\" is not mean, max or min (mean used)",
+                                      "rollout.discard: 2 is not a share from 0 to below 1 (0 used)",
+                                      "relevance_class: 50 is not one of the model's 10 classes (the predicted class used)" })
             QVERIFY2(clamped.contains(QLatin1String(expected)), qPrintable(clamped));
         QCOMPARE(w.layer(), 4);
-        QCOMPARE(w.head(), -1);
+        QVERIFY(w.head() == HeadChoice(HeadView::Mean));
         QCOMPARE(w.images()->paths(), QStringList({ kBoot })); // what was right is kept
         QTRY_VERIFY_WITH_TIMEOUT(w.current() != nullptr, 20000);
         QCOMPARE(w.shownError(), clamped); // the image shown does not answer the session's message
@@ -264,7 +268,7 @@ private slots:
         QSignalSpy imageReady(&w, &MainWindow::imageReady);
         w.addImages({ kBoot });
         QVERIFY(imageReady.wait(20000));
-        w.setHead(-3); // relevance (GAE)
+        w.setHead(HeadView::Gae); // relevance (GAE)
         const auto& labels = w.model()->info().labels;
         QVERIFY(!labels.empty());
         auto* controls = w.findChild<AttentionControls*>();
