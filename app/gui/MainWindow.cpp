@@ -107,7 +107,7 @@ MainWindow::~MainWindow()
     m_worker.cancelAll();
     // The docks hide as the window goes: nothing may answer them with members already gone.
     if (m_queryKeyDock)
-        m_queryKeyDock->disconnect(this);
+        m_queryKeyDock->detach();
     m_images->disconnect(this);
 }
 
@@ -177,7 +177,7 @@ void MainWindow::connectSlot(int index)
             emit compareReady();
         }
         refreshImagePlots();
-        refreshSetPlots();
+        m_setDock->refreshPlots();
         refreshPredictions();
         refreshPlaceholders();
         if (!currentPath().isEmpty())
@@ -211,37 +211,7 @@ void MainWindow::connectSlot(int index)
         refreshImagePlots();
         emit analysisReady();
     });
-    connect(slot, &ModelSlot::setProgress, this, [this, index](int done, int total, double rate) {
-        if (index != 0)
-            return;
-        m_setProgress->setRange(0, total);
-        m_setProgress->setValue(done);
-        const double left = rate > 0 ? (total - done) / rate : 0;
-        const QString skipped = m_setSkipped.isEmpty() ? QString() : tr(" · %1 skipped").arg(m_setSkipped.size());
-        m_setProgress->setFormat(tr("%v/%m images%3 · %1 img/s · %2 s left").arg(rate, 0, 'f', 1).arg(left, 0, 'f', 0).arg(skipped));
-    });
-    connect(slot, &ModelSlot::setSkipped, this, [this, index](const QString& message) {
-        if (index != 0)
-            return;
-        // Listed, not a dialog per file: the bar says how many, its tooltip which and why.
-        m_setSkipped << message;
-        m_setProgress->setToolTip(tr("Skipped (could not be read):\n%1").arg(m_setSkipped.join(QLatin1Char('\n'))));
-        statusBar()->showMessage(tr("Skipped %1").arg(message), 5000);
-    });
-    connect(slot, &ModelSlot::setUpdated, this, [this](bool) {
-        refreshSetPlots();
-        if (!m_slots[0]->setRunning() && !m_slots[1]->setRunning() && m_setButton->text() == tr("Cancel")) {
-            m_setButton->setText(tr("Analyse image set"));
-            emit setFinished(true);
-        }
-    });
-    connect(slot, &ModelSlot::setCancelled, this, [this] {
-        if (m_slots[0]->setRunning() || m_slots[1]->setRunning())
-            return;
-        m_setButton->setText(tr("Analyse image set"));
-        m_setProgress->setFormat(tr("cancelled at %v/%m"));
-        emit setFinished(false);
-    });
+    // The image set's runs are the Image set dock's (ImageSetDock), which follows the slots itself.
 }
 
 void MainWindow::setQuery(int token)
@@ -453,17 +423,6 @@ void MainWindow::refreshImagePlots()
     m_imagePanel->setStatus(analysis ? QFileInfo(analysis->path).fileName() : QString());
 }
 
-void MainWindow::refreshSetPlots()
-{
-    std::vector<AnalysisSummary> series = m_slots[0]->setSeries();
-    if (m_slots[1]->model())
-        for (auto& s : m_slots[1]->setSeries())
-            series.push_back(std::move(s));
-    const int64_t images = series.empty() ? 0 : series.front().images;
-    m_setPanel->setData(std::move(series));
-    m_setPanel->setStatus(images > 0 ? tr("%n image(s)", nullptr, int(images)) : QString());
-}
-
 void MainWindow::runVariant(double neutrenoLambda, double boostT)
 {
     m_controls->setVariantValues(neutrenoLambda, boostT);
@@ -492,35 +451,13 @@ void MainWindow::applyPerturbation()
         slot->setAnalysisOptions(options);
 }
 
-void MainWindow::analyseImageSet()
-{
-    if (!m_slots[0]->model() || m_images->rowCount() == 0)
-        return;
-    const QString mixed = mixedImagesNote(); // said once, before the run
-    if (!mixed.isEmpty())
-        statusBar()->showMessage(mixed, 15000);
-    for (ModelSlot* slot : m_slots)
-        slot->analyseSet(m_images->paths(), m_setAblation->isChecked());
-    refreshImportance(); // the previous set's summary is gone
-    m_setButton->setText(tr("Cancel"));
-    m_setProgress->setRange(0, m_images->rowCount());
-    m_setProgress->setValue(0);
-    m_setSkipped.clear();
-    m_setProgress->setToolTip(tr("Analyses every image in the strip, with the SNR noise chosen under Variant and noise")
-                              + (mixed.isEmpty() ? QString() : QStringLiteral("\n") + mixed));
-    refreshSetPlots();
-}
+void MainWindow::analyseImageSet() { m_setDock->analyse(); }
 
-void MainWindow::cancelImageSet()
-{
-    for (ModelSlot* slot : m_slots)
-        slot->cancelSet();
-}
+void MainWindow::cancelImageSet() { m_setDock->cancel(); }
 
 void MainWindow::showSetFigure(int index)
 {
-    const auto& figures = m_setPanel->figures();
-    m_setPanel->setFigure(figures.at(size_t(std::clamp(index, 0, int(figures.size()) - 1))));
+    m_setDock->showFigure(index);
     if (auto* dock = findChild<QDockWidget*>("setDock"))
         dock->raise();
 }

@@ -1,7 +1,9 @@
 #pragma once
 
 #include "gui/AttentionControls.h"
+#include "gui/ImageSetDock.h"
 #include "gui/ModelSlot.h"
+#include "gui/QueryKeyDock.h"
 #include "gui/WindowState.h"
 
 #include <figures/FigurePanel.h>
@@ -100,8 +102,7 @@ public:
     // The "Query-key map" dock: the selected head's queries and keys over the strip's first images (up to 16), by PCA
     // or t-SNE; clicking a point selects its image and makes its token the query.
     void setQueryKeyMethod(attnscope::QueryKeyMethod method);
-    void selectQueryKeyPoint(int image, int token);
-    attnscope::QueryKeyMapView* queryKeyView() const { return m_queryKeyView; }
+    attnscope::QueryKeyMapView* queryKeyView() const { return m_queryKeyDock->mapView(); }
     // The window's state (WindowState.h): the models with their descriptions, the images, the view selection, drawing,
     // variant, noise, figures and dock layout. applyState replaces what is open with it; what it names that is not
     // there or that the model has not is said (errorShown, one line with `problems` first) and the rest applied.
@@ -125,7 +126,7 @@ public:
     attnscope::ViewFooter* footer(int index) const { return m_footers[index]; } // under view(), compareView()
     attnscope::AttentionTileGrid* tiles() const { return m_tiles; }
     attnscope::FigurePanel* imagePanel() const { return m_imagePanel; }
-    attnscope::FigurePanel* setPanel() const { return m_setPanel; }
+    attnscope::FigurePanel* setPanel() const { return m_setDock->panel(); }
     attnscope::ImageListModel* images() const { return m_images; }
     int query() const { return m_view.query; }
     int compareQuery() const;
@@ -161,7 +162,7 @@ private:
     void buildActions();
     void buildDocks();
     void buildStatusBar(); // where the engine runs, and the last error
-    QWidget* buildImageSetPanel(); // the image set's run button, head ablation, progress and figures
+    QWidget* buildImageSetPanel(); // the Image set dock's controller, connected
     void connectSlot(int index);
     // Errors are state: the status line holds the last one, said once (errorShown) however many jobs one file stopped,
     // until what failed succeeds (clearError of its kind) or the user dismisses it; no box, since none needs an answer.
@@ -173,7 +174,6 @@ private:
     void showViewSelection(); // the controls and the slots' relevance jobs follow m_view
     void refreshMaps();
     void refreshImagePlots();
-    void refreshSetPlots();
     void refreshModelInfo();
     void refreshPredictions(); // the footers under the views: the current image's input line and top classes
     QString chooseFile(const QString& caption, const QString& filter, const QString& folder);
@@ -220,23 +220,13 @@ private:
     AttentionControls* m_controls = nullptr;
     attnscope::AttentionTileGrid* m_tiles = nullptr;
     attnscope::FigurePanel* m_imagePanel = nullptr;
-    attnscope::FigurePanel* m_setPanel = nullptr;
     QMenu* m_recent = nullptr;
     QMenu* m_viewMenu = nullptr;
-    QProgressBar* m_setProgress = nullptr;
-    QStringList m_setSkipped; // the image set's files that could not be read, with why
-    QPushButton* m_setButton = nullptr;
+    ImageSetDock* m_setDock = nullptr; // the Image set dock's content: its runs, progress and figures
     // Head importance and the query-key map (MainWindowHeads.cpp).
     struct ShownAblation;
-    struct ShownQueryKey;
-    QCheckBox* m_setAblation = nullptr;
     QCheckBox* m_importance = nullptr;
     std::shared_ptr<ShownAblation> m_ablation, m_pendingAblation;
     quint64 m_ablationJob = 0;
-    QDockWidget* m_queryKeyDock = nullptr;
-    attnscope::QueryKeyMapView* m_queryKeyView = nullptr;
-    QComboBox* m_queryKeyColouring = nullptr;
-    QComboBox* m_queryKeyMethod = nullptr;
-    std::shared_ptr<ShownQueryKey> m_queryKey, m_pendingQueryKey;
-    quint64 m_queryKeyJob = 0;
+    QueryKeyDock* m_queryKeyDock = nullptr;
 };

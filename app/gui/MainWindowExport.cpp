@@ -94,7 +94,7 @@ bool MainWindow::exportImageSet(const QString& dir)
         return false;
     }
     FigurePanel panel(allFigures());
-    const FigureData& data = m_setPanel->data();
+    const FigureData& data = m_setDock->panel()->data();
     panel.setData(data.series);
     for (Figure f : allFigures()) {
         if (!figureHasData(f, data))

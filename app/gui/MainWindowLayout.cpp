@@ -190,32 +190,13 @@ void MainWindow::buildStatusBar()
 
 QWidget* MainWindow::buildImageSetPanel()
 {
-    auto* setWidget = new QWidget;
-    auto* setLayout = new QVBoxLayout(setWidget);
-    setLayout->setContentsMargins(0, 0, 0, 0);
-    auto* setRow = new QHBoxLayout;
-    setRow->setContentsMargins(4, 4, 4, 0);
-    m_setButton = new QPushButton(tr("Analyse image set"), setWidget);
-    connect(m_setButton, &QPushButton::clicked, this, [this] {
-        m_setButton->text() == tr("Cancel") ? cancelImageSet() : analyseImageSet();
+    m_setDock = new ImageSetDock(m_slots[0], m_slots[1], [this] {
+        return ImageSetDock::Inputs { m_images->paths(), mixedImagesNote() };
     });
-    m_setProgress = new QProgressBar(setWidget);
-    m_setProgress->setTextVisible(true);
-    m_setProgress->setFormat(tr("every image in the strip")); // short: the bar's text does not wrap
-    m_setProgress->setToolTip(tr("Analyses every image in the strip, with the SNR noise chosen under Variant and noise"));
-    m_setProgress->setValue(0);
-    m_setAblation = new QCheckBox(tr("Head ablation"), setWidget);
-    m_setAblation->setToolTip(tr("Also ablate every head of every layer on each image (layers × heads forwards per image): "
-                                 "the Head ablation figure and the tiles' head importance"));
-    setRow->addWidget(m_setButton);
-    setRow->addWidget(m_setAblation);
-    setRow->addWidget(m_setProgress, 1);
-    m_setPanel = new FigurePanel({ Figure::TokenSimilarity, Figure::Snr, Figure::SnrDiagnostics, Figure::HeadCentres,
-                                   Figure::AttentionDistance, Figure::AttentionSimilarity, Figure::HeadKernels, Figure::TokenNorms, Figure::HeadAblation },
-                                 setWidget);
-    setLayout->addLayout(setRow);
-    setLayout->addWidget(m_setPanel, 1);
-    return setWidget;
+    connect(m_setDock, &ImageSetDock::started, this, &MainWindow::refreshImportance); // the previous set's summary is gone
+    connect(m_setDock, &ImageSetDock::finished, this, &MainWindow::setFinished);
+    connect(m_setDock, &ImageSetDock::message, this, [this](const QString& text, int ms) { statusBar()->showMessage(text, ms); });
+    return m_setDock;
 }
 
 void MainWindow::buildDocks()
@@ -341,7 +322,7 @@ void MainWindow::buildDocks()
     tabifyDockWidget(imageDock, setDock);
     buildHeadDocks(setDock);
     imageDock->raise();
-    for (FigurePanel* panel : { m_imagePanel, m_setPanel }) {
+    for (FigurePanel* panel : { m_imagePanel, m_setDock->panel() }) {
         connect(panel, &FigurePanel::exportFailed, this, [this](const QString& message) { showError(message); });
         connect(panel, &FigurePanel::exported, this, [this](const QString& path) { statusBar()->showMessage(tr("Wrote %1").arg(path), 5000); });
     }

@@ -148,7 +148,7 @@ void MainWindow::closeCompare()
     m_viewColumns[1]->hide();
     m_views[0]->setCaption({});
     refreshImagePlots();
-    refreshSetPlots();
+    m_setDock->refreshPlots();
     refreshPredictions();
 }
 

@@ -62,7 +62,7 @@ WindowState MainWindow::state() const
     s.perturbation = QString::fromStdString(m_controls->perturbation().spec());
     s.drawing = m_controls->drawing();
     s.imageFigure = QString::fromStdString(figureFileName(m_imagePanel->figure()));
-    s.setFigure = QString::fromStdString(figureFileName(m_setPanel->figure()));
+    s.setFigure = QString::fromStdString(figureFileName(m_setDock->panel()->figure()));
     s.dockLayout = saveState();
     return s;
 }
@@ -110,7 +110,7 @@ void MainWindow::applyState(const WindowState& state, const QString& source, con
     if (const auto f = figureNamed(state.imageFigure))
         m_imagePanel->setFigure(*f);
     if (const auto f = figureNamed(state.setFigure))
-        m_setPanel->setFigure(*f);
+        m_setDock->panel()->setFigure(*f);
     if (state.model) {
         // The view selection is the model's to check: applied once it is loaded, its problems said with those it finds.
         m_pendingSession = std::make_shared<Session>(Session { state, source, problems });
