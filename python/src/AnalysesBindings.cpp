@@ -50,9 +50,8 @@ auto released(F&& f)
     return f();
 }
 
-} // namespace
-
-void bindAnalyses(py::module_& m)
+// Section 1 of docs/analyses.md: token similarity through depth.
+void bindTokenSimilarity(py::module_& m)
 {
     m.def("token_similarity", [](const Trace& trace) {
         auto points = released([&] { return tokenSimilarity(trace); });
@@ -74,7 +73,11 @@ void bindAnalyses(py::module_& m)
     });
     m.def("token_cosine_similarity", [](const py::array& tokens) { return tokenCosineSimilarity(tensorFrom(tokens)); });
     m.def("token_cosine_matrix", [](const py::array& tokens) { return view(tokenCosineMatrix(tensorFrom(tokens))); });
+}
 
+// Section 2: attention maps, rollout, the layers x heads grid and attention similarity.
+void bindAttentionMaps(py::module_& m)
+{
     m.def(
         "attention_map",
         [](const Trace& trace, int layer, int head, int query, bool renormalise) {
@@ -143,6 +146,11 @@ void bindAnalyses(py::module_& m)
         d["head_redundancy"] = doubles(redundancy);
         return d;
     });
+}
+
+// Section 3: head centres.
+void bindHeadCentres(py::module_& m)
+{
     m.def(
         "head_centres",
         [](const Trace& trace, int patchSize, int radius) {
@@ -184,6 +192,11 @@ void bindAnalyses(py::module_& m)
             return d;
         },
         py::arg("trace"), py::arg("patch_size"), py::arg("radius") = 3);
+}
+
+// Section 4: SNR through depth.
+void bindSignalToNoise(py::module_& m)
+{
     m.def(
         "snr",
         [](const Trace& clean, const Trace& noisy, bool centre) {
@@ -230,6 +243,11 @@ void bindAnalyses(py::module_& m)
             return out;
         },
         py::arg("clean"), py::arg("noisy"), py::arg("centre") = true);
+}
+
+// Section 7: token norms and high-norm outliers.
+void bindTokenNorms(py::module_& m)
+{
     m.def(
         "token_norms",
         [](const Trace& trace, const PyModel& model, double outlierRatio) {
@@ -274,6 +292,11 @@ void bindAnalyses(py::module_& m)
             return d;
         },
         py::arg("trace"), py::arg("model"), py::arg("outlier_ratio") = kDefaultOutlierRatio);
+}
+
+// Section 5: token and position terms of the first layer's logits.
+void bindLogitDecomposition(py::module_& m)
+{
     m.def(
         "decompose_logits",
         [](const PyModel& model, const py::array& input) {
@@ -288,6 +311,11 @@ void bindAnalyses(py::module_& m)
             return d;
         },
         py::arg("model"), py::arg("input"));
+}
+
+// Section 8: head ablation.
+void bindHeadAblation(py::module_& m)
+{
     m.def(
         "head_ablation",
         [](const PyModel& model, const py::array& input, const std::string& mode, std::optional<double> neutreno, std::optional<double> boost,
@@ -328,6 +356,11 @@ void bindAnalyses(py::module_& m)
         },
         py::arg("model"), py::arg("input"), py::arg("mode") = "zero", py::arg("neutreno") = py::none(), py::arg("boost") = py::none(),
         py::arg("batch") = 0);
+}
+
+// Section 9: the query-key map.
+void bindQueryKeyMap(py::module_& m)
+{
     m.def(
         "query_key_map",
         [](const PyModel& model, const std::vector<py::array>& inputs, int layer, int head, const std::string& method, uint64_t seed) {
@@ -368,6 +401,11 @@ void bindAnalyses(py::module_& m)
             return d;
         },
         py::arg("model"), py::arg("inputs"), py::arg("layer"), py::arg("head"), py::arg("method") = "pca", py::arg("seed") = 0);
+}
+
+// Section 10: class relevance.
+void bindRelevance(py::module_& m)
+{
     m.def(
         "relevance",
         [](const PyModel& model, const py::array& input, int targetClass, int gradCamLayer) {
@@ -387,6 +425,22 @@ void bindAnalyses(py::module_& m)
             return d;
         },
         py::arg("model"), py::arg("input"), py::arg("target_class") = -1, py::arg("gradcam_layer") = -1);
+}
+
+} // namespace
+
+void bindAnalyses(py::module_& m)
+{
+    // One function per section of docs/analyses.md, registered in the order the module always had.
+    bindTokenSimilarity(m);
+    bindAttentionMaps(m);
+    bindHeadCentres(m);
+    bindSignalToNoise(m);
+    bindTokenNorms(m);
+    bindLogitDecomposition(m);
+    bindHeadAblation(m);
+    bindQueryKeyMap(m);
+    bindRelevance(m);
 }
 
 } // namespace attnscope::python

@@ -121,9 +121,8 @@ std::shared_ptr<Model::Prepared> prepared(const PyModel& m, const Image& image)
     return std::make_shared<Model::Prepared>(take(std::move(p)));
 }
 
-} // namespace
-
-void bindModel(py::module_& m)
+// The module-level functions: version, threads, the Fashion-MNIST reader and load().
+void bindModuleFunctions(py::module_& m)
 {
     m.def("version", &version);
     m.def("builtins", &builtinModelNames);
@@ -175,7 +174,11 @@ void bindModel(py::module_& m)
             return PyModel { *loaded, path, description };
         },
         py::arg("path"), py::arg("description") = "", py::arg("device") = "auto", py::arg("height") = 0, py::arg("width") = 0);
+}
 
+// Prepared and Trace, which Model's methods return: registered before Model, so that its signatures name them.
+void bindTraceClasses(py::module_& m)
+{
     py::class_<Model::Prepared, std::shared_ptr<Model::Prepared>>(m, "Prepared")
         .def_property_readonly("input", [](const std::shared_ptr<Model::Prepared>& p) { return view(p->input); })
         .def_property_readonly("shown", [](const std::shared_ptr<Model::Prepared>& p) { return view(p->shown, p); });
@@ -197,7 +200,11 @@ void bindModel(py::module_& m)
         .def("attn_branch", [](const Trace& t, int l) { return view(tap(t.attnBranch, l, 1, t, "attention branch of layer", "attn_branch")); }, py::arg("layer"))
         .def("residual", [](const Trace& t, int l) { return view(tap(t.residual, l, 1, t, "residual of layer", "residual")); }, py::arg("layer"))
         .def("block", [](const Trace& t, int l) { return view(tap(t.blocks, l, 0, t, "block output of layer", "blocks")); }, py::arg("layer"));
+}
 
+// Model: its config and info as dicts, preparing inputs, running and perturbing them.
+void bindModelClass(py::module_& m)
+{
     py::class_<PyModel>(m, "Model")
         .def_readonly("path", &PyModel::path)
         .def_readonly("description", &PyModel::description)
@@ -276,6 +283,15 @@ void bindModel(py::module_& m)
                 out.push_back(py::make_tuple(c.index, c.probability));
             return out;
         });
+}
+
+} // namespace
+
+void bindModel(py::module_& m)
+{
+    bindModuleFunctions(m);
+    bindTraceClasses(m);
+    bindModelClass(m);
 }
 
 } // namespace attnscope::python

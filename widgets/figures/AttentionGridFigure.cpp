@@ -7,6 +7,7 @@
 #include <QPainter>
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace attnscope {
 
@@ -51,6 +52,118 @@ namespace {
         painter.setFont(font);
         painter.setPen(Qt::white);
         painter.drawText(box, Qt::AlignCenter, text);
+    }
+
+    // The title and subtitle, centred over the figure's width.
+    void drawTitles(QPainter& painter, const QString& title, const QString& subtitle, const QFont& titleFont,
+        const QFont& subtitleFont, double margin, double width, const PlotStyle& ts)
+    {
+        painter.setPen(ts.foreground);
+        painter.setFont(titleFont);
+        painter.drawText(QRectF(margin, margin, width - 2 * margin, QFontMetricsF(titleFont).height()),
+            Qt::AlignHCenter | Qt::AlignTop, title);
+        painter.setPen(ts.mutedText);
+        painter.setFont(subtitleFont);
+        painter.drawText(QRectF(margin, margin + QFontMetricsF(titleFont).height() + 2, width - 2 * margin,
+                             QFontMetricsF(subtitleFont).height()),
+            Qt::AlignHCenter | Qt::AlignTop, subtitle);
+    }
+
+    // The largest weight of any map in the grid: the one scale of a shared-scale figure.
+    double gridMaximum(const AttentionGrid& grid)
+    {
+        double sharedMax = 0;
+        for (const auto& row : grid.maps)
+            for (const auto& map : row)
+                sharedMax = std::max(sharedMax, mapMaximum(map));
+        return sharedMax;
+    }
+
+    // Where the tiles go (logical pixels) and what they are drawn from: a row per layer under a header of column names,
+    // the last column (the head mean) set apart from the heads'; under the grid, the input and the rollout.
+    struct Tiles {
+        int columns = 0, heads = 0;
+        double tileW = 0, tileH = 0, gap = 0, meanGap = 0;
+        double gridLeft = 0, gridTop = 0, headerHeight = 0, rowLabelWidth = 0, bottomTop = 0;
+        QImage base; // the image at tile resolution (black without one): every tile blends over it
+        double opacity = 1.0;
+        std::optional<QPoint> query; // the query's patch, marked on every tile
+        QFont labelFont, cornerFont;
+
+        double columnLeft(int c) const
+        {
+            return gridLeft + c * (tileW + gap) + (c == columns - 1 && heads > 0 ? meanGap - gap : 0);
+        }
+    };
+
+    // The column headers, and per layer its label and its maps.
+    void drawMapGrid(
+        QPainter& painter, const AttentionGrid& grid, const GridStyle& style, const Tiles& t, double sharedMax)
+    {
+        const PlotStyle& ts = style.text;
+        const int layers = int(grid.maps.size());
+        auto rangeFor = [&](const AttentionMap& map) {
+            return ValueRange { 0.0, style.sharedScale ? sharedMax : mapMaximum(map) };
+        };
+
+        painter.setFont(t.labelFont);
+        painter.setPen(ts.foreground);
+        for (int c = 0; c < t.columns; ++c) {
+            const QString header
+                = c == t.columns - 1 && t.heads > 0 ? QStringLiteral("mean") : QStringLiteral("head %1").arg(c);
+            painter.drawText(QRectF(t.columnLeft(c), t.gridTop - t.headerHeight, t.tileW, t.headerHeight),
+                Qt::AlignHCenter | Qt::AlignBottom, header);
+        }
+        for (int l = 0; l < layers; ++l) {
+            const double top = t.gridTop + l * (t.tileH + t.gap);
+            painter.setFont(t.labelFont);
+            painter.setPen(ts.foreground);
+            painter.drawText(QRectF(t.gridLeft - t.rowLabelWidth, top, t.rowLabelWidth - 8, t.tileH),
+                Qt::AlignRight | Qt::AlignVCenter, QStringLiteral("layer %1").arg(l + 1));
+            for (int c = 0; c < int(grid.maps[size_t(l)].size()); ++c) {
+                const AttentionMap& map = grid.maps[size_t(l)][size_t(c)];
+                const QImage tile = renderAttentionOverlay(
+                    t.base, map, grid.gridHeight, grid.gridWidth, t.opacity, style.colormap, t.query, rangeFor(map));
+                const QRectF target(t.columnLeft(c), top, t.tileW, t.tileH);
+                drawTile(painter, target, tile, ts.grid.darker(115));
+                if (style.annotateMaxima && !style.sharedScale)
+                    drawCornerValue(painter, target, QString::number(mapMaximum(map), 'g', 2), t.cornerFont);
+            }
+        }
+    }
+
+    // Under the grid: the input with the query's patch outlined (when there is an image), and the rollout.
+    void drawInputAndRollout(
+        QPainter& painter, const AttentionGrid& grid, const GridStyle& style, const Tiles& t, bool imageShown)
+    {
+        const PlotStyle& ts = style.text;
+        painter.setFont(t.labelFont);
+        painter.setPen(ts.foreground);
+        const QRectF inputRect(t.gridLeft, t.bottomTop, t.tileW, t.tileH);
+        const QRectF rolloutRect(t.gridLeft + t.tileW + t.gap, t.bottomTop, t.tileW, t.tileH);
+        painter.drawText(QRectF(inputRect.left() - 20, t.bottomTop - t.headerHeight, t.tileW + 40, t.headerHeight),
+            Qt::AlignHCenter | Qt::AlignBottom, QStringLiteral("input"));
+        painter.drawText(QRectF(rolloutRect.left() - 20, t.bottomTop - t.headerHeight, t.tileW + 40, t.headerHeight),
+            Qt::AlignHCenter | Qt::AlignBottom, QStringLiteral("rollout"));
+        if (imageShown) {
+            drawTile(painter, inputRect, t.base, ts.grid.darker(115));
+            if (t.query) {
+                const double cw = t.tileW / std::max(1, grid.gridWidth), ch = t.tileH / std::max(1, grid.gridHeight);
+                const QRectF cell(inputRect.left() + t.query->x() * cw, inputRect.top() + t.query->y() * ch, cw, ch);
+                painter.setBrush(Qt::NoBrush);
+                painter.setPen(QPen(QColor(0, 0, 0, 200), 3.0));
+                painter.drawRect(cell);
+                painter.setPen(QPen(Qt::white, 1.5));
+                painter.drawRect(cell);
+            }
+        }
+        if (!grid.rollout.patches.empty()) {
+            const QImage tile = renderAttentionOverlay(
+                t.base, grid.rollout, grid.gridHeight, grid.gridWidth, t.opacity, style.colormap, t.query);
+            drawTile(painter, rolloutRect, tile, ts.grid.darker(115));
+            if (style.annotateMaxima)
+                drawCornerValue(painter, rolloutRect, QString::number(mapMaximum(grid.rollout), 'g', 2), t.cornerFont);
+        }
     }
 
 } // namespace
@@ -124,15 +237,7 @@ QImage renderAttentionGrid(const AttentionGrid& grid, const GridStyle& style)
     painter.setRenderHint(QPainter::Antialiasing);
     painter.setRenderHint(QPainter::SmoothPixmapTransform);
 
-    painter.setPen(ts.foreground);
-    painter.setFont(titleFont);
-    painter.drawText(QRectF(margin, margin, width - 2 * margin, QFontMetricsF(titleFont).height()),
-        Qt::AlignHCenter | Qt::AlignTop, title);
-    painter.setPen(ts.mutedText);
-    painter.setFont(subtitleFont);
-    painter.drawText(QRectF(margin, margin + QFontMetricsF(titleFont).height() + 2, width - 2 * margin,
-                         QFontMetricsF(subtitleFont).height()),
-        Qt::AlignHCenter | Qt::AlignTop, subtitle);
+    drawTitles(painter, title, subtitle, titleFont, subtitleFont, margin, width, ts);
 
     if (layers == 0 || columns == 0) {
         painter.setPen(ts.mutedText);
@@ -146,74 +251,14 @@ QImage renderAttentionGrid(const AttentionGrid& grid, const GridStyle& style)
     // Without an image the maps are drawn opaque over black.
     QImage blank(tilePixels, QImage::Format_RGB32);
     blank.fill(Qt::black);
-    const QImage base
-        = shown.isNull() ? blank : shown.scaled(tilePixels, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
-    const double opacity = shown.isNull() ? 1.0 : style.opacity;
-    const auto query = queryPatchOf(grid.query, grid.numPrefixTokens, grid.gridWidth);
+    const Tiles tiles { columns, heads, tileW, tileH, gap, meanGap, gridLeft, gridTop, headerHeight, rowLabelWidth,
+        bottomTop, shown.isNull() ? blank : shown.scaled(tilePixels, Qt::IgnoreAspectRatio, Qt::SmoothTransformation),
+        shown.isNull() ? 1.0 : style.opacity, queryPatchOf(grid.query, grid.numPrefixTokens, grid.gridWidth), labelFont,
+        cornerFont };
 
-    double sharedMax = 0;
-    for (const auto& row : grid.maps)
-        for (const auto& map : row)
-            sharedMax = std::max(sharedMax, mapMaximum(map));
-    auto rangeFor = [&](const AttentionMap& map) {
-        return ValueRange { 0.0, style.sharedScale ? sharedMax : mapMaximum(map) };
-    };
-    auto columnLeft
-        = [&](int c) { return gridLeft + c * (tileW + gap) + (c == columns - 1 && heads > 0 ? meanGap - gap : 0); };
-
-    painter.setFont(labelFont);
-    painter.setPen(ts.foreground);
-    for (int c = 0; c < columns; ++c) {
-        const QString header
-            = c == columns - 1 && heads > 0 ? QStringLiteral("mean") : QStringLiteral("head %1").arg(c);
-        painter.drawText(QRectF(columnLeft(c), gridTop - headerHeight, tileW, headerHeight),
-            Qt::AlignHCenter | Qt::AlignBottom, header);
-    }
-    for (int l = 0; l < layers; ++l) {
-        const double top = gridTop + l * (tileH + gap);
-        painter.setFont(labelFont);
-        painter.setPen(ts.foreground);
-        painter.drawText(QRectF(gridLeft - rowLabelWidth, top, rowLabelWidth - 8, tileH),
-            Qt::AlignRight | Qt::AlignVCenter, QStringLiteral("layer %1").arg(l + 1));
-        for (int c = 0; c < int(grid.maps[size_t(l)].size()); ++c) {
-            const AttentionMap& map = grid.maps[size_t(l)][size_t(c)];
-            const QImage tile = renderAttentionOverlay(
-                base, map, grid.gridHeight, grid.gridWidth, opacity, style.colormap, query, rangeFor(map));
-            const QRectF target(columnLeft(c), top, tileW, tileH);
-            drawTile(painter, target, tile, ts.grid.darker(115));
-            if (style.annotateMaxima && !style.sharedScale)
-                drawCornerValue(painter, target, QString::number(mapMaximum(map), 'g', 2), cornerFont);
-        }
-    }
-
-    // Input and rollout.
-    painter.setFont(labelFont);
-    painter.setPen(ts.foreground);
-    const QRectF inputRect(gridLeft, bottomTop, tileW, tileH);
-    const QRectF rolloutRect(gridLeft + tileW + gap, bottomTop, tileW, tileH);
-    painter.drawText(QRectF(inputRect.left() - 20, bottomTop - headerHeight, tileW + 40, headerHeight),
-        Qt::AlignHCenter | Qt::AlignBottom, QStringLiteral("input"));
-    painter.drawText(QRectF(rolloutRect.left() - 20, bottomTop - headerHeight, tileW + 40, headerHeight),
-        Qt::AlignHCenter | Qt::AlignBottom, QStringLiteral("rollout"));
-    if (!shown.isNull()) {
-        drawTile(painter, inputRect, base, ts.grid.darker(115));
-        if (query) {
-            const double cw = tileW / std::max(1, grid.gridWidth), ch = tileH / std::max(1, grid.gridHeight);
-            const QRectF cell(inputRect.left() + query->x() * cw, inputRect.top() + query->y() * ch, cw, ch);
-            painter.setBrush(Qt::NoBrush);
-            painter.setPen(QPen(QColor(0, 0, 0, 200), 3.0));
-            painter.drawRect(cell);
-            painter.setPen(QPen(Qt::white, 1.5));
-            painter.drawRect(cell);
-        }
-    }
-    if (!grid.rollout.patches.empty()) {
-        const QImage tile = renderAttentionOverlay(
-            base, grid.rollout, grid.gridHeight, grid.gridWidth, opacity, style.colormap, query);
-        drawTile(painter, rolloutRect, tile, ts.grid.darker(115));
-        if (style.annotateMaxima)
-            drawCornerValue(painter, rolloutRect, QString::number(mapMaximum(grid.rollout), 'g', 2), cornerFont);
-    }
+    const double sharedMax = gridMaximum(grid);
+    drawMapGrid(painter, grid, style, tiles, sharedMax);
+    drawInputAndRollout(painter, grid, style, tiles, !shown.isNull());
 
     const QString caption = style.sharedScale ? QStringLiteral("attention weight (rollout: own scale, max in corner)")
                                               : QStringLiteral("attention \u00f7 tile maximum (in each tile's corner)");

@@ -36,6 +36,108 @@ double tickStep(double high, int maxTicks)
     return 10.0 * power;
 }
 
+// The figure's colours: the outliers, the CLS token, the registers and the histograms' bars.
+struct NormColors {
+    QColor outlier, cls, registers, bar;
+};
+
+// The image with the norms of the shown layer's patch tokens over it and its outliers outlined, its caption above it in
+// `caption` and its colour bar in `bar`.
+void drawShownLayer(QPainter& p, const TokenNorms& t, const TokenNormLayer& shown, const QImage& image, const QRectF& area,
+                    const QRectF& caption, const QRectF& bar, const QFont& labelFont, const QColor& outlierColor,
+                    const PlotStyle& ts)
+{
+    const int P = t.numPrefixTokens, gh = t.gridHeight, gw = t.gridWidth;
+    std::vector<float> patchNorms(shown.norms.begin() + std::min<size_t>(size_t(P), shown.norms.size()), shown.norms.end());
+    double high = 0;
+    for (float v : patchNorms)
+        high = std::max(high, double(v));
+    const AttentionMap map { Tensor::fromVector({ gh, gw }, std::move(patchNorms)), 0.0 };
+    const QImage overlay = renderAttentionOverlay(image, map, gh, gw, 0.65, Colormap::Viridis, std::nullopt, ValueRange { 0.0, high });
+    p.setFont(labelFont);
+    p.setPen(ts.foreground);
+    p.drawText(caption, Qt::AlignHCenter | Qt::AlignBottom,
+               QStringLiteral("X_%1: %2 outlier%3").arg(shown.layer).arg(shown.outliers.size()).arg(shown.outliers.size() == 1 ? "" : "s"));
+    if (!overlay.isNull())
+        p.drawImage(area, overlay);
+    p.setPen(QPen(outlierColor, 2.0));
+    p.setBrush(Qt::NoBrush);
+    const double cw = area.width() / gw, ch = area.height() / gh;
+    for (int token : shown.outliers) {
+        const int patch = token - P;
+        p.drawRect(QRectF(area.left() + (patch % gw) * cw + 1, area.top() + (patch / gw) * ch + 1, cw - 2, ch - 2));
+    }
+    paintColorBar(p, bar, Colormap::Viridis, ValueRange { 0.0, high }, Qt::Horizontal, QStringLiteral("patch token norm |x|"), ts);
+}
+
+// The right end of the histograms' axis (norm / patch median): past the outlier cut, the largest patch ratio and every
+// prefix token.
+double ratioAxisHigh(const TokenNorms& t)
+{
+    const int P = t.numPrefixTokens;
+    double xHigh = t.outlierRatio * 1.25;
+    for (const auto& l : t.layers) {
+        if (std::isfinite(l.maxRatio))
+            xHigh = std::max(xHigh, l.maxRatio * 1.05);
+        if (std::isfinite(l.clsRatio))
+            xHigh = std::max(xHigh, l.clsRatio * 1.05);
+        for (int i = 0; i < P && size_t(i) < l.norms.size(); ++i)
+            if (l.patchMedian > 0)
+                xHigh = std::max(xHigh, l.norms[size_t(i)] / l.patchMedian * 1.05);
+    }
+    return xHigh;
+}
+
+// Where the histograms go across the figure: a row label ending at hx, the bars from hx over histW, then a note; and
+// their shared axis from 0 to xHigh.
+struct HistogramColumns {
+    double hx, labelW, histW, noteW, rowH, xHigh;
+
+    double xOf(double v) const { return hx + std::clamp(v / xHigh, 0.0, 1.0) * histW; }
+};
+
+// One layer's row at `top`: its label, the histogram of its patch norms over their median, its prefix tokens as ticks
+// and a note of its outliers.
+void drawHistogramRow(QPainter& p, const TokenNormsFigure& f, const TokenNormLayer& l, double top, int shownLayer,
+                      const HistogramColumns& h, const NormColors& colors, const PlotStyle& ts)
+{
+    constexpr int kBins = 48;
+    const int P = f.norms.numPrefixTokens;
+    p.setPen(ts.foreground);
+    p.drawText(QRectF(h.hx - h.labelW, top, h.labelW - 6, h.rowH), Qt::AlignRight | Qt::AlignVCenter,
+               QStringLiteral("X_%1").arg(l.layer));
+    p.fillRect(QRectF(h.hx, top, h.histW, h.rowH),
+               l.layer == shownLayer ? QColor(0xf2, 0xf2, 0xf2) : QColor(0xfa, 0xfa, 0xfa));
+    std::vector<int> bins(kBins, 0);
+    for (size_t i = size_t(P); i < l.norms.size(); ++i)
+        if (l.patchMedian > 0)
+            ++bins[size_t(std::clamp(int(l.norms[i] / l.patchMedian / h.xHigh * kBins), 0, kBins - 1))];
+    const int fullest = *std::max_element(bins.begin(), bins.end());
+    for (int b = 0; b < kBins && fullest > 0; ++b) {
+        if (!bins[size_t(b)])
+            continue;
+        const double barH = (h.rowH - 2) * bins[size_t(b)] / double(fullest);
+        const bool beyond = (b + 0.5) * h.xHigh / kBins > f.norms.outlierRatio;
+        p.fillRect(QRectF(h.hx + b * h.histW / kBins, top + h.rowH - barH, h.histW / kBins - 0.5, barH),
+                   beyond ? colors.outlier : colors.bar);
+    }
+    // the prefix tokens as ticks above the row
+    for (int i = 0; i < P && size_t(i) < l.norms.size() && l.patchMedian > 0; ++i) {
+        const bool isCls = i == 0 && f.hasClassToken, isRegister = i >= P - f.registers;
+        const double x = h.xOf(l.norms[size_t(i)] / l.patchMedian);
+        p.setPen(QPen(isCls ? colors.cls : isRegister ? colors.registers : ts.neutral, 2.0));
+        p.drawLine(QPointF(x, top), QPointF(x, top + h.rowH));
+    }
+    p.setPen(ts.mutedText);
+    const QString note = QStringLiteral("%1 outlier%2%3")
+                             .arg(l.outliers.size())
+                             .arg(l.outliers.size() == 1 ? "" : "s")
+                             .arg(std::isfinite(l.outlierAttention) && !l.outliers.empty()
+                                      ? QStringLiteral(", %1% attn").arg(100.0 * l.outlierAttention, 0, 'f', 1)
+                                      : QString());
+    p.drawText(QRectF(h.hx + h.histW + 8, top, h.noteW, h.rowH), Qt::AlignLeft | Qt::AlignVCenter, note);
+}
+
 } // namespace
 
 QImage renderTokenNormsFigure(const TokenNormsFigure& f, double scale, const PlotStyle& ts)
@@ -45,7 +147,7 @@ QImage renderTokenNormsFigure(const TokenNormsFigure& f, double scale, const Plo
     const QFont titleFont = ts.font(ts.titleFontPx, true), subtitleFont = ts.font(ts.subtitleFontPx),
                 labelFont = ts.font(ts.labelFontPx), tickFont = ts.font(ts.tickFontPx);
     const QFontMetricsF titleMetrics(titleFont), subtitleMetrics(subtitleFont), labelMetrics(labelFont), tickMetrics(tickFont);
-    const QColor outlierColor = ts.color(1), clsColor = ts.color(3), registerColor = ts.color(2), barColor = ts.color(0);
+    const NormColors colors { ts.color(1), ts.color(3), ts.color(2), ts.color(0) };
 
     const int shownLayer = tokenNormsShownLayer(t);
     const TokenNormLayer* shown = nullptr;
@@ -91,88 +193,26 @@ QImage renderTokenNormsFigure(const TokenNormsFigure& f, double scale, const Plo
 
     const double left = (width - contentW) / 2;
     // --- the image with the shown layer's norms and outliers
-    if (shown && gh > 0 && gw > 0) {
-        std::vector<float> patchNorms(shown->norms.begin() + std::min<size_t>(size_t(P), shown->norms.size()), shown->norms.end());
-        double high = 0;
-        for (float v : patchNorms)
-            high = std::max(high, double(v));
-        const AttentionMap map { Tensor::fromVector({ gh, gw }, std::move(patchNorms)), 0.0 };
-        const QImage overlay = renderAttentionOverlay(image, map, gh, gw, 0.65, Colormap::Viridis, std::nullopt, ValueRange { 0.0, high });
-        const QRectF area(left, histTop, tile, tileH);
-        p.setFont(labelFont);
-        p.setPen(ts.foreground);
-        p.drawText(QRectF(left, histTop - captionH, tile, captionH), Qt::AlignHCenter | Qt::AlignBottom,
-                   QStringLiteral("X_%1: %2 outlier%3").arg(shown->layer).arg(shown->outliers.size()).arg(shown->outliers.size() == 1 ? "" : "s"));
-        if (!overlay.isNull())
-            p.drawImage(area, overlay);
-        p.setPen(QPen(outlierColor, 2.0));
-        p.setBrush(Qt::NoBrush);
-        const double cw = tile / gw, ch = tileH / gh;
-        for (int token : shown->outliers) {
-            const int patch = token - P;
-            p.drawRect(QRectF(left + (patch % gw) * cw + 1, histTop + (patch / gw) * ch + 1, cw - 2, ch - 2));
-        }
-        paintColorBar(p, QRectF(left, barTop, tile, barHeight), Colormap::Viridis, ValueRange { 0.0, high }, Qt::Horizontal,
-                      QStringLiteral("patch token norm |x|"), ts);
-    }
+    if (shown && gh > 0 && gw > 0)
+        drawShownLayer(p, t, *shown, image, QRectF(left, histTop, tile, tileH),
+                       QRectF(left, histTop - captionH, tile, captionH), QRectF(left, barTop, tile, barHeight), labelFont,
+                       colors.outlier, ts);
 
     // --- one histogram per layer of norm / patch median
-    double xHigh = t.outlierRatio * 1.25;
-    for (const auto& l : t.layers) {
-        if (std::isfinite(l.maxRatio))
-            xHigh = std::max(xHigh, l.maxRatio * 1.05);
-        if (std::isfinite(l.clsRatio))
-            xHigh = std::max(xHigh, l.clsRatio * 1.05);
-        for (int i = 0; i < P && size_t(i) < l.norms.size(); ++i)
-            if (l.patchMedian > 0)
-                xHigh = std::max(xHigh, l.norms[size_t(i)] / l.patchMedian * 1.05);
-    }
+    const double xHigh = ratioAxisHigh(t);
     const double hx = left + tile + gap + labelW;
-    const auto xOf = [&](double v) { return hx + std::clamp(v / xHigh, 0.0, 1.0) * histW; };
-    constexpr int kBins = 48;
+    const HistogramColumns columns { hx, labelW, histW, noteW, rowH, xHigh };
     p.setFont(tickFont);
-    for (size_t r = 0; r < t.layers.size(); ++r) {
-        const TokenNormLayer& l = t.layers[r];
-        const double top = histTop + double(r) * (rowH + rowGap);
-        p.setPen(ts.foreground);
-        p.drawText(QRectF(hx - labelW, top, labelW - 6, rowH), Qt::AlignRight | Qt::AlignVCenter, QStringLiteral("X_%1").arg(l.layer));
-        p.fillRect(QRectF(hx, top, histW, rowH), l.layer == shownLayer ? QColor(0xf2, 0xf2, 0xf2) : QColor(0xfa, 0xfa, 0xfa));
-        std::vector<int> bins(kBins, 0);
-        for (size_t i = size_t(P); i < l.norms.size(); ++i)
-            if (l.patchMedian > 0)
-                ++bins[size_t(std::clamp(int(l.norms[i] / l.patchMedian / xHigh * kBins), 0, kBins - 1))];
-        const int fullest = *std::max_element(bins.begin(), bins.end());
-        for (int b = 0; b < kBins && fullest > 0; ++b) {
-            if (!bins[size_t(b)])
-                continue;
-            const double h = (rowH - 2) * bins[size_t(b)] / double(fullest);
-            const bool beyond = (b + 0.5) * xHigh / kBins > t.outlierRatio;
-            p.fillRect(QRectF(hx + b * histW / kBins, top + rowH - h, histW / kBins - 0.5, h), beyond ? outlierColor : barColor);
-        }
-        // the prefix tokens as ticks above the row
-        for (int i = 0; i < P && size_t(i) < l.norms.size() && l.patchMedian > 0; ++i) {
-            const bool isCls = i == 0 && f.hasClassToken, isRegister = i >= P - f.registers;
-            const double x = xOf(l.norms[size_t(i)] / l.patchMedian);
-            p.setPen(QPen(isCls ? clsColor : isRegister ? registerColor : ts.neutral, 2.0));
-            p.drawLine(QPointF(x, top), QPointF(x, top + rowH));
-        }
-        p.setPen(ts.mutedText);
-        const QString note = QStringLiteral("%1 outlier%2%3")
-                                 .arg(l.outliers.size())
-                                 .arg(l.outliers.size() == 1 ? "" : "s")
-                                 .arg(std::isfinite(l.outlierAttention) && !l.outliers.empty()
-                                          ? QStringLiteral(", %1% attn").arg(100.0 * l.outlierAttention, 0, 'f', 1)
-                                          : QString());
-        p.drawText(QRectF(hx + histW + 8, top, noteW, rowH), Qt::AlignLeft | Qt::AlignVCenter, note);
-    }
+    for (size_t r = 0; r < t.layers.size(); ++r)
+        drawHistogramRow(p, f, t.layers[r], histTop + double(r) * (rowH + rowGap), shownLayer, columns, colors, ts);
     // the outlier cut and the axis
-    p.setPen(QPen(outlierColor, 1.5, Qt::DashLine));
-    p.drawLine(QPointF(xOf(t.outlierRatio), histTop - 2), QPointF(xOf(t.outlierRatio), histBottom));
+    p.setPen(QPen(colors.outlier, 1.5, Qt::DashLine));
+    p.drawLine(QPointF(columns.xOf(t.outlierRatio), histTop - 2), QPointF(columns.xOf(t.outlierRatio), histBottom));
     p.setPen(QPen(ts.foreground, ts.axisWidth));
     p.drawLine(QPointF(hx, histBottom), QPointF(hx + histW, histBottom));
     const double step = tickStep(xHigh, 8);
     for (double v = 0; v <= xHigh + 1e-9; v += step) {
-        const double x = xOf(v);
+        const double x = columns.xOf(v);
         p.drawLine(QPointF(x, histBottom), QPointF(x, histBottom + 4));
         p.drawText(QRectF(x - 30, histBottom + 5, 60, tickMetrics.height()), Qt::AlignHCenter, QString::number(v, 'g', 3));
     }
@@ -190,12 +230,12 @@ QImage renderTokenNormsFigure(const TokenNormsFigure& f, double scale, const Plo
         kx += 12 + tickMetrics.horizontalAdvance(text) + 10;
     };
     if (f.hasClassToken && P > 0)
-        key(clsColor, QStringLiteral("CLS"));
+        key(colors.cls, QStringLiteral("CLS"));
     if (f.registers > 0)
-        key(registerColor, QStringLiteral("registers"));
+        key(colors.registers, QStringLiteral("registers"));
     if (P - (f.hasClassToken ? 1 : 0) - f.registers > 0)
         key(ts.neutral, QStringLiteral("distillation token"));
-    key(outlierColor, QStringLiteral("outliers"));
+    key(colors.outlier, QStringLiteral("outliers"));
     p.end();
     return out;
 }

@@ -209,220 +209,256 @@ PickleValue* RestrictedUnpickler::memoGet(uint64_t index) const
     return it->second;
 }
 
-const PickleValue& RestrictedUnpickler::load()
+void RestrictedUnpickler::pushString(PickleValue::Kind kind, uint64_t length)
+{
+    if (length > m_size - m_pos)
+        failAt(m_opOffset, "string of " + std::to_string(length) + " bytes runs past the end");
+    PickleValue* v = make(kind);
+    const uint8_t* p = take(size_t(length));
+    v->text.assign(reinterpret_cast<const char*>(p), size_t(length));
+    push(v);
+}
+
+void RestrictedUnpickler::pushInt(int64_t value)
+{
+    PickleValue* v = make(PickleValue::Kind::Int);
+    v->intValue = value;
+    push(v);
+}
+
+void RestrictedUnpickler::pushSequence(PickleValue::Kind kind, std::vector<PickleValue*> items)
+{
+    PickleValue* v = make(kind);
+    v->items = std::move(items);
+    push(v);
+}
+
+uint64_t RestrictedUnpickler::memoIndex(const std::string& line) const
+{
+    if (line.empty() || line.size() > 18 || line.find_first_not_of("0123456789") != std::string::npos)
+        failAt(m_opOffset, "bad memo index '" + printableForMessage(line) + "'");
+    return uint64_t(std::stoull(line));
+}
+
+bool RestrictedUnpickler::runStackOp(uint8_t op)
+{
+    switch (op) {
+    case PROTO: {
+        const uint8_t version = readU8();
+        if (version > 5)
+            failAt(m_opOffset, "pickle protocol " + std::to_string(version) + " is newer than 5");
+        return true;
+    }
+    case FRAME: {
+        // Frames only group opcodes for buffered reading; the whole pickle is in memory already.
+        const uint64_t length = readLittle(8);
+        if (length > m_size - m_pos)
+            failAt(m_opOffset, "frame runs past the end");
+        return true;
+    }
+    case MARK:
+        if (m_marks.size() >= kMaxMarks)
+            failAt(m_opOffset, "MARKs nested deeper than " + std::to_string(kMaxMarks));
+        m_marks.push_back(m_stack.size());
+        return true;
+    case POP:
+        if (m_stack.size() <= frameBase() && !m_marks.empty())
+            popMark(); // CPython pops the mark when the current frame is empty
+        else
+            pop();
+        return true;
+    case POP_MARK: popMark(); return true;
+    case DUP: push(top()); return true;
+    case PUT: memoPut(memoIndex(readLine(20))); return true;
+    case BINPUT: memoPut(readU8()); return true;
+    case LONG_BINPUT: memoPut(readLittle(4)); return true;
+    case MEMOIZE: memoPut(m_memo.size()); return true;
+    case GET: push(memoGet(memoIndex(readLine(20)))); return true;
+    case BINGET: push(memoGet(readU8())); return true;
+    case LONG_BINGET: push(memoGet(readLittle(4))); return true;
+    default: return false;
+    }
+}
+
+bool RestrictedUnpickler::runScalarOp(uint8_t op)
 {
     using Kind = PickleValue::Kind;
-    const auto pushString = [this](Kind kind, uint64_t length) {
-        if (length > m_size - m_pos)
-            failAt(m_opOffset, "string of " + std::to_string(length) + " bytes runs past the end");
-        PickleValue* v = make(kind);
-        const uint8_t* p = take(size_t(length));
-        v->text.assign(reinterpret_cast<const char*>(p), size_t(length));
+    switch (op) {
+    case NONE: push(&m_none); return true;
+    case NEWTRUE: push(&m_true); return true;
+    case NEWFALSE: push(&m_false); return true;
+    case BININT: pushInt(int64_t(int32_t(uint32_t(readLittle(4))))); return true;
+    case BININT1: pushInt(readU8()); return true;
+    case BININT2: pushInt(int64_t(readLittle(2))); return true;
+    case LONG1:
+    case LONG4: {
+        const uint64_t n = op == LONG1 ? readU8() : readLittle(4);
+        if (n > 8)
+            failAt(m_opOffset, "integer wider than 64 bits");
+        uint64_t v = readLittle(size_t(n));
+        if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1)
+            v |= ~uint64_t(0) << (8 * n); // sign-extend the two's complement value
+        pushInt(int64_t(v));
+        return true;
+    }
+    case BINFLOAT: {
+        const uint8_t* p = take(8);
+        uint64_t bits = 0;
+        for (int i = 0; i < 8; ++i)
+            bits = (bits << 8) | p[i]; // big-endian on the wire
+        PickleValue* v = make(Kind::Float);
+        std::memcpy(&v->floatValue, &bits, sizeof bits);
         push(v);
-    };
-    const auto pushInt = [this](int64_t value) {
-        PickleValue* v = make(Kind::Int);
-        v->intValue = value;
-        push(v);
-    };
-    const auto makeSequence = [this](Kind kind, std::vector<PickleValue*> items) {
-        PickleValue* v = make(kind);
-        v->items = std::move(items);
-        push(v);
-    };
-    const auto decimal = [this](const std::string& line) {
-        if (line.empty() || line.size() > 18 || line.find_first_not_of("0123456789") != std::string::npos)
-            failAt(m_opOffset, "bad memo index '" + printableForMessage(line) + "'");
-        return uint64_t(std::stoull(line));
-    };
+        return true;
+    }
+    case SHORT_BINUNICODE: pushString(Kind::String, readU8()); return true;
+    case BINUNICODE: pushString(Kind::String, readLittle(4)); return true;
+    case BINUNICODE8: pushString(Kind::String, readLittle(8)); return true;
+    case SHORT_BINSTRING: pushString(Kind::String, readU8()); return true;
+    case BINSTRING: {
+        const int32_t length = int32_t(uint32_t(readLittle(4)));
+        if (length < 0)
+            failAt(m_opOffset, "negative string length");
+        pushString(Kind::String, uint64_t(length));
+        return true;
+    }
+    case SHORT_BINBYTES: pushString(Kind::Bytes, readU8()); return true;
+    case BINBYTES: pushString(Kind::Bytes, readLittle(4)); return true;
+    case BINBYTES8: pushString(Kind::Bytes, readLittle(8)); return true;
+    default: return false;
+    }
+}
 
+bool RestrictedUnpickler::runContainerOp(uint8_t op)
+{
+    using Kind = PickleValue::Kind;
+    switch (op) {
+    case EMPTY_TUPLE: pushSequence(Kind::Tuple, {}); return true;
+    case TUPLE1: {
+        PickleValue* a = pop();
+        pushSequence(Kind::Tuple, {a});
+        return true;
+    }
+    case TUPLE2: {
+        PickleValue* b = pop();
+        PickleValue* a = pop();
+        pushSequence(Kind::Tuple, {a, b});
+        return true;
+    }
+    case TUPLE3: {
+        PickleValue* c = pop();
+        PickleValue* b = pop();
+        PickleValue* a = pop();
+        pushSequence(Kind::Tuple, {a, b, c});
+        return true;
+    }
+    case TUPLE: pushSequence(Kind::Tuple, popMark()); return true;
+    case EMPTY_LIST: pushSequence(Kind::List, {}); return true;
+    case LIST: pushSequence(Kind::List, popMark()); return true;
+    case EMPTY_DICT: push(make(Kind::Dict)); return true;
+    case DICT:
+    case SETITEMS: {
+        std::vector<PickleValue*> items = popMark();
+        if (items.size() % 2 != 0)
+            failAt(m_opOffset, "odd number of items for a dict");
+        PickleValue* dict = op == DICT ? make(Kind::Dict) : top();
+        if (dict->kind != Kind::Dict)
+            failAt(m_opOffset, "SETITEMS on a " + std::string(pickleKindName(dict->kind)));
+        for (size_t i = 0; i < items.size(); i += 2)
+            dict->entries.emplace_back(items[i], items[i + 1]);
+        if (op == DICT)
+            push(dict);
+        return true;
+    }
+    case SETITEM: {
+        PickleValue* value = pop();
+        PickleValue* key = pop();
+        PickleValue* dict = top();
+        if (dict->kind != Kind::Dict)
+            failAt(m_opOffset, "SETITEM on a " + std::string(pickleKindName(dict->kind)));
+        dict->entries.emplace_back(key, value);
+        return true;
+    }
+    case APPEND:
+    case APPENDS: {
+        std::vector<PickleValue*> items;
+        if (op == APPEND)
+            items.push_back(pop());
+        else
+            items = popMark();
+        PickleValue* list = top();
+        if (list->kind != Kind::List)
+            failAt(m_opOffset, "APPEND to a " + std::string(pickleKindName(list->kind)));
+        list->items.insert(list->items.end(), items.begin(), items.end());
+        return true;
+    }
+    default: return false;
+    }
+}
+
+bool RestrictedUnpickler::runObjectOp(uint8_t op)
+{
+    using Kind = PickleValue::Kind;
+    switch (op) {
+    case GLOBAL: {
+        const std::string module = readLine(256);
+        const std::string name = readLine(256);
+        pushGlobal(module, name);
+        return true;
+    }
+    case STACK_GLOBAL: {
+        PickleValue* name = pop();
+        PickleValue* module = pop();
+        if (module->kind != Kind::String || name->kind != Kind::String)
+            failAt(m_opOffset, "STACK_GLOBAL needs two str");
+        pushGlobal(module->text, name->text);
+        return true;
+    }
+    case REDUCE: {
+        PickleValue* args = pop();
+        PickleValue* callable = pop();
+        reduce(callable, args);
+        return true;
+    }
+    case NEWOBJ: {
+        // cls.__new__(cls, *args): only an empty OrderedDict is a plain data object.
+        PickleValue* args = pop();
+        PickleValue* cls = pop();
+        if (cls->kind != Kind::Global || cls->global != PickleGlobal::OrderedDict)
+            failAt(m_opOffset, "NEWOBJ of a " + std::string(pickleKindName(cls->kind)) + " other than OrderedDict");
+        if (args->kind != Kind::Tuple || !args->items.empty())
+            failAt(m_opOffset, "OrderedDict.__new__ with arguments");
+        push(make(Kind::Dict));
+        return true;
+    }
+    case BUILD: {
+        PickleValue* state = pop();
+        build(top(), state);
+        return true;
+    }
+    case BINPERSID: persistentLoad(pop()); return true;
+    default: return false;
+    }
+}
+
+const PickleValue& RestrictedUnpickler::load()
+{
     while (true) {
         m_opOffset = m_pos;
         if (m_pos >= m_size)
             failAt(m_pos, "ends without STOP");
         const uint8_t op = readU8();
-        switch (op) {
-        case PROTO: {
-            const uint8_t version = readU8();
-            if (version > 5)
-                failAt(m_opOffset, "pickle protocol " + std::to_string(version) + " is newer than 5");
-            break;
-        }
-        case FRAME: {
-            // Frames only group opcodes for buffered reading; the whole pickle is in memory already.
-            const uint64_t length = readLittle(8);
-            if (length > m_size - m_pos)
-                failAt(m_opOffset, "frame runs past the end");
-            break;
-        }
-        case STOP: {
+        if (op == STOP) {
             PickleValue* result = pop();
             return *result;
         }
-        case MARK:
-            if (m_marks.size() >= kMaxMarks)
-                failAt(m_opOffset, "MARKs nested deeper than " + std::to_string(kMaxMarks));
-            m_marks.push_back(m_stack.size());
-            break;
-        case POP:
-            if (m_stack.size() <= frameBase() && !m_marks.empty())
-                popMark(); // CPython pops the mark when the current frame is empty
-            else
-                pop();
-            break;
-        case POP_MARK: popMark(); break;
-        case DUP: push(top()); break;
-        case NONE: push(&m_none); break;
-        case NEWTRUE: push(&m_true); break;
-        case NEWFALSE: push(&m_false); break;
-        case BININT: pushInt(int64_t(int32_t(uint32_t(readLittle(4))))); break;
-        case BININT1: pushInt(readU8()); break;
-        case BININT2: pushInt(int64_t(readLittle(2))); break;
-        case LONG1:
-        case LONG4: {
-            const uint64_t n = op == LONG1 ? readU8() : readLittle(4);
-            if (n > 8)
-                failAt(m_opOffset, "integer wider than 64 bits");
-            uint64_t v = readLittle(size_t(n));
-            if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1)
-                v |= ~uint64_t(0) << (8 * n); // sign-extend the two's complement value
-            pushInt(int64_t(v));
-            break;
-        }
-        case BINFLOAT: {
-            const uint8_t* p = take(8);
-            uint64_t bits = 0;
-            for (int i = 0; i < 8; ++i)
-                bits = (bits << 8) | p[i]; // big-endian on the wire
-            PickleValue* v = make(Kind::Float);
-            std::memcpy(&v->floatValue, &bits, sizeof bits);
-            push(v);
-            break;
-        }
-        case SHORT_BINUNICODE: pushString(Kind::String, readU8()); break;
-        case BINUNICODE: pushString(Kind::String, readLittle(4)); break;
-        case BINUNICODE8: pushString(Kind::String, readLittle(8)); break;
-        case SHORT_BINSTRING: pushString(Kind::String, readU8()); break;
-        case BINSTRING: {
-            const int32_t length = int32_t(uint32_t(readLittle(4)));
-            if (length < 0)
-                failAt(m_opOffset, "negative string length");
-            pushString(Kind::String, uint64_t(length));
-            break;
-        }
-        case SHORT_BINBYTES: pushString(Kind::Bytes, readU8()); break;
-        case BINBYTES: pushString(Kind::Bytes, readLittle(4)); break;
-        case BINBYTES8: pushString(Kind::Bytes, readLittle(8)); break;
-        case EMPTY_TUPLE: makeSequence(Kind::Tuple, {}); break;
-        case TUPLE1: {
-            PickleValue* a = pop();
-            makeSequence(Kind::Tuple, {a});
-            break;
-        }
-        case TUPLE2: {
-            PickleValue* b = pop();
-            PickleValue* a = pop();
-            makeSequence(Kind::Tuple, {a, b});
-            break;
-        }
-        case TUPLE3: {
-            PickleValue* c = pop();
-            PickleValue* b = pop();
-            PickleValue* a = pop();
-            makeSequence(Kind::Tuple, {a, b, c});
-            break;
-        }
-        case TUPLE: makeSequence(Kind::Tuple, popMark()); break;
-        case EMPTY_LIST: makeSequence(Kind::List, {}); break;
-        case LIST: makeSequence(Kind::List, popMark()); break;
-        case EMPTY_DICT: push(make(Kind::Dict)); break;
-        case DICT:
-        case SETITEMS: {
-            std::vector<PickleValue*> items = popMark();
-            if (items.size() % 2 != 0)
-                failAt(m_opOffset, "odd number of items for a dict");
-            PickleValue* dict = op == DICT ? make(Kind::Dict) : top();
-            if (dict->kind != Kind::Dict)
-                failAt(m_opOffset, "SETITEMS on a " + std::string(pickleKindName(dict->kind)));
-            for (size_t i = 0; i < items.size(); i += 2)
-                dict->entries.emplace_back(items[i], items[i + 1]);
-            if (op == DICT)
-                push(dict);
-            break;
-        }
-        case SETITEM: {
-            PickleValue* value = pop();
-            PickleValue* key = pop();
-            PickleValue* dict = top();
-            if (dict->kind != Kind::Dict)
-                failAt(m_opOffset, "SETITEM on a " + std::string(pickleKindName(dict->kind)));
-            dict->entries.emplace_back(key, value);
-            break;
-        }
-        case APPEND:
-        case APPENDS: {
-            std::vector<PickleValue*> items;
-            if (op == APPEND)
-                items.push_back(pop());
-            else
-                items = popMark();
-            PickleValue* list = top();
-            if (list->kind != Kind::List)
-                failAt(m_opOffset, "APPEND to a " + std::string(pickleKindName(list->kind)));
-            list->items.insert(list->items.end(), items.begin(), items.end());
-            break;
-        }
-        case PUT: memoPut(decimal(readLine(20))); break;
-        case BINPUT: memoPut(readU8()); break;
-        case LONG_BINPUT: memoPut(readLittle(4)); break;
-        case MEMOIZE: memoPut(m_memo.size()); break;
-        case GET: push(memoGet(decimal(readLine(20)))); break;
-        case BINGET: push(memoGet(readU8())); break;
-        case LONG_BINGET: push(memoGet(readLittle(4))); break;
-        case GLOBAL: {
-            const std::string module = readLine(256);
-            const std::string name = readLine(256);
-            pushGlobal(module, name);
-            break;
-        }
-        case STACK_GLOBAL: {
-            PickleValue* name = pop();
-            PickleValue* module = pop();
-            if (module->kind != Kind::String || name->kind != Kind::String)
-                failAt(m_opOffset, "STACK_GLOBAL needs two str");
-            pushGlobal(module->text, name->text);
-            break;
-        }
-        case REDUCE: {
-            PickleValue* args = pop();
-            PickleValue* callable = pop();
-            reduce(callable, args);
-            break;
-        }
-        case NEWOBJ: {
-            // cls.__new__(cls, *args): only an empty OrderedDict is a plain data object.
-            PickleValue* args = pop();
-            PickleValue* cls = pop();
-            if (cls->kind != Kind::Global || cls->global != PickleGlobal::OrderedDict)
-                failAt(m_opOffset, "NEWOBJ of a " + std::string(pickleKindName(cls->kind)) + " other than OrderedDict");
-            if (args->kind != Kind::Tuple || !args->items.empty())
-                failAt(m_opOffset, "OrderedDict.__new__ with arguments");
-            push(make(Kind::Dict));
-            break;
-        }
-        case BUILD: {
-            PickleValue* state = pop();
-            build(top(), state);
-            break;
-        }
-        case BINPERSID: persistentLoad(pop()); break;
-        default: {
-            const char* name = unsupportedOpName(op);
-            if (name)
-                failAt(m_opOffset, std::string("unsupported pickle opcode ") + name + " (" + hexByte(op) + ")");
-            failAt(m_opOffset, "unknown pickle opcode " + hexByte(op));
-        }
-        }
+        // Each opcode belongs to exactly one family, so the order of these tries does not matter.
+        if (runStackOp(op) || runScalarOp(op) || runContainerOp(op) || runObjectOp(op))
+            continue;
+        const char* name = unsupportedOpName(op);
+        if (name)
+            failAt(m_opOffset, std::string("unsupported pickle opcode ") + name + " (" + hexByte(op) + ")");
+        failAt(m_opOffset, "unknown pickle opcode " + hexByte(op));
     }
 }
 

@@ -94,6 +94,17 @@ private:
     std::vector<PickleValue*> popMark();
     void memoPut(uint64_t index);
     PickleValue* memoGet(uint64_t index) const;
+    void pushString(PickleValue::Kind kind, uint64_t length);
+    void pushInt(int64_t value);
+    void pushSequence(PickleValue::Kind kind, std::vector<PickleValue*> items);
+    uint64_t memoIndex(const std::string& line) const; // PUT's and GET's decimal argument
+
+    // load()'s opcode families: each runs `op` and returns true when `op` is one of its own, false (having read
+    // nothing) otherwise.
+    bool runStackOp(uint8_t op); // protocol, frames, marks, stack and memo
+    bool runScalarOp(uint8_t op); // None, bools, ints, floats, strings, bytes
+    bool runContainerOp(uint8_t op); // tuples, lists, dicts
+    bool runObjectOp(uint8_t op); // globals, calls, BUILD, persistent ids
 
     // The allowlist and the native callables (TorchPickleGlobals.cpp).
     void pushGlobal(const std::string& module, const std::string& name);

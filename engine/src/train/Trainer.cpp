@@ -232,6 +232,166 @@ std::string modelCard(const TrainOptions& o, const ModelConfig& c, const TrainRe
     return s.str();
 }
 
+// The images a run trains and tests on.
+struct TrainingData {
+    LabelledImages train, test;
+};
+
+Result<TrainingData> readTrainingData(const TrainOptions& o, bool fmnist)
+{
+    auto train = fmnist ? readFashionMnist(o.fashionMnistDir, "train", o.limitTrain) : readImageFolder(o.data, o.limitTrain);
+    if (!train)
+        return train.error();
+    Result<LabelledImages> test = fmnist ? readFashionMnist(o.fashionMnistDir, "test", o.limitTest) : Result<LabelledImages>(LabelledImages {});
+    if (!test)
+        return test.error();
+    if (!fmnist) {
+        // An image folder has no test split: every tenth image is held out, so the card's accuracy is not
+        // measured on training images.
+        LabelledImages kept;
+        kept.classNames = test->classNames = train->classNames;
+        for (size_t i = 0; i < train->images.size(); ++i) {
+            LabelledImages& to = i % 10 == 9 ? *test : kept;
+            to.images.push_back(std::move(train->images[i]));
+            to.labels.push_back(train->labels[i]);
+        }
+        *train = std::move(kept);
+        if (train->images.empty() || test->images.empty())
+            return Error { o.data + ": too few images to hold out a test tenth" };
+    }
+    return TrainingData { std::move(*train), std::move(*test) };
+}
+
+// The training images normalised and on the device, with the preprocessing the written model applies.
+struct TrainingSet {
+    PreprocessConfig preprocess;
+    at::Tensor x, y;
+    float background; // the value of a black pixel after normalisation: what augment() pads with
+};
+
+TrainingSet normalisedTrainingSet(const TrainOptions& o, const LabelledImages& train, int channels,
+                                  const at::Device& device)
+{
+    // Normalisation from the training images themselves (Fashion-MNIST: mean 0.2860, sd 0.3530).
+    PreprocessConfig p;
+    p.resize = ResizeMode::ShortestEdge;
+    p.resizeShortest = o.imageSize;
+    p.centerCrop = true;
+    p.cropHeight = p.cropWidth = o.imageSize;
+    p.interpolation = Interpolation::Bilinear;
+    p.mean.assign(size_t(channels), 0.0);
+    p.std.assign(size_t(channels), 1.0);
+    at::Tensor raw = stack(train, p, channels); // in 0..1
+    auto mean = raw.mean({ 0, 2, 3 }), sd = raw.std({ 0, 2, 3 });
+    for (int ch = 0; ch < channels; ++ch) {
+        p.mean[size_t(ch)] = std::round(mean[ch].item<double>() * 1e4) / 1e4;
+        p.std[size_t(ch)] = std::round(sd[ch].item<double>() * 1e4) / 1e4;
+    }
+    const auto meanT = at::tensor(std::vector<float>(p.mean.begin(), p.mean.end())).view({ 1, -1, 1, 1 });
+    const auto sdT = at::tensor(std::vector<float>(p.std.begin(), p.std.end())).view({ 1, -1, 1, 1 });
+    const at::Tensor xTrain = ((raw - meanT) / sdT).to(device); // the whole set on the device, once
+    raw = at::Tensor();
+    const at::Tensor yTrain = at::tensor(train.labels, at::kLong).to(device);
+    const float background = float(-p.mean[0] / p.std[0]);
+    return { p, xTrain, yTrain, background };
+}
+
+torch::optim::AdamW makeOptimiser(VisionTransformerImpl& net, const TrainOptions& o)
+{
+    // No weight decay on norms, biases, tokens, position tables and the variants' per-head scalars.
+    std::vector<at::Tensor> decay, noDecay;
+    for (auto& param : net.named_parameters()) {
+        const bool matrix = param.value().dim() >= 2 && param.key().find("token") == std::string::npos
+            && param.key().find("pos_embed") == std::string::npos && param.key().find("centre") == std::string::npos;
+        (matrix ? decay : noDecay).push_back(param.value());
+    }
+    torch::optim::AdamW optimiser({ torch::optim::OptimizerParamGroup(decay, std::make_unique<torch::optim::AdamWOptions>(o.learningRate)),
+                                    torch::optim::OptimizerParamGroup(noDecay, std::make_unique<torch::optim::AdamWOptions>(o.learningRate)) });
+    static_cast<torch::optim::AdamWOptions&>(optimiser.param_groups()[0].options()).weight_decay(o.weightDecay);
+    static_cast<torch::optim::AdamWOptions&>(optimiser.param_groups()[1].options()).weight_decay(0.0);
+    return optimiser;
+}
+
+// The whole run's step counts and its learning rate at each step.
+struct Schedule {
+    int64_t stepsPerEpoch, totalSteps, warmup;
+
+    // Linear warm-up, then cosine decay to zero.
+    double learningRate(double peak, int64_t step) const
+    {
+        return step < warmup ? peak * double(step + 1) / warmup
+                             : 0.5 * peak * (1 + std::cos(M_PI * double(step - warmup) / double(totalSteps - warmup)));
+    }
+};
+
+// One epoch's steps over the training set in a new random order, `step` counting on from the previous epoch's. Returns
+// the loss summed over the images and the count of right predictions, both still on the device.
+Result<std::pair<at::Tensor, at::Tensor>> trainEpoch(const TrainOptions& o, const ModelConfig& c, VisionTransformer& net,
+                                                     torch::optim::AdamW& optimiser, const TrainingSet& set,
+                                                     const Schedule& schedule, const at::Device& device,
+                                                     std::mt19937_64& rng, int64_t& step)
+{
+    const int64_t n = set.x.size(0);
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    const auto perm = at::tensor(order, at::kLong).to(device);
+    // Summed on the device and read once an epoch, so that a GPU never waits for the host between steps
+    // (the same float64 sum, in the same order, as reading each step's loss).
+    auto lossSum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
+    auto correct = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(device));
+    for (int64_t b = 0; b < schedule.stepsPerEpoch; ++b) {
+        if (o.isCancelled && o.isCancelled())
+            return Error::cancel();
+        const auto idx = perm.slice(0, b * o.batchSize, std::min(n, (b + 1) * o.batchSize));
+        at::Tensor x = set.x.index_select(0, idx);
+        if (o.augment)
+            x = augment(x, set.background, rng);
+        const at::Tensor y = set.y.index_select(0, idx);
+        const double lr = schedule.learningRate(o.learningRate, step);
+        for (auto& g : optimiser.param_groups())
+            static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+        ForwardState state;
+        state.neutrenoLambda = c.neutrenoLambda;
+        state.boostT = c.boostT;
+        state.reset(c.depth);
+        const at::Tensor logits = net->forward(x, state);
+        const at::Tensor loss = at::cross_entropy_loss(logits, y, {}, at::Reduction::Mean, -100, o.labelSmoothing);
+        optimiser.zero_grad();
+        loss.backward();
+        optimiser.step();
+        ++step;
+        lossSum += loss.detach().to(at::kDouble) * double(idx.size(0));
+        correct += logits.argmax(1).eq(y).sum();
+    }
+    return std::pair { lossSum, correct };
+}
+
+std::string epochLine(const TrainOptions::Epoch& e)
+{
+    char line[160];
+    std::snprintf(line, sizeof line, "epoch %d/%d  loss %.4f  train accuracy %.4f  %.0f s", e.epoch, e.epochs, e.loss,
+                  e.trainAccuracy, e.seconds);
+    return line;
+}
+
+// How many test images the written model classifies right, read through the same path every user takes.
+Result<int> testCorrect(const Model& model, const LabelledImages& test)
+{
+    int correct = 0;
+    for (size_t i = 0; i < test.images.size(); ++i) {
+        auto prepared = model.prepare(test.images[i]);
+        if (!prepared)
+            return prepared.error();
+        auto trace = model.run(prepared->input);
+        if (!trace)
+            return trace.error();
+        const float* z = trace->logits.data();
+        correct += int(std::max_element(z, z + trace->logits.numel()) - z) == test.labels[i];
+    }
+    return correct;
+}
+
 } // namespace
 
 Result<TrainResult> trainModel(const TrainOptions& o)
@@ -246,29 +406,14 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         return Error { "inconsistent settings: heads must divide width, patch size the image size" };
     try {
         const bool fmnist = o.data == "fashion-mnist";
-        auto train = fmnist ? readFashionMnist(o.fashionMnistDir, "train", o.limitTrain) : readImageFolder(o.data, o.limitTrain);
-        if (!train)
-            return train.error();
-        Result<LabelledImages> test = fmnist ? readFashionMnist(o.fashionMnistDir, "test", o.limitTest) : Result<LabelledImages>(LabelledImages {});
-        if (!test)
-            return test.error();
-        if (!fmnist) {
-            // An image folder has no test split: every tenth image is held out, so the card's accuracy is not
-            // measured on training images.
-            LabelledImages kept;
-            kept.classNames = test->classNames = train->classNames;
-            for (size_t i = 0; i < train->images.size(); ++i) {
-                LabelledImages& to = i % 10 == 9 ? *test : kept;
-                to.images.push_back(std::move(train->images[i]));
-                to.labels.push_back(train->labels[i]);
-            }
-            *train = std::move(kept);
-            if (train->images.empty() || test->images.empty())
-                return Error { o.data + ": too few images to hold out a test tenth" };
-        }
-        const std::string trainingImages = trainingImagesFingerprint(*train);
-        const int channels = train->images.front().channels;
-        const int classes = int(train->classNames.size());
+        auto data = readTrainingData(o, fmnist);
+        if (!data)
+            return data.error();
+        const LabelledImages& train = data->train;
+        const LabelledImages& test = data->test;
+        const std::string trainingImages = trainingImagesFingerprint(train);
+        const int channels = train.images.front().channels;
+        const int classes = int(train.classNames.size());
 
         const at::Device device = parseDevice(o.device);
         std::mt19937_64 rng(o.seed);
@@ -279,44 +424,13 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         net->to(device);
         net->train();
 
-        // Normalisation from the training images themselves (Fashion-MNIST: mean 0.2860, sd 0.3530).
-        PreprocessConfig p;
-        p.resize = ResizeMode::ShortestEdge;
-        p.resizeShortest = o.imageSize;
-        p.centerCrop = true;
-        p.cropHeight = p.cropWidth = o.imageSize;
-        p.interpolation = Interpolation::Bilinear;
-        p.mean.assign(size_t(channels), 0.0);
-        p.std.assign(size_t(channels), 1.0);
-        at::Tensor raw = stack(*train, p, channels); // in 0..1
-        auto mean = raw.mean({ 0, 2, 3 }), sd = raw.std({ 0, 2, 3 });
-        for (int ch = 0; ch < channels; ++ch) {
-            p.mean[size_t(ch)] = std::round(mean[ch].item<double>() * 1e4) / 1e4;
-            p.std[size_t(ch)] = std::round(sd[ch].item<double>() * 1e4) / 1e4;
-        }
-        const auto meanT = at::tensor(std::vector<float>(p.mean.begin(), p.mean.end())).view({ 1, -1, 1, 1 });
-        const auto sdT = at::tensor(std::vector<float>(p.std.begin(), p.std.end())).view({ 1, -1, 1, 1 });
-        const at::Tensor xTrain = ((raw - meanT) / sdT).to(device); // the whole set on the device, once
-        raw = at::Tensor();
-        const at::Tensor yTrain = at::tensor(train->labels, at::kLong).to(device);
-        const float background = float(-p.mean[0] / p.std[0]);
+        const TrainingSet set = normalisedTrainingSet(o, train, channels, device);
+        torch::optim::AdamW optimiser = makeOptimiser(*net, o);
 
-        // No weight decay on norms, biases, tokens, position tables and the variants' per-head scalars.
-        std::vector<at::Tensor> decay, noDecay;
-        for (auto& param : net->named_parameters()) {
-            const bool matrix = param.value().dim() >= 2 && param.key().find("token") == std::string::npos
-                && param.key().find("pos_embed") == std::string::npos && param.key().find("centre") == std::string::npos;
-            (matrix ? decay : noDecay).push_back(param.value());
-        }
-        torch::optim::AdamW optimiser({ torch::optim::OptimizerParamGroup(decay, std::make_unique<torch::optim::AdamWOptions>(o.learningRate)),
-                                        torch::optim::OptimizerParamGroup(noDecay, std::make_unique<torch::optim::AdamWOptions>(o.learningRate)) });
-        static_cast<torch::optim::AdamWOptions&>(optimiser.param_groups()[0].options()).weight_decay(o.weightDecay);
-        static_cast<torch::optim::AdamWOptions&>(optimiser.param_groups()[1].options()).weight_decay(0.0);
-
-        const int64_t n = xTrain.size(0);
+        const int64_t n = set.x.size(0);
         const int64_t stepsPerEpoch = (n + o.batchSize - 1) / o.batchSize;
         const int64_t totalSteps = stepsPerEpoch * o.epochs;
-        const int64_t warmup = std::max<int64_t>(1, totalSteps / 20);
+        const Schedule schedule { stepsPerEpoch, totalSteps, std::max<int64_t>(1, totalSteps / 20) };
         int64_t step = 0;
         std::vector<std::string> epochLines, epochDevices;
         // An unfinished run of the same settings goes on after its last whole epoch, and ends with the weights an
@@ -344,46 +458,13 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         autocast.emplace(o.bf16, device.type());
         for (int epoch = firstEpoch; epoch <= o.epochs; ++epoch) {
             const auto epochStart = Clock::now();
-            std::vector<int64_t> order(static_cast<size_t>(n));
-            std::iota(order.begin(), order.end(), 0);
-            std::shuffle(order.begin(), order.end(), rng);
-            const auto perm = at::tensor(order, at::kLong).to(device);
-            // Summed on the device and read once an epoch, so that a GPU never waits for the host between steps
-            // (the same float64 sum, in the same order, as reading each step's loss).
-            auto lossSum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device));
-            auto correct = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(device));
-            for (int64_t b = 0; b < stepsPerEpoch; ++b) {
-                if (o.isCancelled && o.isCancelled())
-                    return Error::cancel();
-                const auto idx = perm.slice(0, b * o.batchSize, std::min(n, (b + 1) * o.batchSize));
-                at::Tensor x = xTrain.index_select(0, idx);
-                if (o.augment)
-                    x = augment(x, background, rng);
-                const at::Tensor y = yTrain.index_select(0, idx);
-                // Linear warm-up, then cosine decay to zero.
-                const double lr = step < warmup ? o.learningRate * double(step + 1) / warmup
-                                                : 0.5 * o.learningRate * (1 + std::cos(M_PI * double(step - warmup) / double(totalSteps - warmup)));
-                for (auto& g : optimiser.param_groups())
-                    static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-                ForwardState state;
-                state.neutrenoLambda = c.neutrenoLambda;
-                state.boostT = c.boostT;
-                state.reset(c.depth);
-                const at::Tensor logits = net->forward(x, state);
-                const at::Tensor loss = at::cross_entropy_loss(logits, y, {}, at::Reduction::Mean, -100, o.labelSmoothing);
-                optimiser.zero_grad();
-                loss.backward();
-                optimiser.step();
-                ++step;
-                lossSum += loss.detach().to(at::kDouble) * double(idx.size(0));
-                correct += logits.argmax(1).eq(y).sum();
-            }
+            auto sums = trainEpoch(o, c, net, optimiser, set, schedule, device, rng, step);
+            if (!sums)
+                return sums.error();
+            const auto& [lossSum, correct] = *sums;
             TrainOptions::Epoch e { epoch, o.epochs, lossSum.item<double>() / double(n), double(correct.item<int64_t>()) / double(n),
                                     seconds(epochStart) };
-            char line[160];
-            std::snprintf(line, sizeof line, "epoch %d/%d  loss %.4f  train accuracy %.4f  %.0f s", e.epoch, e.epochs, e.loss,
-                          e.trainAccuracy, e.seconds);
-            epochLines.push_back(line);
+            epochLines.push_back(epochLine(e));
             epochDevices.push_back(o.device);
             auto saved = saveTrainingState(o, trainingImages,
                                            { epoch, step, rng, epochLines, epochDevices, earlierSeconds + seconds(start) },
@@ -400,27 +481,19 @@ Result<TrainResult> trainModel(const TrainOptions& o)
         nlohmann::json section = { { "variant", o.variant }, { "attention", toString(c.attention) },
                                    { "neutreno_lambda", c.neutrenoLambda }, { "boost_t", c.boostT },
                                    { "trained_by", "attnscope-train" }, { "seed", o.seed } };
-        writeModelFolder(o.out, *net, p, train->classNames, section);
+        writeModelFolder(o.out, *net, set.preprocess, train.classNames, section);
 
         // Test accuracy from the written files, through the same path every user takes.
         auto model = Model::load(o.out);
         if (!model)
             return model.error();
-        int correct = 0;
-        for (size_t i = 0; i < test->images.size(); ++i) {
-            auto prepared = (*model)->prepare(test->images[i]);
-            if (!prepared)
-                return prepared.error();
-            auto trace = (*model)->run(prepared->input);
-            if (!trace)
-                return trace.error();
-            const float* z = trace->logits.data();
-            correct += int(std::max_element(z, z + trace->logits.numel()) - z) == test->labels[i];
-        }
+        auto correct = testCorrect(**model, test);
+        if (!correct)
+            return correct.error();
         TrainResult r;
         r.outDir = o.out;
-        r.testCount = int(test->images.size());
-        r.testAccuracy = double(correct) / std::max(1, r.testCount);
+        r.testCount = int(test.images.size());
+        r.testAccuracy = double(*correct) / std::max(1, r.testCount);
         r.parameters = (*model)->info().parameterCount;
         r.wallSeconds = earlierSeconds + seconds(start);
         const std::string dataName = fmnist ? "Fashion-MNIST (" + o.fashionMnistDir + ")"
