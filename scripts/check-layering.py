@@ -21,7 +21,8 @@ import sys
 # Lowest first. The engine: files and errors, then checkpoints and their configs, images and their preprocessing,
 # the ViT and its forward, the analyses, training. The widgets: the window's files and the worker, then the plots
 # (style, colour maps, the attention overlay, the QCustomPlot builders), the figures drawn from them, the window's
-# views that show them. Then the report tier, and the executables and the Python module on top.
+# views that show them. Then the report tier, the remote engine (its wire format, server and client), and the
+# executables and the Python module on top.
 LEVELS = [
     ["engine/io"],
     ["engine/checkpoint"],
@@ -34,6 +35,7 @@ LEVELS = [
     ["widgets/figures"],
     ["widgets/view"],
     ["report"],
+    ["remote"],
     ["app/cli", "app/gui", "app/train", "python"],
 ]
 # Lower, and still never: the Python module is built without Qt.
@@ -41,11 +43,11 @@ NEVER = [("python", "widgets/")]
 # Public headers with no .cpp of their own name, and the folder that defines what they declare.
 HEADER_ONLY = {"Result.h": "engine/io", "CpuKernels.h": "engine/vit", "LogitDecompositionInfo.h": "engine/analyses"}
 
-SCANNED = ["engine/src", "engine/include", "widgets", "report", "app", "python/src"]
+SCANNED = ["engine/src", "engine/include", "widgets", "report", "remote", "app", "python/src"]
 # Where an include is looked for after the includer's own folder, as the targets' include paths have it (engine/src
 # is the engine's private root; widgets/ and app/ give their headers by folder, report/ by name). The widgets'
 # folders themselves are searched too, so that a bare "Colormap.h" of the old layout is still resolved and counted.
-INCLUDE_ROOTS = ["engine/src", "engine/include", "widgets", "report", "app", "python/src",
+INCLUDE_ROOTS = ["engine/src", "engine/include", "widgets", "report", "remote", "app", "python/src",
                  "widgets/view", "widgets/plots", "widgets/figures", "widgets/worker", "widgets/io", "app/gui", "app/cli"]
 # Tiers whose headers are included by their folder ("plots/Colormap.h", "gui/MainWindow.h"), their own files too.
 BY_FOLDER = ("widgets", "app")

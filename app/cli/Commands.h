@@ -59,6 +59,17 @@ struct MergeCommand {
     int run() const;
 };
 
+// The remote engine's server (docs/remote.md): JSON-RPC frames on stdin and stdout, for a window that reached this
+// host through ssh. Nothing else is written to stdout while it serves; no socket is opened.
+struct ServeCommand {
+    bool stdio = false;
+    std::string device = "auto";
+    int maxTraces = 8;
+
+    void addTo(CLI::App& app);
+    int run() const;
+};
+
 // "attnscope-cli: <message>" on stderr; returns 1 (a failure).
 int fail(const std::string& message);
 // The same for an option the command line got wrong; returns 2 (bad usage, as a parse error).

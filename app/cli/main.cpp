@@ -123,9 +123,11 @@ int main(int argc, char** argv)
     InfoCommand info;
     AnalyzeCommand analyze;
     MergeCommand merge;
+    ServeCommand serve;
     info.addTo(*app.add_subcommand("info", "describe a model: family, naming, layers, heads, preprocessing"));
     analyze.addTo(*app.add_subcommand("analyze", "run a model over images and write the results"));
     merge.addTo(*app.add_subcommand("merge", "merge the output folders of sharded analyze runs"));
+    serve.addTo(*app.add_subcommand("serve", "the remote engine: answer a window or notebook over stdin and stdout (attnscope --remote starts it through ssh)"));
 
     try {
         app.parse(argc, argv);
@@ -143,5 +145,7 @@ int main(int argc, char** argv)
         return info.run();
     if (app.got_subcommand("merge"))
         return merge.run();
+    if (app.got_subcommand("serve"))
+        return serve.run();
     return analyze.run();
 }

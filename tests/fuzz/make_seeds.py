@@ -366,11 +366,61 @@ def image_seeds():
     w("fashion-mnist", (ROOT / "resources/samples/fashion-mnist/test-0000-ankle-boot.png").read_bytes())
 
 
+def msgpack(value):
+    """MessagePack of None, bool, int, float, str, bytes, list and dict: enough for the remote frame seeds."""
+    if value is None:
+        return b"\xc0"
+    if value is True or value is False:
+        return b"\xc3" if value else b"\xc2"
+    if isinstance(value, int):
+        if 0 <= value < 128:
+            return bytes([value])
+        if -32 <= value < 0:
+            return struct.pack("b", value)
+        return b"\xd3" + struct.pack(">q", value)
+    if isinstance(value, float):
+        return b"\xcb" + struct.pack(">d", value)
+    if isinstance(value, str):
+        data = value.encode()
+        return (bytes([0xA0 | len(data)]) if len(data) < 32 else b"\xda" + struct.pack(">H", len(data))) + data
+    if isinstance(value, bytes):
+        return b"\xc6" + struct.pack(">I", len(value)) + value
+    if isinstance(value, list):
+        return b"\xdc" + struct.pack(">H", len(value)) + b"".join(msgpack(v) for v in value)
+    if isinstance(value, dict):
+        return b"\xde" + struct.pack(">H", len(value)) + b"".join(msgpack(k) + msgpack(v) for k, v in value.items())
+    raise TypeError(value)
+
+
+def remote_frame(message, content_type=True):
+    body = msgpack(message)
+    header = f"Content-Length: {len(body)}\r\n" + ("Content-Type: application/msgpack\r\n" if content_type else "")
+    return header.encode() + b"\r\n" + body
+
+
+def remote_frame_seeds():
+    """Byte 0: the piece size; then a stream of frames (fuzz_remote_frame.cpp)."""
+    reset("remote_frame")
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "hello", "params": {"protocol": 1, "client": "attnscope 0.4"}}
+    tensor = {"dtype": "float32", "shape": [2, 2], "data": struct.pack("<4f", 0.25, 0.5, -1.0, 3.0)}
+    rows = {"jsonrpc": "2.0", "id": 3, "result": {"rows": tensor}}
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "garbled"}}
+    write("remote_frame", "hello", b"\x00" + remote_frame(hello))
+    write("remote_frame", "hello-in-bytes", b"\x00" + remote_frame(hello, content_type=False))
+    write("remote_frame", "three-in-pieces", b"\x06" + remote_frame(hello) + remote_frame(rows) + remote_frame(error))
+    write("remote_frame", "tensor-short", b"\x3f" + remote_frame({"jsonrpc": "2.0", "id": 4, "result": {"t": dict(tensor, shape=[3, 2])}}))
+    write("remote_frame", "body-only", b"\x00" + msgpack(rows))
+    write("remote_frame", "truncated", b"\x01" + remote_frame(hello)[:-5])
+    write("remote_frame", "huge-length", b"\x00Content-Length: 99999999999\r\n\r\n")
+    write("remote_frame", "deep", b"\x00" + f"Content-Length: 300\r\n\r\n".encode() + b"\x91" * 300)
+
+
 if __name__ == "__main__":
     safetensors_seeds()
     config_seeds()
     npy_seeds()
     torch_checkpoint_seeds()
     image_seeds()
+    remote_frame_seeds()
     for folder in sorted(CORPUS.iterdir()):
         print(f"{folder.name}: {len(list(folder.iterdir()))} files")

@@ -1,0 +1,59 @@
+#pragma once
+
+// The remote engine's client (docs/remote.md): starts `attnscope-cli serve --stdio` on a host through the user's own
+// ssh (their config, keys, agent and jump hosts; no port opened anywhere) and calls it. ATTNSCOPE_SSH names another
+// command to use in ssh's place, called as ssh is: `COMMAND [USER@]HOST REMOTE-COMMAND`; the tests use a stand-in
+// that runs the remote command on this machine.
+
+#include "RemoteWire.h"
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+namespace attnscope::remote {
+
+// `[USER@]HOST[:PATH]`: PATH is where attnscope-cli is on the host (default: the one on its PATH).
+struct Endpoint {
+    std::string host; // with the user, as ssh takes it
+    std::string cli = "attnscope-cli";
+};
+Result<Endpoint> parseEndpoint(const std::string& text);
+
+class Connection {
+public:
+    // Starts the server on the host and says hello; an error says what went wrong in one line (ssh's last line of
+    // stderr when the link never came up, both versions when they differ).
+    static Result<std::unique_ptr<Connection>> open(const Endpoint& endpoint, const Limits& limits = {});
+    ~Connection(); // asks the server to shut down and reaps it
+
+    // One request and its result. An error response is an Error with the server's message; a link that ended is
+    // "HOST: the engine is unreachable (...)" with the server's last stderr line.
+    Result<nlohmann::json> call(const std::string& method, nlohmann::json params = nlohmann::json::object());
+
+    const nlohmann::json& hello() const { return m_hello; } // the server's: protocol, build, device, limits
+    const Endpoint& endpoint() const { return m_endpoint; }
+    double lastRoundTripMs() const { return m_lastRoundTripMs; }
+    bool alive() const { return m_pid > 0; }
+    pid_t serverProcess() const { return m_pid; } // the local ssh (or stand-in) process
+
+private:
+    Connection(Endpoint endpoint, Limits limits);
+    Status start();
+    Error unreachable(const std::string& why);
+    void readStderr();
+    void close();
+
+    Endpoint m_endpoint;
+    Limits m_limits;
+    FrameReader m_reader;
+    pid_t m_pid = -1;
+    int m_toServer = -1, m_fromServer = -1, m_errors = -1;
+    std::string m_stderrTail; // the last lines the server (or ssh) wrote to stderr
+    nlohmann::json m_hello;
+    int64_t m_nextId = 1;
+    double m_lastRoundTripMs = 0;
+};
+
+} // namespace attnscope::remote

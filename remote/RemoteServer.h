@@ -1,0 +1,61 @@
+#pragma once
+
+// The remote engine's server (docs/remote.md): what `attnscope-cli serve --stdio` runs on a GPU node, reached through
+// the user's own ssh. It answers JSON-RPC requests (RemoteWire.h) one at a time, in order: models loaded by path on the
+// host, images traced there, and only what a view needs sent back (a query's attention rows over every layer and
+// head, not the trace). Traces stay on the host in an LRU of bounded count; models stay until released.
+//
+// No listening socket, no code run from a message: a request names a method from the fixed table below and files the
+// user gave; sizes are bounded by Limits.
+
+#include "RemoteWire.h"
+
+#include <attnscope/Model.h>
+
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace attnscope::remote {
+
+struct ServerOptions {
+    Limits limits;
+    std::string device = "auto"; // where models run: auto | cpu | cuda | cuda:<i>
+    int maxTraces = 8;           // traces kept on the host, least recently used dropped first
+};
+
+class Server {
+public:
+    explicit Server(ServerOptions options = {});
+    ~Server();
+
+    // One message in, its response out (nullopt for a notification, which has no id). Never throws.
+    std::optional<nlohmann::json> handle(const nlohmann::json& message);
+    // Reads frames from `in` and writes responses to `out` until the input ends or `shutdown` is asked. 0 after a
+    // clean end; 1 after a stream it could not read (said on stderr in one line).
+    int serve(int in, int out);
+    bool shutdownAsked() const { return m_shutdown; }
+
+private:
+    struct Traced;
+    using Handler = nlohmann::json (Server::*)(const nlohmann::json& params);
+    nlohmann::json hello(const nlohmann::json& params);
+    nlohmann::json loadModel(const nlohmann::json& params);
+    nlohmann::json releaseModel(const nlohmann::json& params);
+    nlohmann::json trace(const nlohmann::json& params);
+    nlohmann::json attentionRows(const nlohmann::json& params);
+    nlohmann::json releaseTrace(const nlohmann::json& params);
+    nlohmann::json shutdown(const nlohmann::json& params);
+    const std::shared_ptr<const Model>& modelOf(const nlohmann::json& params);
+    std::shared_ptr<const Traced> traceOf(const nlohmann::json& params);
+
+    ServerOptions m_options;
+    std::map<std::string, Handler> m_methods;
+    std::map<int64_t, std::shared_ptr<const Model>> m_models;
+    std::list<std::pair<int64_t, std::shared_ptr<const Traced>>> m_traces; // most recently used first
+    int64_t m_nextId = 1;
+    bool m_shutdown = false;
+};
+
+} // namespace attnscope::remote

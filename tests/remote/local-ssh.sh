@@ -1,0 +1,10 @@
+#!/bin/sh
+# ssh's stand-in for the remote tests (ATTNSCOPE_SSH): called as ssh is, `local-ssh.sh [USER@]HOST COMMAND`, it
+# leaves the host aside and runs the command here through a shell, as sshd runs it through the user's shell.
+# ATTNSCOPE_TEST_SSH_LOG, when set, gets the host and command it was given, one line each.
+host="$1"
+shift
+if [ -n "$ATTNSCOPE_TEST_SSH_LOG" ]; then
+    printf '%s\n%s\n' "$host" "$*" >> "$ATTNSCOPE_TEST_SSH_LOG"
+fi
+exec sh -c "$*"
