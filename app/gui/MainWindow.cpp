@@ -53,6 +53,14 @@ int mapQuery(int query, const Trace& from, const Trace& to)
     return to.numPrefixTokens + std::min(row, to.gridHeight - 1) * to.gridWidth + std::min(col, to.gridWidth - 1);
 }
 
+// The view selection with one field changed.
+template <typename T>
+ViewSelection changed(ViewSelection view, T ViewSelection::*field, T value)
+{
+    view.*field = std::move(value);
+    return view;
+}
+
 QString describeQuery(int query, const Trace& t)
 {
     if (query < t.numPrefixTokens)
@@ -214,40 +222,11 @@ void MainWindow::connectSlot(int index)
     // The image set's runs are the Image set dock's (ImageSetDock), which follows the slots itself.
 }
 
-void MainWindow::setQuery(int token)
-{
-    ViewSelection v = m_view;
-    v.query = token;
-    setViewSelection(v); // kept Traces: no forward pass
-}
-
-void MainWindow::setLayer(int layer)
-{
-    ViewSelection v = m_view;
-    v.layer = layer;
-    setViewSelection(v);
-}
-
-void MainWindow::setHead(HeadChoice head)
-{
-    ViewSelection v = m_view;
-    v.head = head;
-    setViewSelection(v);
-}
-
-void MainWindow::setRollout(const RolloutOptions& rollout)
-{
-    ViewSelection v = m_view;
-    v.rollout = rollout;
-    setViewSelection(v);
-}
-
-void MainWindow::setRelevanceClass(int label)
-{
-    ViewSelection v = m_view;
-    v.relevanceClass = label;
-    setViewSelection(v);
-}
+void MainWindow::setQuery(int token) { setViewSelection(changed(m_view, &ViewSelection::query, token)); } // kept Traces: no forward pass
+void MainWindow::setLayer(int layer) { setViewSelection(changed(m_view, &ViewSelection::layer, layer)); }
+void MainWindow::setHead(HeadChoice head) { setViewSelection(changed(m_view, &ViewSelection::head, head)); }
+void MainWindow::setRollout(const RolloutOptions& rollout) { setViewSelection(changed(m_view, &ViewSelection::rollout, rollout)); }
+void MainWindow::setRelevanceClass(int label) { setViewSelection(changed(m_view, &ViewSelection::relevanceClass, label)); }
 
 void MainWindow::setViewSelection(const ViewSelection& view)
 {
