@@ -144,10 +144,15 @@ test-asan: deps
 # The threaded tests under ThreadSanitizer: the GUI and its EngineWorker (gui_tests: model/image jobs superseded
 # and cancelled), the analysis runner and its cancellation (engine), the CLI's analyze runs and Ctrl-C.
 TSAN_TESTS ?= ^(gui_tests|widgets_tests|GoldenParity\.CancelledRunReportsCancelled|AnalysisOracles\..*|InterOp\..*|AttentionProducts\..*|PackedLinear\.ThreadsShareOneCache|Cases/GoldenAnalyses\..*|Cli\.(Analyze.*|ShardsMergeToTheUnshardedRun|InterruptLeavesNoPartialFile))$$
+# Left out under TSan: the tests whose point is an OpenMP team of two intra-op threads. LibTorch (Debian's) runs its
+# teams on gcc's libgomp, which is not instrumented, so TSan cannot see the team's fork and join barriers and reports
+# every hand-over of a tensor between the team and its caller (LLVM's Archer annotates only LLVM's libomp, which
+# LibTorch does not use). Every other threaded test runs with OMP_NUM_THREADS=1 (the preset), so no team is made.
+TSAN_EXCLUDE ?= ^(AttentionProducts\.TwoIntraOpThreadsMatchAtMatmul|InterOp\.AblatedHeadsFollowTheirInputsAcrossThreads)$$
 test-tsan: deps
 	cmake --preset tsan
 	cmake --build --preset tsan -j $(JOBS)
-	ctest --preset tsan -j $(JOBS) -R '$(TSAN_TESTS)' $(CTEST_ARGS)
+	ctest --preset tsan -j $(JOBS) -R '$(TSAN_TESTS)' -E '$(TSAN_EXCLUDE)' $(CTEST_ARGS)
 
 # The build without Qt (ATTNSCOPE_GUI=OFF, preset headless): the engine, attnscope-cli and attnscope-train; the CLI
 # writes every data file, the figures' CSVs included, and no picture. Nothing of Qt or QCustomPlot is needed.
