@@ -3,6 +3,7 @@
 #include <attnscope/Analyses.h>
 #include <attnscope/CpuKernels.h>
 #include <attnscope/Image.h>
+#include <attnscope/ModelInfoJson.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -55,28 +56,6 @@ std::optional<double> number(const json& params, const char* key)
     if (!v.is_number())
         throw RequestError { InvalidParams, std::string("\"") + key + "\" is " + v.dump().substr(0, 40) + ", not a number" };
     return v.get<double>();
-}
-
-json modelSummary(const Model& model)
-{
-    const ModelInfo& i = model.info();
-    const ModelConfig& c = i.config;
-    return { { "path", i.path },
-             { "family", i.family },
-             { "naming", i.naming },
-             { "device", i.device },
-             { "depth", c.depth },
-             { "heads", c.numHeads },
-             { "width", c.width },
-             { "patch_size", c.patchSize },
-             { "image_size", { c.imageHeight, c.imageWidth } },
-             { "trained_size", { i.trainedHeight, i.trainedWidth } },
-             { "channels", c.channels },
-             { "grid", { c.gridHeight(), c.gridWidth() } },
-             { "prefix_tokens", c.numPrefixTokens() },
-             { "classes", c.numClasses },
-             { "labels", i.labels },
-             { "guesses", i.guesses } };
 }
 
 bool writeAll(int fd, const std::string& bytes)
@@ -172,7 +151,7 @@ json Server::loadModel(const json& params)
         throw RequestError { Failed, model.message() };
     const int64_t id = m_nextId++;
     m_models[id] = *model;
-    return { { "model", id }, { "info", modelSummary(**model) } };
+    return { { "model", id }, { "info", json::parse(modelInfoJson((*model)->info())) } };
 }
 
 const std::shared_ptr<const Model>& Server::modelOf(const json& params)

@@ -1,6 +1,7 @@
 #include "cli/Commands.h"
 
 #include <attnscope/Model.h>
+#include <attnscope/ModelInfoJson.h>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -20,19 +21,6 @@ void InfoCommand::addTo(CLI::App& app)
     app.add_flag("--list-families", listFamilies, "list the model families attnscope runs exactly");
 }
 
-// Quadratic attention's learned centres and sharpness, [layer][head] as {dy, dx, alpha}; empty for other attention.
-static nlohmann::json quadraticHeads(const attnscope::ModelInfo& i)
-{
-    nlohmann::json layers = nlohmann::json::array();
-    for (const auto& heads : i.quadraticHeads) {
-        nlohmann::json row = nlohmann::json::array();
-        for (const auto& h : heads)
-            row.push_back({ { "dy", h.dy }, { "dx", h.dx }, { "alpha", h.alpha } });
-        layers.push_back(row);
-    }
-    return layers;
-}
-
 static std::string twoDecimals(double v)
 {
     char text[32];
@@ -40,47 +28,6 @@ static std::string twoDecimals(double v)
     return text;
 }
 
-static nlohmann::json infoJson(const attnscope::ModelInfo& i)
-{
-    const auto& c = i.config;
-    const auto& p = i.preprocess;
-    nlohmann::json prefix = nlohmann::json::array();
-    if (c.classToken)
-        prefix.push_back("cls");
-    if (c.distToken)
-        prefix.push_back("dist");
-    for (int r = 0; r < c.numRegisters; ++r)
-        prefix.push_back("reg" + std::to_string(r));
-    return {
-        { "path", i.path }, { "weights", i.weightsPath }, { "format", i.format }, { "naming", i.naming },
-        { "family", i.family }, { "recognition", i.recognition }, { "inferred", i.inferred },
-        { "config_source", i.configSource }, { "guesses", i.guesses },
-        { "ignored_config_keys", i.ignoredConfigKeys }, { "device", i.device },
-        { "layers", c.depth }, { "heads", c.numHeads }, { "width", c.width }, { "head_dim", c.headDim() },
-        { "mlp_hidden", c.mlpHidden }, { "mlp_gated", c.mlpGated }, { "patch_size", c.patchSize },
-        { "input_size", { c.imageHeight, c.imageWidth } }, { "trained_input_size", { i.trainedHeight, i.trainedWidth } },
-        { "grid", { c.gridHeight(), c.gridWidth() } },
-        { "prefix_tokens", prefix }, { "tokens", c.numTokens() }, { "channels", c.channels },
-        { "classes", c.numClasses }, { "head_is_projection", c.headIsProjection },
-        { "parameters", i.parameterCount }, { "activation", toString(c.activation) },
-        { "layer_norm_eps", c.layerNormEps }, { "block_norm", toString(c.blockNorm) },
-        { "final_norm", toString(c.finalNorm) }, { "pooling", toString(c.pooling) },
-        { "layer_scale", c.layerScale }, { "pre_norm", c.preNorm },
-        { "patch_embedding", toString(c.patchEmbedding) }, { "patch_norm_in", c.patchNormIn },
-        { "patch_norm_out", c.patchNormOut }, { "attention_width", c.attnWidth() },
-        { "position", c.positionScheme() },
-        { "pos_embed_includes_prefix", c.posEmbedHasPrefix },
-        { "attention", toString(c.attention) }, { "block", toString(c.block) },
-        { "neutreno_lambda", c.neutrenoLambda }, { "boost_t", c.boostT },
-        { "labels", i.labels }, { "quadratic_heads", quadraticHeads(i) },
-        { "preprocessing",
-          { { "source", p.source }, { "resize", toString(p.resize) },
-            { "resize_to", p.resize == attnscope::ResizeMode::ShortestEdge ? nlohmann::json(p.resizeShortest)
-                                                                            : nlohmann::json { p.resizeHeight, p.resizeWidth } },
-            { "interpolation", toString(p.interpolation) }, { "center_crop", p.centerCrop },
-            { "crop", { p.cropHeight, p.cropWidth } }, { "rescale", p.rescale }, { "mean", p.mean }, { "std", p.std } } },
-    };
-}
 
 int InfoCommand::run() const
 {
@@ -116,7 +63,7 @@ int InfoCommand::run() const
         return status;
     for (const auto& guess : shown->info().guesses)
         std::cerr << "attnscope-cli: warning: " << model << ": " << guess << '\n';
-    const auto j = infoJson(shown->info());
+    const auto j = nlohmann::json::parse(attnscope::modelInfoJson(shown->info()));
     if (json) {
         std::cout << j.dump(2) << '\n';
         return 0;

@@ -137,7 +137,7 @@ TEST(RemoteServer, ThroughTheLinkTheAnswersAreTheLocalEnginesBitForBit)
 
     auto loaded = c.call("load_model", { { "path", "builtin:fmnist-vit-d4" } });
     ASSERT_TRUE(loaded) << loaded.message();
-    EXPECT_EQ((*loaded)["info"]["depth"], 4);
+    EXPECT_EQ((*loaded)["info"]["layers"], 4); // as `attnscope-cli info --json` says it
     auto traced = c.call("trace", { { "model", (*loaded)["model"] }, { "image", kBoot } });
     ASSERT_TRUE(traced) << traced.message();
 
