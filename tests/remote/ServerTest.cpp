@@ -242,3 +242,27 @@ TEST(RemoteServer, TheExecutableAnswersGarbleWithAnErrorAndExits)
     EXPECT_EQ(cut.status, 1);
     EXPECT_NE(cut.error.find("ended inside a frame"), std::string::npos) << cut.error;
 }
+
+TEST(RemoteServer, TracesAreKeptBoundedAndReleased)
+{
+    ServerOptions options;
+    options.maxTraces = 1; // the oldest trace goes when a second comes
+    Server server(options);
+    const auto call = [&](const char* method, json params) { return *server.handle(request(1, method, std::move(params))); };
+    const json model = call("load_model", { { "path", "builtin:fmnist-vit-d4" } })["result"]["model"];
+    const json first = call("trace", { { "model", model }, { "image", kBoot } })["result"]["trace"];
+    const json second = call("trace", { { "model", model }, { "image", kBoot } })["result"]["trace"];
+    const json dropped = call("attention_rows", { { "trace", first }, { "query", 0 } });
+    ASSERT_TRUE(dropped.contains("error"));
+    EXPECT_NE(dropped["error"]["message"].get<std::string>().find("dropped from the 1 kept"), std::string::npos) << dropped.dump();
+    EXPECT_TRUE(call("attention_rows", { { "trace", second }, { "query", 0 } }).contains("result"));
+    // A released trace is gone; a released model takes its traces with it.
+    EXPECT_TRUE(call("release_trace", { { "trace", second } }).contains("result"));
+    EXPECT_TRUE(call("attention_rows", { { "trace", second }, { "query", 0 } }).contains("error"));
+    const json third = call("trace", { { "model", model }, { "image", kBoot } })["result"]["trace"];
+    EXPECT_TRUE(call("release_model", { { "model", model } }).contains("result"));
+    EXPECT_TRUE(call("attention_rows", { { "trace", third }, { "query", 0 } }).contains("error"));
+    EXPECT_NE(call("trace", { { "model", model }, { "image", kBoot } })["error"]["message"].get<std::string>().find("no model"), std::string::npos);
+    EXPECT_TRUE(call("shutdown", json::object()).contains("result"));
+    EXPECT_TRUE(server.shutdownAsked());
+}
