@@ -1,5 +1,6 @@
 #include "RemoteClient.h"
 
+#include <attnscope/Files.h>
 #include <attnscope/Model.h>
 
 #include <chrono>
@@ -8,13 +9,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace attnscope::remote {
 
 using json = nlohmann::json;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -208,6 +212,61 @@ Result<json> Connection::call(const std::string& method, json params)
                 return unreachable("the server sent " + fed.message());
         }
     }
+}
+
+Result<json> Connection::sendFile(const std::string& localPath)
+{
+    auto sha = sha256FileCached(localPath);
+    if (!sha)
+        return Error { sha.message().find(localPath) == std::string::npos ? localPath + ": " + sha.message() : sha.message() };
+    const json handle = { { "sha256", *sha } };
+    auto has = call("has_file", handle);
+    if (!has)
+        return Error { localPath + ": " + has.message() };
+    if (!has->is_object())
+        return Error { localPath + ": the host answered has_file with " + has->dump().substr(0, 40) };
+    if (has->value("present", false))
+        return handle; // sent before: nothing crosses
+    const int fd = ::open(localPath.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0) {
+        const std::string why = std::strerror(errno);
+        if (fd >= 0)
+            ::close(fd);
+        return Error { localPath + ": cannot read: " + why };
+    }
+    const uint64_t size = uint64_t(st.st_size);
+    // Where an interrupted send stopped, if the host kept its bytes; a part longer than the file is not this file's.
+    const json received = has->value("received", json(0));
+    uint64_t offset = received.is_number_unsigned() && received.get<uint64_t>() < size ? received.get<uint64_t>() : 0;
+    const std::string name = fs::path(localPath).filename().string();
+    std::vector<uint8_t> chunk;
+    for (;;) {
+        const size_t length = size_t(std::min<uint64_t>(kChunkBytes, size - offset));
+        chunk.resize(length);
+        for (size_t done = 0; done < length;) {
+            const ssize_t n = ::pread(fd, chunk.data() + done, length - done, off_t(offset + done));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                const std::string why = n == 0 ? std::string("it became shorter while it was sent") : std::strerror(errno);
+                ::close(fd);
+                return Error { localPath + ": cannot read: " + why };
+            }
+            done += size_t(n);
+        }
+        auto put = call("put_file", { { "sha256", *sha }, { "size", size }, { "offset", offset }, { "name", name },
+                                      { "data", encodeBytes(chunk.data(), chunk.size()) } });
+        if (!put) {
+            ::close(fd);
+            return Error { localPath + ": " + put.message() };
+        }
+        offset += length;
+        if ((put->is_object() && put->value("complete", false)) || offset >= size)
+            break;
+    }
+    ::close(fd);
+    return handle;
 }
 
 Result<std::unique_ptr<Connection>> Connection::open(const Endpoint& endpoint, const Limits& limits)

@@ -31,12 +31,18 @@ public:
     // One request and its result. An error response is an Error with the server's message; a link that ended is
     // "HOST: the engine is unreachable (...)" with the server's last stderr line.
     Result<nlohmann::json> call(const std::string& method, nlohmann::json params = nlohmann::json::object());
+    // Sends a file of this machine to the host, once: its sha256 (sha256FileCached), `has_file`, and when the host has
+    // it not, `put_file` in chunks of kChunkBytes (from where an interrupted send stopped). The result,
+    // {"sha256": HEX}, is what load_model's `path` (or `description`) and trace's `image` take in place of a host path.
+    // Errors name the local file.
+    Result<nlohmann::json> sendFile(const std::string& localPath);
 
     const nlohmann::json& hello() const { return m_hello; } // the server's: protocol, build, device, limits
     const Endpoint& endpoint() const { return m_endpoint; }
     double lastRoundTripMs() const { return m_lastRoundTripMs; }
     bool alive() const { return m_pid > 0; }
     pid_t serverProcess() const { return m_pid; } // the local ssh (or stand-in) process
+    int64_t requestsSent() const { return m_nextId - 1; } // hello included
 
 private:
     Connection(Endpoint endpoint, Limits limits);

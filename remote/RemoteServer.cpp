@@ -1,11 +1,14 @@
 #include "RemoteServer.h"
 
+#include "RemoteAnalyses.h"
+
 #include <attnscope/Analyses.h>
 #include <attnscope/CpuKernels.h>
 #include <attnscope/Image.h>
 #include <attnscope/ModelInfoJson.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <unistd.h>
@@ -72,23 +75,64 @@ bool writeAll(int fd, const std::string& bytes)
     return true;
 }
 
+// The rollout's options, when `params` asks for the rollout's row: {"fusion": mean | max | min, "discard": [0, 1)},
+// either left out for its default.
+std::optional<RolloutOptions> rolloutOptions(const json& params)
+{
+    const json& r = field(params, "rollout");
+    if (r.is_null())
+        return std::nullopt;
+    if (!r.is_object())
+        throw RequestError { InvalidParams, "\"rollout\" is " + r.dump().substr(0, 40) + ", not {\"fusion\": ..., \"discard\": ...}" };
+    RolloutOptions options;
+    if (const json& fusion = field(r, "fusion"); !fusion.is_null()) {
+        auto parsed = fusion.is_string() ? parseHeadFusion(fusion.get<std::string>())
+                                         : Result<HeadFusion>(Error { "the head fusion " + fusion.dump().substr(0, 40) + " is not mean, max or min" });
+        if (!parsed)
+            throw RequestError { InvalidParams, "\"rollout\": " + parsed.message() };
+        options.fusion = *parsed;
+    }
+    if (const json& discard = field(r, "discard"); !discard.is_null()) {
+        if (!discard.is_number() || !(discard.get<double>() >= 0.0 && discard.get<double>() < 1.0))
+            throw RequestError { InvalidParams, "\"rollout\": discard " + discard.dump().substr(0, 40) + " is not a number in [0, 1)" };
+        options.discard = discard.get<double>();
+    }
+    return options;
+}
+
+std::string sha256Param(const json& params, const char* key)
+{
+    const std::string sha = text(params, key);
+    if (!isSha256(sha))
+        throw RequestError { InvalidParams, std::string("\"") + key + "\" is \"" + sha.substr(0, 70) + "\", not a sha256 (64 lowercase hex digits)" };
+    return sha;
+}
+
 } // namespace
 
 struct Server::Traced {
     std::shared_ptr<const Model> model;
     std::string image;
     Trace trace;
+    // The last rollout asked of this trace and how it was made: the rollout is a product of depth N x N matrices, and a
+    // click after a click asks for the same one.
+    std::optional<RolloutOptions> rolloutMadeWith;
+    Tensor rollout;
 };
 
 Server::Server(ServerOptions options)
     : m_options(std::move(options))
+    , m_files(m_options.filesDir.empty() ? defaultFilesDir() : m_options.filesDir)
 {
     m_methods = { { "hello", &Server::hello },
                   { "load_model", &Server::loadModel },
                   { "release_model", &Server::releaseModel },
                   { "trace", &Server::trace },
                   { "attention_rows", &Server::attentionRows },
+                  { "explain", &Server::explain },
                   { "release_trace", &Server::releaseTrace },
+                  { "has_file", &Server::hasFile },
+                  { "put_file", &Server::putFile },
                   { "shutdown", &Server::shutdown } };
 }
 
@@ -126,10 +170,12 @@ json Server::hello(const json& params)
         throw RequestError { WrongVersion, "the client speaks protocol version " + std::to_string(theirs) + "; this server (attnscope-cli "
                                                + version() + ") speaks version " + std::to_string(kProtocolVersion) };
     const ThreadSetup threads = threadSetup();
+    const auto resolved = resolveDevice(m_options.device); // "cuda:0" for "auto" on a GPU node
+    const std::string device = resolved ? *resolved : m_options.device;
     return { { "protocol", kProtocolVersion },
              { "server", std::string("attnscope-cli ") + version() },
              { "libtorch", libtorchVersion() },
-             { "device", m_options.device },
+             { "device", device },
              { "cpu_threads", std::max(threads.intraOp, threads.interOp) },
              { "limits",
                { { "max_frame_bytes", m_options.limits.maxFrameBytes }, { "max_depth", m_options.limits.maxDepth }, { "max_traces", m_options.maxTraces } } } };
@@ -139,14 +185,14 @@ json Server::loadModel(const json& params)
 {
     LoadOptions options;
     options.device = m_options.device;
-    options.descriptionPath = text(params, "description", false);
+    options.descriptionPath = hostFile(params, "description", false);
     if (const json& size = field(params, "input_size"); !size.is_null()) {
         if (!size.is_array() || size.size() != 2 || !size[0].is_number_unsigned() || !size[1].is_number_unsigned())
             throw RequestError { InvalidParams, "\"input_size\" is not [height, width]" };
         options.inputHeight = size[0].get<int>();
         options.inputWidth = size[1].get<int>();
     }
-    auto model = Model::load(text(params, "path"), options);
+    auto model = Model::load(hostFile(params, "path"), options);
     if (!model)
         throw RequestError { Failed, model.message() };
     const int64_t id = m_nextId++;
@@ -175,35 +221,52 @@ json Server::releaseModel(const json& params)
     return json::object();
 }
 
+Server::Input Server::inputOf(const Model& model, const json& params) const
+{
+    Input in;
+    in.path = hostFile(params, "image");
+    auto image = decodeImage(in.path);
+    if (!image)
+        throw RequestError { Failed, image.message() };
+    in.preparation = model.describePreparation(image->width, image->height, image->channels);
+    auto prepared = model.prepare(*image);
+    if (!prepared)
+        throw RequestError { Failed, in.path + ": " + prepared.message() };
+    in.prepared = std::move(*prepared);
+    return in;
+}
+
 json Server::trace(const json& params)
 {
     const std::shared_ptr<const Model> model = modelOf(params);
-    const std::string path = text(params, "image");
-    auto image = decodeImage(path);
-    if (!image)
-        throw RequestError { Failed, image.message() };
-    const std::string preparation = model->describePreparation(image->width, image->height, image->channels);
-    auto prepared = model->prepare(*image);
-    if (!prepared)
-        throw RequestError { Failed, path + ": " + prepared.message() };
-    RunOptions run;
-    run.record = RecordSpec::everything();
-    run.neutrenoLambda = number(params, "neutreno_lambda");
-    run.boostT = number(params, "boost_t");
-    auto trace = model->run(prepared->input, run);
-    if (!trace)
-        throw RequestError { Failed, path + ": " + trace.message() };
+    const Input input = inputOf(*model, params);
+    const std::string& path = input.path;
+    const std::string& preparation = input.preparation;
+    const Model::Prepared* prepared = &input.prepared;
     auto traced = std::make_shared<Traced>();
     traced->model = model;
     traced->image = path;
-    traced->trace = std::move(*trace);
+    json analysed;
+    if (const json& asked = field(params, "analyse"); !asked.is_null()) {
+        // The trace and the image's analyses from one forward set, as the window's own engine makes them.
+        analysed = analyse(model, *prepared, asked, params, path, traced->trace);
+    } else {
+        RunOptions run;
+        run.record = RecordSpec::everything();
+        run.neutrenoLambda = number(params, "neutreno_lambda");
+        run.boostT = number(params, "boost_t");
+        auto trace = model->run(prepared->input, run);
+        if (!trace)
+            throw RequestError { Failed, path + ": " + trace.message() };
+        traced->trace = std::move(*trace);
+    }
     const Trace& t = traced->trace;
     const int64_t id = m_nextId++;
     m_traces.emplace_front(id, traced);
     while (int(m_traces.size()) > std::max(1, m_options.maxTraces))
         m_traces.pop_back();
     const Image& shown = prepared->shown;
-    return { { "trace", id },
+    json out = { { "trace", id },
              { "grid", { t.gridHeight, t.gridWidth } },
              { "prefix_tokens", t.numPrefixTokens },
              { "depth", t.depth },
@@ -216,9 +279,39 @@ json Server::trace(const json& params)
              { "shown",
                { { "width", shown.width }, { "height", shown.height }, { "channels", shown.channels },
                  { "pixels", encodeBytes(shown.pixels.data(), shown.pixels.size()) } } } };
+    if (t.poolAttention.numel() > 0)
+        out["pool"] = encodeTensor(t.poolAttention); // [heads, patches]: the model's last map, small
+    if (!analysed.is_null())
+        out["analysis"] = std::move(analysed);
+    return out;
 }
 
-std::shared_ptr<const Server::Traced> Server::traceOf(const json& params)
+json Server::analyse(const std::shared_ptr<const Model>& model, const Model::Prepared& prepared, const json& asked, const json& params, const std::string& path,
+                     Trace& clean)
+{
+    auto options = decodeAnalysisOptions(asked);
+    if (!options)
+        throw RequestError { InvalidParams, "\"analyse\": " + options.message() };
+    options->neutrenoLambda = number(params, "neutreno_lambda");
+    options->boostT = number(params, "boost_t");
+    options->alsoRecord = RecordSpec::everything(); // the view draws any layer, head and tap of the clean forward
+    options->cleanTraceReady = [&clean](size_t, const Trace& t) { clean = t; };
+    const bool decomposition = options->decomposition;
+    AnalysisRun run(model, *options);
+    if (auto added = run.addImage(prepared, 0); !added)
+        throw RequestError { Failed, path + ": " + added.message() };
+    json out = { { "stats", encodeStats(run.statistics()) }, { "images", run.images() }, { "radius", run.options().radius } };
+    if (decomposition) {
+        auto d = decomposeLogits(*model, prepared.input);
+        if (d)
+            out["decomposition"] = encodeDecomposition(*d);
+        else
+            out["decomposition_note"] = d.message();
+    }
+    return out;
+}
+
+std::shared_ptr<Server::Traced> Server::traceOf(const json& params)
 {
     const int64_t id = integer(params, "trace");
     for (auto it = m_traces.begin(); it != m_traces.end(); ++it)
@@ -238,22 +331,50 @@ json Server::attentionRows(const json& params)
     const int64_t N = int64_t(t.numPrefixTokens) + int64_t(t.gridHeight) * t.gridWidth;
     if (query < 0 || query >= N)
         throw RequestError { InvalidParams, "query " + std::to_string(query) + " is not one of the trace's tokens 0 to " + std::to_string(N - 1) };
+    const std::optional<RolloutOptions> rollout = rolloutOptions(params); // checked before anything is computed
     // Row `query` of every head of every layer: depth x heads x N floats (ViT-B/16 at 224: 12 x 12 x 197, 113 KiB).
-    std::vector<float> rows;
-    rows.reserve(size_t(t.depth) * size_t(t.numHeads) * size_t(N));
-    for (int l = 1; l <= t.depth; ++l) {
-        const Tensor& a = t.attention.at(size_t(l)); // [H, N, N]
-        if (a.dim() != 3 || a.size(0) != t.numHeads || a.size(1) != N || a.size(2) != N)
-            throw RequestError { Failed, "layer " + std::to_string(l) + "'s attention was not recorded as [heads, tokens, tokens]" };
-        for (int64_t h = 0; h < t.numHeads; ++h) {
-            const float* row = a.data() + (h * N + query) * N;
-            rows.insert(rows.end(), row, row + N);
-        }
+    QueryRows rows;
+    try {
+        rows = queryRows(t, int(query));
+    } catch (const std::invalid_argument& e) {
+        throw RequestError { Failed, e.what() };
     }
-    json out = { { "rows", encodeTensor(Tensor::fromVector({ t.depth, t.numHeads, N }, std::move(rows))) } };
-    if (t.poolAttention.numel() > 0)
-        out["pool"] = encodeTensor(t.poolAttention); // [heads, patches]: the attention-pool head's one query
+    json out = { { "rows", encodeTensor(rows.rows) } };
+    if (rows.pool.numel() > 0)
+        out["pool"] = encodeTensor(rows.pool); // [heads, patches]: the attention-pool head's one query
+    if (rollout) {
+        const RolloutOptions& made = traced->rolloutMadeWith.value_or(RolloutOptions {});
+        if (!traced->rolloutMadeWith || made.fusion != rollout->fusion || made.discard != rollout->discard) {
+            traced->rollout = attentionRollout(t, *rollout);
+            traced->rolloutMadeWith = *rollout;
+        }
+        const AttentionMap map = rolloutMap(t, traced->rollout, int(query));
+        out["rollout"] = { { "patches", encodeTensor(map.patches) }, { "prefix_mass", map.prefixMass } };
+    }
+    if (const std::optional<double> ratio = number(params, "norms"); ratio) {
+        // The token norms view: every layer's norms of the trace's tokens, the outliers above `ratio` x the median.
+        if (!(*ratio > 0) || !std::isfinite(*ratio))
+            throw RequestError { InvalidParams, "\"norms\" is " + std::to_string(*ratio) + ", not a positive outlier ratio" };
+        out["norms"] = encodeTokenNorms(tokenNorms(t, traced->model->config(), *ratio));
+    }
     return out;
+}
+
+json Server::explain(const json& params)
+{
+    const std::shared_ptr<const Model> model = modelOf(params);
+    const Input input = inputOf(*model, params);
+    const std::string& path = input.path;
+    const Model::Prepared* prepared = &input.prepared;
+    RelevanceOptions options;
+    if (const json& c = field(params, "target_class"); !c.is_null())
+        options.targetClass = int(integer(params, "target_class"));
+    if (const json& l = field(params, "gradcam_layer"); !l.is_null())
+        options.gradCamLayer = int(integer(params, "gradcam_layer"));
+    auto relevance = classRelevance(*model, prepared->input, options);
+    if (!relevance)
+        throw RequestError { Failed, path + ": " + relevance.message() };
+    return encodeRelevance(*relevance);
 }
 
 json Server::releaseTrace(const json& params)
@@ -261,6 +382,64 @@ json Server::releaseTrace(const json& params)
     const int64_t id = integer(params, "trace");
     m_traces.remove_if([&](const auto& t) { return t.first == id; });
     return json::object();
+}
+
+std::string Server::hostFile(const json& params, const char* key, bool required) const
+{
+    const json& v = field(params, key);
+    if (v.is_null() && !required)
+        return {};
+    if (v.is_string())
+        return v.get<std::string>();
+    if (v.is_object() && v.size() == 1 && v.contains("sha256")) {
+        const std::string sha = sha256Param(v, "sha256");
+        std::string path = m_files.find(sha);
+        if (path.empty())
+            throw RequestError { InvalidParams, "no file with sha256 " + sha + " on the host (send it first)" };
+        return path;
+    }
+    throw RequestError { InvalidParams, std::string("\"") + key + "\" is " + (v.is_null() ? "missing" : v.dump().substr(0, 40))
+                                            + ", not a path on the host or {\"sha256\": HEX} of a file sent" };
+}
+
+json Server::hasFile(const json& params)
+{
+    const std::string sha = sha256Param(params, "sha256");
+    const bool present = !m_files.find(sha).empty();
+    // An unfinished file's bytes so far: a client whose link dropped mid-file goes on from there.
+    return { { "present", present }, { "received", present ? 0 : m_files.received(sha) } };
+}
+
+json Server::putFile(const json& params)
+{
+    const std::string sha = sha256Param(params, "sha256");
+    const int64_t size = integer(params, "size");
+    const int64_t offset = integer(params, "offset");
+    std::string name = text(params, "name", false);
+    if (name.empty() && field(params, "name").is_null())
+        name = "file";
+    if (auto named = checkFileName(name); !named)
+        throw RequestError { InvalidParams, "\"name\": " + named.message() };
+    const json& data = field(params, "data");
+    if (!data.is_binary())
+        throw RequestError { InvalidParams, "\"data\" is " + (data.is_null() ? std::string("missing") : data.dump().substr(0, 40)) + ", not bytes" };
+    const size_t length = data.get_binary().size();
+    if (size < 0 || uint64_t(size) > kMaxFileBytes)
+        throw RequestError { InvalidParams, "\"size\" " + std::to_string(size) + " is not 0 to " + std::to_string(kMaxFileBytes) + " bytes" };
+    if (length > kChunkBytes)
+        throw RequestError { InvalidParams, "a chunk of " + std::to_string(length) + " bytes: at most " + std::to_string(kChunkBytes) + " a put_file" };
+    if (offset < 0 || uint64_t(offset) + length > uint64_t(size))
+        throw RequestError { InvalidParams, std::to_string(length) + " bytes at offset " + std::to_string(offset) + " go past the file's "
+                                                + std::to_string(size) + " bytes" };
+    if (m_files.find(sha).empty() && offset != 0 && uint64_t(offset) != m_files.received(sha))
+        throw RequestError { InvalidParams, sha + ": a chunk at offset " + std::to_string(offset) + ", but " + std::to_string(m_files.received(sha))
+                                                + " bytes of it have arrived (send from there)" };
+    auto kept = m_files.put(sha, uint64_t(size), uint64_t(offset), data.get_binary().data(), length, name);
+    if (!kept)
+        throw RequestError { Failed, kept.message() };
+    if (kept->empty())
+        return { { "complete", false }, { "received", uint64_t(offset) + length } };
+    return { { "complete", true }, { "path", *kept } };
 }
 
 json Server::shutdown(const json&)

@@ -2,12 +2,14 @@
 
 // The remote engine's server (docs/remote.md): what `attnscope-cli serve --stdio` runs on a GPU node, reached through
 // the user's own ssh. It answers JSON-RPC requests (RemoteWire.h) one at a time, in order: models loaded by path on the
-// host, images traced there, and only what a view needs sent back (a query's attention rows over every layer and
-// head, not the trace). Traces stay on the host in an LRU of bounded count; models stay until released.
+// host (or sent from the client, RemoteFiles.h), images traced there, and only what a view needs sent back (a query's
+// attention rows over every layer and head, and its rollout row, not the trace). Traces stay on the host in an LRU of
+// bounded count, each with the last rollout asked of it; models stay until released.
 //
 // No listening socket, no code run from a message: a request names a method from the fixed table below and files the
-// user gave; sizes are bounded by Limits.
+// user gave; sizes are bounded by Limits and kMaxFileBytes; files sent are written in one folder (RemoteFiles.h).
 
+#include "RemoteFiles.h"
 #include "RemoteWire.h"
 
 #include <attnscope/Model.h>
@@ -23,6 +25,7 @@ struct ServerOptions {
     Limits limits;
     std::string device = "auto"; // where models run: auto | cpu | cuda | cuda:<i>
     int maxTraces = 8;           // traces kept on the host, least recently used dropped first
+    std::string filesDir;        // where files sent by the client are kept; empty: defaultFilesDir() (RemoteFiles.h)
 };
 
 class Server {
@@ -45,15 +48,32 @@ private:
     nlohmann::json releaseModel(const nlohmann::json& params);
     nlohmann::json trace(const nlohmann::json& params);
     nlohmann::json attentionRows(const nlohmann::json& params);
+    nlohmann::json explain(const nlohmann::json& params);
+    // The request's "image" decoded and prepared for `model`; a RequestError naming the file otherwise.
+    struct Input {
+        std::string path; // on the host
+        std::string preparation;
+        Model::Prepared prepared;
+    };
+    Input inputOf(const Model& model, const nlohmann::json& params) const;
+    // `trace`'s analyses (its "analyse" options): the statistics of one image, from the forward set that also gives
+    // `clean`, the trace kept.
+    nlohmann::json analyse(const std::shared_ptr<const Model>& model, const Model::Prepared& prepared, const nlohmann::json& asked,
+                           const nlohmann::json& params, const std::string& path, Trace& clean);
     nlohmann::json releaseTrace(const nlohmann::json& params);
+    nlohmann::json hasFile(const nlohmann::json& params);
+    nlohmann::json putFile(const nlohmann::json& params);
     nlohmann::json shutdown(const nlohmann::json& params);
     const std::shared_ptr<const Model>& modelOf(const nlohmann::json& params);
-    std::shared_ptr<const Traced> traceOf(const nlohmann::json& params);
+    std::shared_ptr<Traced> traceOf(const nlohmann::json& params);
+    // params[key]: a path on the host, or {"sha256": HEX} naming a file the client sent before.
+    std::string hostFile(const nlohmann::json& params, const char* key, bool required = true) const;
 
     ServerOptions m_options;
     std::map<std::string, Handler> m_methods;
     std::map<int64_t, std::shared_ptr<const Model>> m_models;
-    std::list<std::pair<int64_t, std::shared_ptr<const Traced>>> m_traces; // most recently used first
+    std::list<std::pair<int64_t, std::shared_ptr<Traced>>> m_traces; // most recently used first
+    FileStore m_files;
     int64_t m_nextId = 1;
     bool m_shutdown = false;
 };

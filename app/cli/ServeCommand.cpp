@@ -2,6 +2,8 @@
 
 #include <RemoteServer.h>
 
+#include <attnscope/CpuKernels.h>
+
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
@@ -22,6 +24,8 @@ int ServeCommand::run() const
     const int protocolOut = ::dup(1);
     if (protocolOut < 0 || ::dup2(2, 1) < 0)
         return fail("serve: cannot set up stdout for the protocol");
+    if (auto where = attnscope::resolveDevice(device); !where) // said once, on stderr, which the client shows
+        return fail("serve: " + where.message());
     attnscope::remote::ServerOptions options;
     options.device = device;
     options.maxTraces = maxTraces;

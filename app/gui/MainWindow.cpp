@@ -70,15 +70,16 @@ QString describeQuery(int query, const Trace& t)
 
 } // namespace
 
-MainWindow::MainWindow(QWidget* parent)
+MainWindow::MainWindow(QWidget* parent, std::unique_ptr<EngineBackend> backend)
     : QMainWindow(parent)
+    , m_worker(std::make_unique<EngineWorker>(nullptr, std::move(backend)))
 {
     setWindowTitle(tr("attnscope"));
     setAcceptDrops(true);
     m_images = new ImageListModel(this);
     m_centre = new QSplitter(Qt::Horizontal, this);
     for (int i = 0; i < 2; ++i) {
-        m_slots[i] = new ModelSlot(&m_worker, i, this);
+        m_slots[i] = new ModelSlot(m_worker.get(), i, this);
         m_viewColumns[i] = new QWidget(m_centre);
         auto* column = new QVBoxLayout(m_viewColumns[i]);
         column->setContentsMargins(0, 0, 0, 0);
@@ -112,7 +113,7 @@ MainWindow::MainWindow(QWidget* parent)
 
 MainWindow::~MainWindow()
 {
-    m_worker.cancelAll();
+    m_worker->cancelAll();
     // The docks hide as the window goes: nothing may answer them with members already gone.
     if (m_queryKeyDock)
         m_queryKeyDock->detach();
@@ -215,6 +216,7 @@ void MainWindow::connectSlot(int index)
         emit variantReady();
     });
     connect(slot, &ModelSlot::relevanceReady, this, &MainWindow::refreshMaps);
+    connect(slot, &ModelSlot::rowsReady, this, &MainWindow::refreshMaps);
     connect(slot, &ModelSlot::analysisReady, this, [this] {
         refreshImagePlots();
         emit analysisReady();
@@ -264,6 +266,7 @@ void MainWindow::refreshMaps()
     const auto& primary = m_slots[0]->trace();
     if (!primary)
         return;
+    std::shared_ptr<const ImageRows> primaryRows;
     for (int i = 0; i < 2; ++i) {
         const auto& current = m_slots[i]->trace();
         if (!current || (i == 1 && !m_slots[1]->model()))
@@ -273,6 +276,17 @@ void MainWindow::refreshMaps()
         const int layer = std::clamp(m_view.layer, 1, lastMapLayer(t)); // past the depth: an attention-pool head's map
         // A head the compared model has not: the mean of its heads.
         const HeadChoice head = m_view.head.isSingle() && m_view.head.head >= t.numHeads ? HeadChoice() : m_view.head;
+        // The query's rows, at hand for a trace held here, asked of the host for a remote one (the image alone until
+        // they come: ModelSlot::rowsReady redraws).
+        RowsRequest request;
+        request.query = query;
+        if (head.view == HeadView::Rollout)
+            request.rollout = m_view.rollout;
+        if (head.view == HeadView::TokenNorms)
+            request.normsRatio = m_slots[i]->analysisOptions().outlierRatio;
+        const auto rows = m_slots[i]->rows(request);
+        if (i == 0)
+            primaryRows = rows;
         AttentionMap map;
         std::vector<QPoint> marked;
         QString normsText;
@@ -281,11 +295,9 @@ void MainWindow::refreshMaps()
             const auto& r = m_slots[i]->relevance();
             if (r && r->path == current->path)
                 map.patches = head.view == HeadView::Gae ? r->relevance.gae : r->relevance.gradCam;
-        } else if (head.view == HeadView::TokenNorms) {
+        } else if (head.view == HeadView::TokenNorms && rows) {
             // The norms of X_l's patch tokens, the high-norm outliers outlined (Analyses.h section 7): from the trace.
-            const TokenNorms norms = m_slots[i]->model()
-                ? tokenNorms(t, m_slots[i]->model()->config(), m_slots[i]->analysisOptions().outlierRatio)
-                : TokenNorms {};
+            const TokenNorms& norms = rows->norms;
             for (const auto& l : norms.layers) {
                 if (l.layer != layer)
                     continue;
@@ -309,9 +321,8 @@ void MainWindow::refreshMaps()
                                          ? tr(" · %1% of A%2").arg(100.0 * l.outlierAttention, 0, 'f', 1).arg(layer + 1)
                                          : QString());
             }
-        } else {
-            map = head.view == HeadView::Rollout ? rolloutMap(t, attentionRollout(t, m_view.rollout), query)
-                                                 : attentionMap(t, layer, head.isSingle() ? head.head : -1, query);
+        } else if (rows) {
+            map = head.view == HeadView::Rollout ? rows->rollout : attentionMap(rows->rows, layer, head.isSingle() ? head.head : -1);
         }
         const bool attention = head.isSingle() || head.view == HeadView::Mean || head.view == HeadView::Rollout;
         const bool pool = layer > t.depth && (head.isSingle() || head.view == HeadView::Mean); // the pool head's own query, no patch
@@ -335,15 +346,20 @@ void MainWindow::refreshMaps()
             m_controls->setQueryText(normsText);
         } else if (i == 0 && pool) {
             m_controls->setQueryText(tr("the attention-pool head's query"));
+        } else if (i == 0 && !rows) {
+            m_controls->setQueryText(tr("%1 · asking %2…").arg(describeQuery(query, t), m_worker->where()));
         } else if (i == 0) {
             m_controls->setQueryText(tr("%1 · prefix mass %2").arg(describeQuery(query, t)).arg(map.prefixMass, 0, 'f', 3));
         }
     }
     const Trace& t = primary->trace;
-    if (m_tilesTrace != &t || m_tilesQuery != m_view.query) {
-        m_tiles->setTrace(t, primary->shown, m_view.query);
+    if (primaryRows && (m_tilesTrace != &t || m_tilesQuery != m_view.query)) {
+        m_tiles->setRows(primaryRows->rows, primary->shown);
         m_tilesTrace = &t;
         m_tilesQuery = m_view.query;
+    } else if (!primaryRows && m_tilesTrace != &t) {
+        m_tiles->clear(); // another image's tiles; this one's rows are on their way
+        m_tilesTrace = nullptr;
     }
     // The tiles mark one head, the mean column (-1) or the rollout row (-2); a relevance or norms view marks the mean.
     const HeadChoice h = m_view.head;
@@ -471,7 +487,7 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event)
 
 void MainWindow::closeEvent(QCloseEvent* event)
 {
-    m_worker.cancelAll();
+    m_worker->cancelAll();
     if (m_slots[0]->model()) { // where the user left off, for File -> Reopen last session
         QString error;
         QDir().mkpath(QFileInfo(lastSessionPath()).absolutePath());

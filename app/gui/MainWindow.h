@@ -42,7 +42,8 @@ QString describeModelInput(const attnscope::ModelInfo& info);
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    explicit MainWindow(QWidget* parent = nullptr);
+    // `backend`: where the engine runs (null: in this process; a RemoteBackend: on a host, docs/remote.md).
+    explicit MainWindow(QWidget* parent = nullptr, std::unique_ptr<attnscope::EngineBackend> backend = nullptr);
     ~MainWindow() override;
 
     // Sizes and places the window within its screen's free area, frame and title bar included (placeWithin): `wanted`
@@ -116,7 +117,7 @@ public:
     static QString lastSessionPath(); // written when the window closes with a model open; File -> Reopen last session
 
     // For tests and the status bar.
-    std::shared_ptr<const attnscope::Model> model() const { return m_slots[0]->model(); }
+    std::shared_ptr<const attnscope::EngineModel> model() const { return m_slots[0]->model(); }
     std::shared_ptr<const attnscope::ImageTrace> current() const { return m_slots[0]->trace(); }
     std::shared_ptr<const attnscope::ImageTrace> variant() const { return m_slots[0]->variantTrace(); }
     std::shared_ptr<const attnscope::AnalysisSummary> setSummary() const { return m_slots[0]->setSummary(); }
@@ -137,8 +138,8 @@ public:
     // What Help shows: every shortcut of the window with its action, and the versions and where the engine runs.
     QString shortcutsText() const;
     QString aboutText() const;
-    bool busy() const { return m_worker.busy(); } // engine work queued or running
-    quint64 forwardSets() const { return m_worker.forwardSets(); } // engine forward sets started so far
+    bool busy() const { return m_worker->busy(); } // engine work queued or running
+    quint64 forwardSets() const { return m_worker->forwardSets(); } // engine forward sets started so far
 
 signals:
     void modelReady();
@@ -193,7 +194,7 @@ private:
     QString mixedImagesNote() const;
     QImage composedViews() const; // both views side by side (compare mode)
 
-    attnscope::EngineWorker m_worker;
+    std::unique_ptr<attnscope::EngineWorker> m_worker;
     ModelSlot* m_slots[2] = { nullptr, nullptr };
     attnscope::AttentionView* m_views[2] = { nullptr, nullptr };
     attnscope::ViewFooter* m_footers[2] = { nullptr, nullptr };

@@ -118,11 +118,16 @@ void MainWindow::exportAll(const QString& dir)
         emit exportFinished(false);
         return;
     }
+    if (!m_slots[0]->model()->local) {
+        showError(tr("Export all does not run over the remote link yet (docs/remote.md); export the view or the figures instead"));
+        emit exportFinished(false);
+        return;
+    }
     auto request = std::make_shared<ReportRequest>();
-    request->model = m_slots[0]->model();
+    request->model = m_slots[0]->model()->local;
     request->modelName = m_slots[0]->name().toStdString();
     if (m_slots[1]->model()) {
-        request->compare = m_slots[1]->model();
+        request->compare = m_slots[1]->model()->local;
         request->compareName = m_slots[1]->name().toStdString();
         request->compareSpec = m_slots[1]->model()->info().path;
     }
@@ -156,7 +161,7 @@ void MainWindow::exportAll(const QString& dir)
     request->formats = { "png", "svg", "pdf" };
     request->formatsText = "png,svg,pdf";
     auto results = std::make_shared<std::shared_ptr<ReportResults>>();
-    m_exportJob = m_worker.runTask([request, results](const std::function<bool()>& cancelled, const EngineWorker::Progress& progress) {
+    m_exportJob = m_worker->runTask([request, results](const std::function<bool()>& cancelled, const EngineWorker::Progress& progress) {
         auto r = analyseReport(*request, cancelled, progress);
         if (!r)
             return QString::fromStdString(r.message());
@@ -164,7 +169,7 @@ void MainWindow::exportAll(const QString& dir)
         return QString();
     });
     statusBar()->showMessage(tr("Export all: analysing %n image(s)…", nullptr, int(request->images.size())));
-    auto progress = connect(&m_worker, &EngineWorker::taskProgress, this, [this, job = m_exportJob](quint64 id, int done, int total) {
+    auto progress = connect(m_worker.get(), &EngineWorker::taskProgress, this, [this, job = m_exportJob](quint64 id, int done, int total) {
         if (id == job)
             statusBar()->showMessage(tr("Export all: %1/%2 images").arg(done).arg(total));
     });
@@ -175,7 +180,7 @@ void MainWindow::exportAll(const QString& dir)
         QObject::disconnect(*finished);
         QObject::disconnect(*failed);
     };
-    *finished = connect(&m_worker, &EngineWorker::taskFinished, this, [=, job = m_exportJob](quint64 id) {
+    *finished = connect(m_worker.get(), &EngineWorker::taskFinished, this, [=, job = m_exportJob](quint64 id) {
         if (id != job)
             return;
         disconnectAll();
@@ -191,7 +196,7 @@ void MainWindow::exportAll(const QString& dir)
         statusBar()->showMessage(tr("Export all: %1 images written to %2").arg(outcome->done).arg(dir), 10000);
         emit exportFinished(true);
     });
-    *failed = connect(&m_worker, &EngineWorker::failed, this, [=, job = m_exportJob](quint64 id, const QString& message) {
+    *failed = connect(m_worker.get(), &EngineWorker::failed, this, [=, job = m_exportJob](quint64 id, const QString& message) {
         if (id != job)
             return;
         disconnectAll();

@@ -30,7 +30,7 @@ QString percent(double p) { return QStringLiteral("%1%").arg(100.0 * p, 0, 'f', 
 
 struct MainWindow::ShownAblation {
     QString path;
-    std::shared_ptr<const Model> model;
+    std::shared_ptr<const EngineModel> model;
     int layer = 0, head = 0;
     HeadAblation result;
 };
@@ -43,7 +43,7 @@ void MainWindow::buildHeadDocks(QDockWidget* besideDock)
     connect(m_slots[0], &ModelSlot::modelLoaded, this, &MainWindow::refreshImportance); // its set summary is gone
     refreshImportance();
 
-    m_queryKeyDock = new QueryKeyDock(&m_worker, [this] {
+    m_queryKeyDock = new QueryKeyDock(m_worker.get(), [this] {
         const auto& trace = m_slots[0]->trace();
         return QueryKeyDock::Inputs { m_view, m_slots[0]->model(), m_slots[0]->name(), trace ? trace->path : QString(), m_images->paths() };
     }, this);
@@ -62,13 +62,13 @@ void MainWindow::buildHeadDocks(QDockWidget* besideDock)
         connect(m_images, signal, this, &MainWindow::refreshQueryKeyMap);
     connect(m_images, &QAbstractItemModel::modelReset, this, &MainWindow::refreshQueryKeyMap);
 
-    connect(&m_worker, &EngineWorker::taskFinished, this, [this](quint64 id) {
+    connect(m_worker.get(), &EngineWorker::taskFinished, this, [this](quint64 id) {
         if (id == m_ablationJob && m_pendingAblation) {
             m_ablation = std::move(m_pendingAblation);
             refreshAblation();
         }
     });
-    connect(&m_worker, &EngineWorker::failed, this, [this](quint64 id, const QString& message) {
+    connect(m_worker.get(), &EngineWorker::failed, this, [this](quint64 id, const QString& message) {
         if (id == m_ablationJob && m_pendingAblation) {
             m_pendingAblation = nullptr;
             m_ablation = nullptr;
@@ -115,7 +115,7 @@ void MainWindow::refreshImportance()
 
 void MainWindow::ablateHead(int layer, int head)
 {
-    m_worker.cancel(EngineWorker::TaskJob, kAblationChannel);
+    m_worker->cancel(EngineWorker::TaskJob, kAblationChannel);
     m_pendingAblation = nullptr;
     m_ablation = nullptr;
     const auto& model = m_slots[0]->model();
@@ -130,24 +130,29 @@ void MainWindow::ablateHead(int layer, int head)
         showError(tr("Head ablation needs a classification head: %1 has none").arg(m_slots[0]->name()));
         return;
     }
+    if (!model->local) {
+        refreshAblation();
+        showError(tr("%1: head ablation does not run over the remote link yet (docs/remote.md)").arg(m_slots[0]->name()));
+        return;
+    }
     auto pending = std::make_shared<ShownAblation>();
     pending->path = trace->path;
     pending->model = model;
     pending->layer = layer;
     pending->head = head;
     m_pendingAblation = pending;
-    m_ablationJob = m_worker.runTask(
+    m_ablationJob = m_worker->runTask(
         [pending](const std::function<bool()>& cancelled, const EngineWorker::Progress&) {
             const std::string path = pending->path.toStdString();
             auto image = decodeImage(path);
             if (!image)
                 return QString::fromStdString(path + ": " + image.message());
-            auto prepared = pending->model->prepare(*image);
+            auto prepared = pending->model->local->prepare(*image);
             if (!prepared)
                 return QString::fromStdString(path + ": " + prepared.message());
             RunOptions run;
             run.isCancelled = cancelled;
-            auto a = headAblation(*pending->model, prepared->input, AblationMode::Zero, run, 0, { HeadRef { pending->layer, pending->head } });
+            auto a = headAblation(*pending->model->local, prepared->input, AblationMode::Zero, run, 0, { HeadRef { pending->layer, pending->head } });
             if (!a)
                 return QString::fromStdString(path + ": " + a.message());
             pending->result = std::move(*a);

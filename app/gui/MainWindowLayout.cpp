@@ -186,6 +186,12 @@ void MainWindow::buildStatusBar()
     connect(m_errorLabel, &ElidedLabel::clicked, this, [this] { clearError(ErrorOf::Other); }); // dismissed
     statusBar()->addPermanentWidget(m_errorLabel, 1);
     statusBar()->addPermanentWidget(m_deviceLabel);
+    if (m_worker->isRemote()) {
+        m_deviceLabel->setText(m_worker->where());
+        m_deviceLabel->setToolTip(tr("The engine runs on this host, reached through your ssh (docs/remote.md): its device, its LibTorch "
+                                     "and the last request's round trip."));
+        connect(m_worker.get(), &EngineWorker::whereChanged, m_deviceLabel, &QLabel::setText);
+    }
 }
 
 QWidget* MainWindow::buildImageSetPanel()

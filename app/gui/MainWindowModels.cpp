@@ -170,9 +170,13 @@ void MainWindow::refreshModelInfo()
         m_modelInfo->setText(m_modelInfo->text() + tr("<br><span style=\"color:#b35900\">⚠ %1</span>").arg(QString::fromStdString(guess).toHtmlEscaped()));
     if (!i.guesses.empty())
         statusBar()->showMessage(tr("Warning: %1").arg(QString::fromStdString(i.guesses.front())), 10000);
+    if (m_worker->isRemote()) { // the host, its device and the link's round trip, kept current by whereChanged
+        m_deviceLabel->setText(m_worker->where());
+        return;
+    }
     // The device, and for an image set how many images go through one forward.
     const QString device = QString::fromStdString(i.device);
-    const int batch = defaultBatchSize(*m_slots[0]->model(), m_slots[0]->analysisOptions());
+    const int batch = defaultBatchSize(*m_slots[0]->model()->local, m_slots[0]->analysisOptions());
     const ThreadSetup threads = threadSetup();
     const int cpuThreads = std::max(threads.intraOp, threads.interOp);
     m_deviceLabel->setText(device != QLatin1String("cpu") ? tr("GPU %1 · image sets in batches of %2").arg(device).arg(batch)

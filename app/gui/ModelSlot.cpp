@@ -15,7 +15,7 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
     m_options.norms = true; // cheap beside the forward: the "High-norm tokens" figure of the image and the set
     m_options.perturbations = { *Perturbation::parse("gaussian:sigma=8") };
 
-    connect(worker, &EngineWorker::modelLoaded, this, [this](quint64 job, std::shared_ptr<const Model> model) {
+    connect(worker, &EngineWorker::modelLoaded, this, [this](quint64 job, std::shared_ptr<const EngineModel> model) {
         if (job != m_modelJob)
             return;
         m_modelJob = 0;
@@ -25,6 +25,8 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
         m_description = m_loadingDescription;
         m_variant.reset();
         m_trace = m_variantTrace = nullptr;
+        m_rows = nullptr; // rows of the trace before (a new one may reuse its address)
+        m_rowsAsked = {};
         m_analysis = m_variantAnalysis = nullptr;
         m_setSummary = m_variantSetSummary = nullptr;
         m_relevance = nullptr;
@@ -38,6 +40,8 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
         if (job == m_traceJob) {
             m_traceJob = 0;
             m_trace = std::move(result);
+            m_rows = nullptr; // rows of the trace before (a new one may reuse its address)
+            m_rowsAsked = {};
             emit traceReady();
         } else if (job == m_variantTraceJob) {
             m_variantTraceJob = 0;
@@ -56,6 +60,15 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
             return;
         }
         emit analysisReady();
+    });
+    connect(worker, &EngineWorker::rowsReady, this, [this](quint64 job, std::shared_ptr<const ImageRows> rows) {
+        if (job != m_rowsAsked.job)
+            return;
+        m_rowsAsked = {};
+        if (m_trace && rows->of == m_trace.get()) {
+            m_rows = std::move(rows);
+            emit rowsReady();
+        }
     });
     connect(worker, &EngineWorker::imageExplained, this, [this](quint64 job, std::shared_ptr<const ImageRelevance> result) {
         if (job != m_relevanceJob)
@@ -90,6 +103,11 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
         // What the failed job was to bring goes with it: nothing of the image before may stay on screen as this one's.
         const bool image = job == m_traceJob, variantImage = job == m_variantTraceJob;
         const bool analysis = job == m_analysisJob, variantAnalysis = job == m_variantAnalysisJob;
+        if (job == m_rowsAsked.job) {
+            m_rowsAsked = {};
+            emit failed(message, Failure::Image);
+            return;
+        }
         if (job == m_modelJob && m_missing != 0) {
             m_modelJob = 0;
             emit needsOtherHalf(m_loadingPath, m_loadingDescription, m_missing, message);
@@ -111,6 +129,8 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
             }
         if (image) {
             m_trace = nullptr;
+            m_rows = nullptr; // rows of the trace before (a new one may reuse its address)
+            m_rowsAsked = {};
             m_relevance = nullptr;
         }
         if (image || analysis)
@@ -143,6 +163,22 @@ void ModelSlot::load(QString path, QString description, int inputHeight, int inp
     m_modelJob = m_worker->loadModel(path, channel(0), inputHeight, inputWidth, description);
 }
 
+std::shared_ptr<const ImageRows> ModelSlot::rows(const RowsRequest& request)
+{
+    if (!m_trace || !m_model)
+        return nullptr;
+    if (m_rows && m_rows->of == m_trace.get() && m_rows->request == request)
+        return m_rows;
+    if (m_trace->remoteTrace == 0) {
+        auto rows = rowsOfTrace(*m_model, *m_trace, request);
+        m_rows = rows ? std::make_shared<const ImageRows>(std::move(*rows)) : nullptr;
+        return m_rows;
+    }
+    if (m_rowsAsked.job == 0 || m_rowsAsked.trace != m_trace.get() || !(m_rowsAsked.request == request))
+        m_rowsAsked = { m_trace.get(), request, m_worker->queryRows(m_model, m_trace, request, channel(0)) };
+    return nullptr;
+}
+
 void ModelSlot::unload()
 {
     cancelAll();
@@ -152,6 +188,8 @@ void ModelSlot::unload()
     m_description.clear();
     m_variant.reset();
     m_trace = m_variantTrace = nullptr;
+    m_rows = nullptr; // rows of the trace before (a new one may reuse its address)
+    m_rowsAsked = {};
     m_analysis = m_variantAnalysis = nullptr;
     m_setSummary = m_variantSetSummary = nullptr;
 }
@@ -189,6 +227,8 @@ void ModelSlot::clearImage()
     cancelImageJobs();
     m_imagePath.clear();
     m_trace = m_variantTrace = nullptr;
+    m_rows = nullptr; // rows of the trace before (a new one may reuse its address)
+    m_rowsAsked = {};
     m_analysis = m_variantAnalysis = nullptr;
     m_relevance = nullptr;
 }

@@ -46,7 +46,7 @@ public:
     void cancelSet();
     void cancelAll();
 
-    const std::shared_ptr<const attnscope::Model>& model() const { return m_model; }
+    const std::shared_ptr<const attnscope::EngineModel>& model() const { return m_model; }
     // What the loaded model was opened from: the path given and the description paired with it ("" for none).
     QString path() const { return m_path; }
     QString description() const { return m_description; }
@@ -56,6 +56,9 @@ public:
     const attnscope::AnalysisOptions& analysisOptions() const { return m_options; }
     const std::shared_ptr<const attnscope::ImageTrace>& trace() const { return m_trace; }
     const std::shared_ptr<const attnscope::ImageTrace>& variantTrace() const { return m_variantTrace; }
+    // What a view asks of the current trace (RowsRequest: a query's rows, the rollout's, the token norms): a trace held
+    // here answers at once; a remote one's are asked of the host, null until rowsReady() (docs/remote.md).
+    std::shared_ptr<const attnscope::ImageRows> rows(const attnscope::RowsRequest& request);
     const std::shared_ptr<const attnscope::ImageAnalysis>& analysis() const { return m_analysis; }
     // The current image's relevance, once computed (null while it runs, or when none is asked).
     const std::shared_ptr<const attnscope::ImageRelevance>& relevance() const { return m_relevance; }
@@ -74,6 +77,7 @@ signals:
     void variantTraceReady();
     void analysisReady();
     void relevanceReady();
+    void rowsReady(); // the rows a view asked of a remote trace are here
     void setProgress(int done, int total, double imagesPerSecond);
     void setUpdated(bool complete);
     void setCancelled();
@@ -101,7 +105,7 @@ private:
 
     attnscope::EngineWorker* m_worker;
     int m_index;
-    std::shared_ptr<const attnscope::Model> m_model;
+    std::shared_ptr<const attnscope::EngineModel> m_model;
     std::optional<Variant> m_variant;
     attnscope::AnalysisOptions m_options;
     QString m_imagePath;
@@ -110,6 +114,12 @@ private:
     std::optional<attnscope::RelevanceOptions> m_relevanceOptions;
     std::shared_ptr<const attnscope::ImageRelevance> m_relevance;
     quint64 m_relevanceJob = 0;
+    std::shared_ptr<const attnscope::ImageRows> m_rows; // the last rows of m_trace the views drew
+    struct RowsAsked {
+        const attnscope::ImageTrace* trace = nullptr;
+        attnscope::RowsRequest request;
+        quint64 job = 0;
+    } m_rowsAsked; // of a remote trace, on their way
     std::shared_ptr<const attnscope::AnalysisSummary> m_setSummary, m_variantSetSummary;
     QString m_path, m_description;               // of the loaded model
     QString m_loadingPath, m_loadingDescription; // of the model job

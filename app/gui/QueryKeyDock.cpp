@@ -20,7 +20,7 @@ constexpr int kQueryKeyChannel = 9; // a worker channel of its own: a map never 
 
 struct QueryKeyDock::Shown {
     QString key; // what it is of: the model, the head, the method and the images
-    std::shared_ptr<const Model> model;
+    std::shared_ptr<const EngineModel> model;
     int layer = 0, head = 0;
     QueryKeyMethod method = QueryKeyMethod::Pca;
     QStringList candidates;   // the strip's first images
@@ -104,6 +104,8 @@ void QueryKeyDock::refresh()
     };
     if (!in.model)
         return say(tr("No model."));
+    if (!in.model->local)
+        return say(tr("The query-key map does not run over the remote link yet (docs/remote.md)."));
     const ModelConfig& c = in.model->config();
     if (c.attention == AttentionKind::Quadratic)
         return say(tr("%1 has quadratic attention: its logits come from positions alone, without queries and keys.").arg(in.modelName));
@@ -154,7 +156,7 @@ void QueryKeyDock::start(const QString& key, const Inputs& in, int layer, int he
             std::vector<Tensor> inputs;
             for (const QString& path : pending->candidates) {
                 auto image = decodeImage(path.toStdString());
-                auto prepared = image ? pending->model->prepare(*image) : Result<Model::Prepared>(image.error());
+                auto prepared = image ? pending->model->local->prepare(*image) : Result<Model::Prepared>(image.error());
                 if (!prepared)
                     continue; // the strip shows which images cannot be read
                 inputs.push_back(prepared->input);
@@ -165,7 +167,7 @@ void QueryKeyDock::start(const QString& key, const Inputs& in, int layer, int he
                 return QObject::tr("none of the strip's first images could be read");
             QueryKeyOptions options;
             options.method = pending->method;
-            auto map = queryKeyMap(*pending->model, inputs, pending->layer, pending->head, options);
+            auto map = queryKeyMap(*pending->model->local, inputs, pending->layer, pending->head, options);
             if (!map)
                 return QString::fromStdString(map.message());
             pending->map = std::make_shared<const QueryKeyMap>(std::move(*map));

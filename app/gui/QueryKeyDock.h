@@ -25,7 +25,7 @@ public:
     // What the dock reads of the window: the view selection, the model and its name, the image shown ("" none), the strip.
     struct Inputs {
         ViewSelection view;
-        std::shared_ptr<const attnscope::Model> model;
+        std::shared_ptr<const attnscope::EngineModel> model;
         QString modelName;
         QString imageShown;
         QStringList strip;

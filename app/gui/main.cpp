@@ -2,6 +2,7 @@
 // default model (LaunchArguments.h).
 #include "gui/LaunchArguments.h"
 #include "gui/MainWindow.h"
+#include "gui/RemoteBackend.h"
 
 #include <worker/RuntimeDir.h>
 
@@ -127,7 +128,11 @@ int main(int argc, char** argv)
     QCommandLineOption setAblation("set-ablation", "with --analyse-set: also ablate every head, and show the head importance on the tiles");
     QCommandLineOption ablate("ablate", "ablate head H of layer L on the first image (before the screenshot)", "L,H");
     QCommandLineOption queryKey("query-key-map", "raise the Query-key map dock (before the screenshot)");
-    parser.addOptions({ lastSession, session, compare, screenshot, layer, head, query, variant, figure, set, setFigure, timeStartup, timeSelect,
+    QCommandLineOption remoteEngine("remote",
+                                    "run the engine on HOST through your ssh (docs/remote.md): models and images on this machine are sent once, "
+                                    "other paths are the host's; PATH: where attnscope-cli is there",
+                                    "[USER@]HOST[:PATH]");
+    parser.addOptions({ remoteEngine, lastSession, session, compare, screenshot, layer, head, query, variant, figure, set, setFigure, timeStartup, timeSelect,
                         setAblation, ablate, queryKey });
     parser.process(app);
     // The screenshot's view selection, checked before any window: a wrong value is said, never thrown or guessed.
@@ -144,8 +149,15 @@ int main(int argc, char** argv)
         if (!ok || n < 0 || size_t(n) >= count)
             return fail(QObject::tr("--%1 %2: not a figure 0 to %3").arg(option->names().front(), parser.value(*option)).arg(count - 1));
     }
+    std::unique_ptr<attnscope::EngineBackend> backend;
+    if (parser.isSet(remoteEngine)) {
+        auto endpoint = attnscope::remote::parseEndpoint(parser.value(remoteEngine).toStdString());
+        if (!endpoint)
+            return fail(QObject::tr("--remote %1: %2").arg(parser.value(remoteEngine), QString::fromStdString(endpoint.message())));
+        backend = std::make_unique<attnscope::RemoteBackend>(*endpoint);
+    }
     const LaunchArguments launch = splitLaunchArguments(parser.positionalArguments());
-    MainWindow window;
+    MainWindow window(nullptr, std::move(backend));
     // 1280 x 860, or the screen's free area when that is smaller (a 1280 x 800 laptop): never larger than the screen,
     // its title bar included; measured again once a window manager has framed it.
     const QSize wanted(1280, 860);

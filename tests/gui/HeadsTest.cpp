@@ -84,7 +84,7 @@ private slots:
         QVERIFY(summary);
         QCOMPARE(int(summary->ablation.size()), 16);
         std::map<std::pair<int, int>, double> kl;
-        const auto model = w.model();
+        const auto model = w.model()->local;
         for (const QString& path : w.images()->paths()) {
             auto a = headAblation(*model, inputOf(*model, path));
             QVERIFY(a);
@@ -127,7 +127,7 @@ private slots:
         w.ablateHead(1, 2);
         QTRY_VERIFY_WITH_TIMEOUT(w.footer(0)->ablationText().startsWith("Layer 1 head 2 ablated:"), 20000);
         QVERIFY(shown.count() > 0);
-        auto a = headAblation(*w.model(), inputOf(*w.model(), w.current()->path), AblationMode::Zero, {}, 0, { HeadRef { 1, 2 } });
+        auto a = headAblation(*w.model()->local, inputOf(*w.model()->local, w.current()->path), AblationMode::Zero, {}, 0, { HeadRef { 1, 2 } });
         QVERIFY(a);
         const QString kl = QStringLiteral("KL %1").arg(a->heads.front().kl, 0, 'g', 3);
         QVERIFY2(w.footer(0)->ablationText().contains(kl), qPrintable(w.footer(0)->ablationText() + " / " + kl));
@@ -172,8 +172,8 @@ private slots:
         const auto map = w.queryKeyView()->map();
         std::vector<Tensor> inputs;
         for (const QString& f : files)
-            inputs.push_back(inputOf(*w.model(), f));
-        auto engine = queryKeyMap(*w.model(), inputs, 2, 1);
+            inputs.push_back(inputOf(*w.model()->local, f));
+        auto engine = queryKeyMap(*w.model()->local, inputs, 2, 1);
         QVERIFY(engine);
         QCOMPARE(map->points.size(), engine->points.size());
         for (size_t i = 0; i < map->points.size(); ++i)
@@ -204,7 +204,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(w.queryKeyView()->map() && w.queryKeyView()->map()->method == QueryKeyMethod::Tsne, 60000);
         QueryKeyOptions tsne;
         tsne.method = QueryKeyMethod::Tsne;
-        auto engineTsne = queryKeyMap(*w.model(), inputs, 2, 1, tsne);
+        auto engineTsne = queryKeyMap(*w.model()->local, inputs, 2, 1, tsne);
         QVERIFY(engineTsne);
         QCOMPARE(w.queryKeyView()->map()->points.front().x, engineTsne->points.front().x);
     }

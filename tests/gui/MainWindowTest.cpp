@@ -138,9 +138,9 @@ private slots:
         const attnscope::Relevance& shown = w.slot(0)->relevance()->relevance;
         auto decoded = attnscope::decodeImage(kImage.toStdString());
         QVERIFY(decoded);
-        auto prepared = w.model()->prepare(*decoded);
+        auto prepared = w.model()->local->prepare(*decoded);
         QVERIFY(prepared);
-        auto expected = attnscope::classRelevance(*w.model(), prepared->input);
+        auto expected = attnscope::classRelevance(*w.model()->local, prepared->input);
         QVERIFY(expected);
         QCOMPARE(shown.targetClass, expected->targetClass);
         QVERIFY(w.view()->map());

@@ -236,7 +236,7 @@ private slots:
         MainWindow w;
         QVERIFY(showWithImages(w, kTimm, { kImage }));
         // The engine's line for this photo and model (PreparationTest checks it against what prepare() did).
-        const QString line = QString::fromStdString(w.model()->describePreparation(451, 300, 3));
+        const QString line = QString::fromStdString(w.model()->local->describePreparation(451, 300, 3));
         QVERIFY2(line.startsWith("resized 451×300 → "), qPrintable(line));
         QCOMPARE(w.footer(0)->preparationText(), "Input: " + line);
         QVERIFY2(modelPanelText(w).contains("input 3×32×32 (RGB)"), qPrintable(modelPanelText(w)));
@@ -244,7 +244,7 @@ private slots:
         w.openCompareModel("builtin:fmnist-vit");
         QVERIFY(compared.wait(20000));
         QVERIFY(waitFor([&] { return !w.footer(1)->entries().empty(); }));
-        const QString grey = QString::fromStdString(w.slot(1)->model()->describePreparation(451, 300, 3));
+        const QString grey = QString::fromStdString(w.slot(1)->model()->local->describePreparation(451, 300, 3));
         QVERIFY2(grey.startsWith("converted to grey, resized 451×300 → "), qPrintable(grey));
         QCOMPARE(w.footer(1)->preparationText(), "Input: " + grey);
         QVERIFY2(!w.footer(1)->entries().front().name.startsWith("class "), qPrintable(w.footer(1)->predictionText()));

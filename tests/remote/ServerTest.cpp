@@ -6,17 +6,22 @@
 #include <RemoteServer.h>
 
 #include <attnscope/Analyses.h>
+#include <attnscope/CpuKernels.h>
+#include <attnscope/Files.h>
 #include <attnscope/Image.h>
 #include <attnscope/Model.h>
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/wait.h>
 
 using namespace attnscope;
 using namespace attnscope::remote;
@@ -27,9 +32,18 @@ namespace {
 
 const std::string kBoot = ATTNSCOPE_SOURCE_DIR "/resources/samples/fashion-mnist/test-0000-ankle-boot.png";
 
-// The stand-in for ssh, for every test of this file.
+// The stand-in for ssh, for every test of this file; and a cache folder of its own, so that the files sent (the
+// server's remote-files) and the client's hashes (sha256FileCached) go there, not to ~/.cache.
 struct StandIn {
-    StandIn() { setenv("ATTNSCOPE_SSH", ATTNSCOPE_TEST_SOURCE_DIR "/remote/local-ssh.sh", 1); }
+    StandIn()
+    {
+        setenv("ATTNSCOPE_SSH", ATTNSCOPE_TEST_SOURCE_DIR "/remote/local-ssh.sh", 1);
+        fs::remove_all(cache);
+        fs::create_directories(cache);
+        setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+    }
+    ~StandIn() { fs::remove_all(cache); }
+    const fs::path cache = fs::temp_directory_path() / ("attnscope-remote-cache-" + std::to_string(::getpid()));
 };
 const StandIn standIn;
 
@@ -89,6 +103,8 @@ TEST(RemoteServer, SaysItsVersionAndRefusesAnotherNamingBoth)
     EXPECT_EQ((*ok)["result"]["protocol"], kProtocolVersion);
     EXPECT_EQ((*ok)["result"]["server"], std::string("attnscope-cli ") + version());
     EXPECT_GT((*ok)["result"]["limits"]["max_frame_bytes"].get<int64_t>(), 0);
+    // The device models will run on, resolved ("auto" says nothing to the window's status bar).
+    EXPECT_EQ((*ok)["result"]["device"], libtorchHasCuda() ? "cuda:0" : "cpu");
 
     auto old = server.handle(request(2, "hello", { { "protocol", 99 } }));
     ASSERT_TRUE(old && old->contains("error"));
@@ -205,6 +221,19 @@ TEST(RemoteServer, AServerThatCannotStartIsSaidWithItsLastLine)
     EXPECT_NE(connection.message().find("/nonexistent/attnscope-cli"), std::string::npos) << connection.message(); // the shell's line
 }
 
+TEST(RemoteServer, ADeviceTheHostHasNotIsSaidBeforeServing)
+{
+    if (libtorchHasCuda())
+        GTEST_SKIP() << "this machine has a GPU: cuda:7 may be there too";
+    const std::string out = testing::TempDir() + "/serve-device.txt";
+    const std::string command = std::string(ATTNSCOPE_CLI) + " serve --stdio --device cuda:7 < /dev/null > /dev/null 2> " + out;
+    EXPECT_EQ(WEXITSTATUS(std::system(command.c_str())), 1);
+    std::ifstream said(out);
+    std::string line;
+    std::getline(said, line);
+    EXPECT_NE(line.find("serve: device cuda:7"), std::string::npos) << line;
+}
+
 TEST(RemoteServer, EndpointsAreUserHostAndPath)
 {
     auto e = parseEndpoint("ana@gpu-07:/opt/attnscope/bin/attnscope-cli");
@@ -265,4 +294,223 @@ TEST(RemoteServer, TracesAreKeptBoundedAndReleased)
     EXPECT_NE(call("trace", { { "model", model }, { "image", kBoot } })["error"]["message"].get<std::string>().find("no model"), std::string::npos);
     EXPECT_TRUE(call("shutdown", json::object()).contains("result"));
     EXPECT_TRUE(server.shutdownAsked());
+}
+
+namespace {
+
+// The reference: builtin:fmnist-vit-d4 run on the ankle boot in this process, every map recorded.
+Trace localTrace()
+{
+    auto model = Model::load("builtin:fmnist-vit-d4");
+    EXPECT_TRUE(model) << model.message();
+    auto image = decodeImage(kBoot);
+    EXPECT_TRUE(image);
+    auto prepared = (*model)->prepare(*image);
+    EXPECT_TRUE(prepared);
+    RunOptions run;
+    run.record = RecordSpec::everything();
+    auto trace = (*model)->run(prepared->input, run);
+    EXPECT_TRUE(trace) << trace.message();
+    return *trace;
+}
+
+bool sameFloats(const Tensor& a, const Tensor& b)
+{
+    return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), size_t(a.numel()) * sizeof(float)) == 0;
+}
+
+std::string hashOf(const std::string& bytes)
+{
+    const fs::path file = standIn.cache / "to-hash";
+    std::ofstream(file, std::ios::binary) << bytes;
+    auto sha = sha256File(file.string());
+    fs::remove(file);
+    EXPECT_TRUE(sha) << sha.message();
+    return sha ? *sha : std::string();
+}
+
+} // namespace
+
+// attention_rows with a rollout: the rollout's row of the query, as the local engine makes it, for each fusion and
+// discard, one after another (each a different cached rollout); its options checked, naming the value.
+TEST(RemoteServer, TheRolloutRowIsTheLocalRolloutsBitForBit)
+{
+    Server server;
+    const auto call = [&](const char* method, json params) { return *server.handle(request(1, method, std::move(params))); };
+    const json model = call("load_model", { { "path", "builtin:fmnist-vit-d4" } })["result"]["model"];
+    const json traced = call("trace", { { "model", model }, { "image", kBoot } })["result"]["trace"];
+    const Trace trace = localTrace();
+    const int N = trace.numPrefixTokens + trace.gridHeight * trace.gridWidth;
+    const std::vector<std::pair<json, RolloutOptions>> options = {
+        { json::object(), {} },
+        { { { "fusion", "max" }, { "discard", 0.5 } }, { HeadFusion::Max, 0.5 } },
+        { { { "fusion", "min" } }, { HeadFusion::Min, 0.0 } },
+        { { { "fusion", "mean" }, { "discard", 0.9 } }, { HeadFusion::Mean, 0.9 } },
+        { json::object(), {} }, // back to the first: made again, not the last one's
+    };
+    for (const auto& [asked, local] : options) {
+        const Tensor rollout = attentionRollout(trace, local);
+        for (int query : { 0, 7, N - 1 }) {
+            const json reply = call("attention_rows", { { "trace", traced }, { "query", query }, { "rollout", asked } });
+            ASSERT_TRUE(reply.contains("result")) << reply.dump().substr(0, 300);
+            const AttentionMap want = rolloutMap(trace, rollout, query);
+            auto patches = decodeTensor(reply["result"]["rollout"]["patches"]);
+            ASSERT_TRUE(patches) << patches.message();
+            EXPECT_TRUE(sameFloats(*patches, want.patches)) << asked.dump() << " query " << query;
+            EXPECT_EQ(reply["result"]["rollout"]["prefix_mass"].get<double>(), want.prefixMass) << asked.dump() << " query " << query;
+            auto rows = decodeTensor(reply["result"]["rows"]);
+            ASSERT_TRUE(rows) << rows.message();
+            EXPECT_TRUE(sameFloats(*rows, queryRows(trace, query).rows));
+        }
+    }
+    EXPECT_FALSE(call("attention_rows", { { "trace", traced }, { "query", 0 } })["result"].contains("rollout")); // not asked
+    const std::vector<std::pair<json, std::string>> bad = {
+        { { { "fusion", "median" } }, "unknown head fusion \"median\"" },
+        { { { "fusion", 2 } }, "the head fusion 2 is not mean, max or min" },
+        { { { "discard", 1.0 } }, "discard 1.0 is not a number in [0, 1)" },
+        { { { "discard", -0.5 } }, "discard -0.5 is not a number in [0, 1)" },
+        { { { "discard", "half" } }, "discard \"half\" is not a number in [0, 1)" },
+        { "mean", "\"rollout\" is \"mean\", not {" },
+    };
+    for (const auto& [asked, said] : bad) {
+        const json reply = call("attention_rows", { { "trace", traced }, { "query", 0 }, { "rollout", asked } });
+        ASSERT_TRUE(reply.contains("error")) << asked.dump();
+        EXPECT_EQ(reply["error"]["code"], InvalidParams);
+        EXPECT_NE(reply["error"]["message"].get<std::string>().find(said), std::string::npos) << reply.dump();
+    }
+}
+
+// A file of the laptop crosses once: an image sent and traced by its sha256 gives what the path gives, a model sent
+// loads, a file of several chunks arrives whole (in the test's cache folder, made 0700), and a second send is one
+// has_file and nothing more.
+TEST(RemoteServer, AFileSentOnceIsUsedBySha256)
+{
+    auto connection = Connection::open(endpoint());
+    ASSERT_TRUE(connection) << connection.message();
+    Connection& c = **connection;
+    auto sent = c.sendFile(kBoot);
+    ASSERT_TRUE(sent) << sent.message();
+    ASSERT_TRUE(sent->contains("sha256"));
+    EXPECT_EQ((*sent)["sha256"], *sha256File(kBoot));
+    const int64_t before = c.requestsSent();
+    auto again = c.sendFile(kBoot);
+    ASSERT_TRUE(again) << again.message();
+    EXPECT_EQ(*again, *sent);
+    EXPECT_EQ(c.requestsSent(), before + 1) << "a file the host has is asked about, not sent";
+
+    // The weights alone (a file sent is kept alone: no config.json beside it on the host), by their path and sent.
+    const fs::path weights = standIn.cache / "laptop" / "model.safetensors";
+    fs::create_directories(weights.parent_path());
+    fs::copy_file(ATTNSCOPE_SOURCE_DIR "/resources/models/fmnist-vit-d4/model.safetensors", weights, fs::copy_options::overwrite_existing);
+    auto sentModel = c.sendFile(weights.string());
+    ASSERT_TRUE(sentModel) << sentModel.message();
+    auto byPath = c.call("load_model", { { "path", weights.string() } });
+    auto bySha = c.call("load_model", { { "path", *sentModel } });
+    ASSERT_TRUE(byPath && bySha) << byPath.message() << " / " << bySha.message();
+    EXPECT_EQ((*bySha)["info"]["layers"], 4);
+    json infoByPath = (*byPath)["info"], infoBySha = (*bySha)["info"];
+    for (json* info : { &infoByPath, &infoBySha })
+        for (const char* where : { "path", "weights" })
+            info->erase(where);
+    EXPECT_EQ(infoBySha, infoByPath);
+    const std::string keptModel = (*bySha)["info"]["path"];
+    EXPECT_EQ(keptModel.rfind((standIn.cache / "attnscope" / "remote-files").string(), 0), 0u) << keptModel;
+    EXPECT_EQ(fs::path(keptModel).filename().string(), "model.safetensors"); // the name kept: loaders that go by it still work
+
+    auto tracedPath = c.call("trace", { { "model", (*byPath)["model"] }, { "image", kBoot } });
+    auto tracedSha = c.call("trace", { { "model", (*bySha)["model"] }, { "image", *sent } });
+    ASSERT_TRUE(tracedPath && tracedSha) << tracedPath.message() << " / " << tracedSha.message();
+    EXPECT_TRUE(sameFloats(*decodeTensor((*tracedPath)["logits"]), *decodeTensor((*tracedSha)["logits"])));
+    for (int query : { 0, 5 }) {
+        auto a = c.call("attention_rows", { { "trace", (*tracedPath)["trace"] }, { "query", query }, { "rollout", json::object() } });
+        auto b = c.call("attention_rows", { { "trace", (*tracedSha)["trace"] }, { "query", query }, { "rollout", json::object() } });
+        ASSERT_TRUE(a && b);
+        EXPECT_TRUE(sameFloats(*decodeTensor((*a)["rows"]), *decodeTensor((*b)["rows"])));
+        EXPECT_TRUE(sameFloats(*decodeTensor((*a)["rollout"]["patches"]), *decodeTensor((*b)["rollout"]["patches"])));
+    }
+
+    // Three chunks: 2 x kChunkBytes and a part.
+    std::string big(2 * kChunkBytes + 12345, '\0');
+    for (size_t i = 0; i < big.size(); ++i)
+        big[i] = char((i * 2654435761u) >> 13);
+    const fs::path local = standIn.cache / "laptop" / "big.bin";
+    std::ofstream(local, std::ios::binary) << big;
+    const int64_t start = c.requestsSent();
+    auto sentBig = c.sendFile(local.string());
+    ASSERT_TRUE(sentBig) << sentBig.message();
+    EXPECT_EQ(c.requestsSent(), start + 4); // has_file, then three put_file
+    const fs::path folder = standIn.cache / "attnscope" / "remote-files";
+    EXPECT_EQ(readFile(folder / (*sentBig)["sha256"].get<std::string>() / "big.bin"), big);
+    EXPECT_TRUE((fs::status(folder).permissions() & fs::perms::all) == fs::perms::owner_all) << "the folder is the user's alone";
+    EXPECT_FALSE(fs::exists(folder / ((*sentBig)["sha256"].get<std::string>() + ".part")));
+
+    auto missing = c.sendFile("/nonexistent/cat.png");
+    ASSERT_FALSE(missing);
+    EXPECT_NE(missing.message().find("/nonexistent/cat.png"), std::string::npos) << missing.message();
+}
+
+// put_file takes only the next bytes of a file named by a well-formed sha256, under a plain name, and keeps only a
+// file whose bytes have that sha256; a file never sent is said so where a path is taken.
+TEST(RemoteServer, PutFileRefusesWhatIsNotTheFileItNames)
+{
+    ServerOptions options;
+    options.filesDir = (standIn.cache / "refusals").string();
+    Server server(options);
+    const auto call = [&](const char* method, json params) { return *server.handle(request(1, method, std::move(params))); };
+    const std::string bytes = "0123456789abcdefghij";
+    const std::string sha = hashOf(bytes);
+    const auto chunk = [&](size_t from, size_t length) { return encodeBytes(bytes.data() + from, length); };
+    const auto expectRefused = [&](const json& reply, const std::string& said) {
+        ASSERT_TRUE(reply.contains("error")) << reply.dump().substr(0, 300);
+        EXPECT_NE(reply["error"]["message"].get<std::string>().find(said), std::string::npos) << reply.dump().substr(0, 300);
+    };
+
+    EXPECT_EQ(call("has_file", { { "sha256", sha } })["result"]["present"], false);
+    expectRefused(call("has_file", { { "sha256", "../../etc/passwd" } }), "\"sha256\" is \"../../etc/passwd\", not a sha256");
+    std::string upper = sha;
+    for (char& ch : upper)
+        ch = char(std::toupper(static_cast<unsigned char>(ch)));
+    expectRefused(call("put_file", { { "sha256", upper }, { "size", 20 }, { "offset", 0 }, { "data", chunk(0, 10) } }), "not a sha256");
+    for (const char* name : { "a/b.png", "..", "../x", "", "x..y" })
+        expectRefused(call("put_file", { { "sha256", sha }, { "size", 20 }, { "offset", 0 }, { "name", name }, { "data", chunk(0, 10) } }),
+                      "is not one path component");
+    expectRefused(call("put_file", { { "sha256", sha }, { "size", 20 }, { "offset", 0 }, { "data", "0123" } }), "\"data\" is \"0123\", not bytes");
+    expectRefused(call("put_file", { { "sha256", sha }, { "size", int64_t(kMaxFileBytes) + 1 }, { "offset", 0 }, { "data", chunk(0, 10) } }),
+                  "\"size\" 4294967297 is not 0 to 4294967296 bytes");
+    const std::vector<uint8_t> tooLarge(kChunkBytes + 1);
+    expectRefused(call("put_file", { { "sha256", sha }, { "size", int64_t(kMaxFileBytes) }, { "offset", 0 },
+                                     { "data", encodeBytes(tooLarge.data(), tooLarge.size()) } }),
+                  "a chunk of 4194305 bytes: at most 4194304");
+    expectRefused(call("put_file", { { "sha256", sha }, { "size", 20 }, { "offset", 15 }, { "data", chunk(0, 10) } }), "go past the file's 20 bytes");
+
+    // The next bytes only: after 10, a chunk at 5 (or at 12) is refused, one at 10 taken.
+    const json first = call("put_file", { { "sha256", sha }, { "size", 20 }, { "offset", 0 }, { "name", "digits.txt" }, { "data", chunk(0, 10) } });
+    ASSERT_TRUE(first.contains("result")) << first.dump();
+    EXPECT_EQ(first["result"]["complete"], false);
+    EXPECT_EQ(call("has_file", { { "sha256", sha } })["result"]["received"], 10);
+    expectRefused(call("put_file", { { "sha256", sha }, { "size", 20 }, { "offset", 5 }, { "data", chunk(5, 10) } }),
+                  "a chunk at offset 5, but 10 bytes of it have arrived");
+    expectRefused(call("put_file", { { "sha256", sha }, { "size", 20 }, { "offset", 12 }, { "data", chunk(12, 8) } }), "but 10 bytes");
+    const json last = call("put_file", { { "sha256", sha }, { "size", 20 }, { "offset", 10 }, { "name", "digits.txt" }, { "data", chunk(10, 10) } });
+    ASSERT_TRUE(last.contains("result")) << last.dump();
+    EXPECT_EQ(last["result"]["complete"], true);
+    EXPECT_EQ(readFile(last["result"]["path"].get<std::string>()), bytes);
+    EXPECT_EQ(fs::path(last["result"]["path"].get<std::string>()).filename().string(), "digits.txt");
+    EXPECT_EQ(call("has_file", { { "sha256", sha } })["result"]["present"], true);
+
+    // Bytes that are not the file their sha256 names: refused at the end, and nothing kept.
+    const std::string other = hashOf("something else");
+    const json forged = call("put_file", { { "sha256", other }, { "size", 20 }, { "offset", 0 }, { "data", chunk(0, 20) } });
+    expectRefused(forged, "the file sent as " + other + " has sha256 " + sha);
+    EXPECT_EQ(forged["error"]["code"], Failed);
+    EXPECT_EQ(call("has_file", { { "sha256", other } })["result"], json({ { "present", false }, { "received", 0 } }));
+    EXPECT_FALSE(fs::exists(standIn.cache / "refusals" / (other + ".part")));
+
+    // Where a path is taken: a sha256 never sent, one malformed, a handle with more than a sha256.
+    const json model = call("load_model", { { "path", "builtin:fmnist-vit-d4" } })["result"]["model"];
+    expectRefused(call("trace", { { "model", model }, { "image", { { "sha256", other } } } }),
+                  "no file with sha256 " + other + " on the host (send it first)");
+    expectRefused(call("load_model", { { "path", { { "sha256", "cafe" } } } }), "\"sha256\" is \"cafe\", not a sha256");
+    expectRefused(call("load_model", { { "path", { { "sha256", sha }, { "name", "x" } } } }), "not a path on the host or {\"sha256\": HEX}");
+    expectRefused(call("load_model", { { "path", 5 } }), "\"path\" is 5, not a path on the host");
 }

@@ -108,7 +108,7 @@ private slots:
             for (int l = 1; l <= layers; ++l)
                 trace.attention[size_t(l)] = Tensor::fromVector({ heads, n, n }, std::vector<float>(size_t(heads) * n * n, 1.0f / float(n)));
             AttentionTileGrid grid;
-            grid.setTrace(trace, testdata::makeImage(), 0);
+            grid.setRows(queryRows(trace, 0), testdata::makeImage());
             grid.resize(350, 320);
             grid.show();
             QCoreApplication::processEvents();

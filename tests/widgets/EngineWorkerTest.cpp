@@ -43,10 +43,10 @@ struct Terminals {
     }
 };
 
-std::shared_ptr<const Model> loadModel(EngineWorker& worker)
+std::shared_ptr<const EngineModel> loadModel(EngineWorker& worker)
 {
-    std::shared_ptr<const Model> model;
-    QObject::connect(&worker, &EngineWorker::modelLoaded, &worker, [&](quint64, std::shared_ptr<const Model> m) { model = m; });
+    std::shared_ptr<const EngineModel> model;
+    QObject::connect(&worker, &EngineWorker::modelLoaded, &worker, [&](quint64, std::shared_ptr<const EngineModel> m) { model = m; });
     worker.loadModel(kModel);
     QElapsedTimer timer;
     timer.start();

@@ -34,7 +34,7 @@ AttentionTileGrid::AttentionTileGrid(QWidget* parent)
     setMouseTracking(true); // hovering a tile names it and the patch under the pointer
 }
 
-void AttentionTileGrid::setTrace(const Trace& trace, const Image& shown, int query)
+void AttentionTileGrid::setRows(const QueryRows& trace, const Image& shown)
 {
     m_tiles.clear();
     m_maps.clear();
@@ -42,19 +42,19 @@ void AttentionTileGrid::setTrace(const Trace& trace, const Image& shown, int que
     m_gridW = trace.gridWidth;
     m_prefix = trace.numPrefixTokens;
     m_depth = trace.depth;
-    const auto patch = queryPatchOf(query, trace.numPrefixTokens, trace.gridWidth);
+    const auto patch = queryPatchOf(trace.query, trace.numPrefixTokens, trace.gridWidth);
     // Tiles are rendered at the size they are drawn (device pixels), over the image scaled once: 156 maps at
     // 224 px and a downscale at paint time cost 16 times as much (docs/performance.md, click path).
     const int side = int(std::ceil(kRenderTile * devicePixelRatioF()));
     const QImage small = shown.empty() ? QImage()
                                        : toQImage(shown).scaled(side, side, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
     // An attention-pool head's map is the last row, "pool": its query is the head's own, no patch.
-    const int rows = trace.depth + (trace.poolAttention.numel() > 0 ? 1 : 0);
+    const int rows = lastMapLayer(trace);
     for (int l = 1; l <= rows; ++l) {
         std::vector<QImage> row;
         std::vector<Tensor> maps;
         for (int h = 0; h <= trace.numHeads; ++h) {
-            const AttentionMap map = attentionMap(trace, l, h == trace.numHeads ? -1 : h, query);
+            const AttentionMap map = attentionMap(trace, l, h == trace.numHeads ? -1 : h);
             row.push_back(renderAttentionOverlay(small, map, trace.gridHeight, trace.gridWidth, 0.7, m_colormap,
                                                  l > trace.depth ? std::nullopt : patch));
             maps.push_back(map.patches);

@@ -2,6 +2,7 @@
 
 #include "plots/Colormap.h"
 
+#include <attnscope/Analyses.h>
 #include <attnscope/Model.h>
 #include <attnscope/Summary.h>
 
@@ -24,7 +25,8 @@ class AttentionTileGrid : public QWidget {
 public:
     explicit AttentionTileGrid(QWidget* parent = nullptr);
 
-    void setTrace(const Trace& trace, const Image& shown, int query);
+    // Every layer's and head's row of one query (Analyses.h: QueryRows), over the preprocessed image.
+    void setRows(const QueryRows& rows, const Image& shown);
     void clear(); // no tiles: no image, or the image could not be run
     bool isEmpty() const { return m_tiles.empty(); }
     void setSelection(int layer, int head);

@@ -32,7 +32,131 @@ std::shared_ptr<AnalysisSummary> summaryOf(const AnalysisRun& run, const Model& 
     return s;
 }
 
+// What a job that runs only in this process says of a remote model.
+QString notOverTheLink(const EngineModel& model, const QString& what)
+{
+    return QObject::tr("%1: %2 does not run over the remote link yet (docs/remote.md)").arg(fromStd(model.info().path), what);
+}
+
 } // namespace
+
+bool RowsRequest::operator==(const RowsRequest& o) const
+{
+    const bool sameRollout = rollout.has_value() == o.rollout.has_value()
+        && (!rollout || (rollout->fusion == o.rollout->fusion && rollout->discard == o.rollout->discard));
+    return query == o.query && sameRollout && normsRatio == o.normsRatio;
+}
+
+Result<ImageRows> rowsOfTrace(const EngineModel& model, const ImageTrace& trace, const RowsRequest& request)
+{
+    const int query = request.query;
+    const Trace& t = trace.trace;
+    const int tokens = t.numPrefixTokens + t.gridHeight * t.gridWidth;
+    if (query < 0 || query >= tokens)
+        return Error { trace.path.toStdString() + ": query " + std::to_string(query) + " is not one of its " + std::to_string(tokens) + " tokens" };
+    ImageRows out;
+    out.of = &trace;
+    out.request = request;
+    try {
+        out.rows = queryRows(t, query);
+    } catch (const std::exception& e) {
+        return Error { trace.path.toStdString() + ": " + e.what() };
+    }
+    if (request.rollout)
+        out.rollout = rolloutMap(t, attentionRollout(t, *request.rollout), query);
+    if (request.normsRatio)
+        out.norms = tokenNorms(t, model.config(), *request.normsRatio);
+    return out;
+}
+
+Result<std::shared_ptr<const EngineModel>> LocalBackend::loadModel(const QString& path, const LoadOptions& options)
+{
+    auto model = Model::load(path.toStdString(), options);
+    if (!model)
+        return model.error();
+    auto out = std::make_shared<EngineModel>();
+    out->local = std::move(*model);
+    return std::shared_ptr<const EngineModel>(std::move(out));
+}
+
+Result<std::shared_ptr<ImageTrace>> LocalBackend::trace(const EngineModel& model, const QString& imagePath, std::optional<double> neutrenoLambda,
+                                                        std::optional<double> boostT, const std::function<bool()>& isCancelled)
+{
+    QString preparation;
+    auto prepared = prepareImage(*model.local, imagePath, &preparation);
+    if (!prepared)
+        return prepared.error();
+    RunOptions options;
+    options.record = RecordSpec::everything();
+    options.isCancelled = isCancelled;
+    options.neutrenoLambda = neutrenoLambda;
+    options.boostT = boostT;
+    auto trace = model.local->run(prepared->input, options);
+    if (!trace)
+        return trace.cancelled() ? trace.error() : Error { imagePath.toStdString() + ": " + trace.message() };
+    auto result = std::make_shared<ImageTrace>();
+    result->path = imagePath;
+    result->preparation = preparation;
+    result->shown = std::move(prepared->shown);
+    result->trace = std::move(*trace);
+    return result;
+}
+
+Result<ImageRows> LocalBackend::rows(const EngineModel& model, const ImageTrace& trace, const RowsRequest& request)
+{
+    return rowsOfTrace(model, trace, request);
+}
+
+Result<Relevance> LocalBackend::explain(const EngineModel& model, const QString& imagePath, const RelevanceOptions& options)
+{
+    auto prepared = prepareImage(*model.local, imagePath);
+    if (!prepared)
+        return prepared.error();
+    auto relevance = classRelevance(*model.local, prepared->input, options);
+    if (!relevance)
+        return Error { imagePath.toStdString() + ": " + relevance.message() };
+    return relevance;
+}
+
+Result<std::shared_ptr<ImageAnalysis>> LocalBackend::analyse(const EngineModel& model, const QString& imagePath, AnalysisOptions options,
+                                                             const Traced& traced, const std::function<bool()>& isCancelled)
+{
+    QString preparation;
+    auto prepared = prepareImage(*model.local, imagePath, &preparation);
+    if (!prepared)
+        return prepared.error();
+    if (traced) {
+        // The view draws any layer, head and tap of the clean forward; the analyses record most of it anyway.
+        options.alsoRecord = RecordSpec::everything();
+        // Out before the analyses: the heatmap does not wait for the curves (on a ViT-S, 25-40 ms after a forward set
+        // of about 240 ms on a busy two-core machine).
+        options.cleanTraceReady = [&](size_t, const Trace& clean) {
+            auto result = std::make_shared<ImageTrace>();
+            result->path = imagePath;
+            result->preparation = preparation;
+            result->shown = prepared->shown;
+            result->trace = clean; // shares the tensors, which nobody writes
+            traced(std::move(result));
+        };
+    }
+    const bool decomposition = options.decomposition;
+    AnalysisRun run(model.local, std::move(options));
+    if (auto added = run.addImage(*prepared, 0, isCancelled); !added)
+        return added.cancelled() ? added.error() : Error { imagePath.toStdString() + ": " + added.message() };
+    auto result = std::make_shared<ImageAnalysis>();
+    result->path = imagePath;
+    result->summary = *summaryOf(run, *model.local);
+    if (decomposition) {
+        auto d = decomposeLogits(*model.local, prepared->input);
+        if (d)
+            result->decomposition = std::make_shared<const LogitDecomposition>(std::move(*d));
+        else
+            result->decompositionNote = fromStd(d.message());
+    }
+    if (isCancelled && isCancelled())
+        return Error::cancel();
+    return result;
+}
 
 struct EngineWorker::SetRun {
     quint64 id = 0;
@@ -45,7 +169,7 @@ struct EngineWorker::SetRun {
     int batch = 1; // images per forward (defaultBatchSize: 64 on a GPU)
     QElapsedTimer timer;
 
-    SetRun(std::shared_ptr<const Model> m, AnalysisOptions options)
+    SetRun(std::shared_ptr<const Model> m, AnalysisOptions options) // a local model
         : model(m)
         , run(std::move(m), std::move(options))
         , batch(defaultBatchSize(*model, run.options()))
@@ -53,10 +177,14 @@ struct EngineWorker::SetRun {
     }
 };
 
-EngineWorker::EngineWorker(QObject* parent)
+EngineWorker::EngineWorker(QObject* parent, std::unique_ptr<EngineBackend> backend)
     : QObject(parent)
+    , m_backend(backend ? std::move(backend) : std::make_unique<LocalBackend>())
+    , m_remote(!m_backend->where().isEmpty())
+    , m_where(m_backend->where())
 {
-    qRegisterMetaType<std::shared_ptr<const attnscope::Model>>();
+    qRegisterMetaType<std::shared_ptr<const attnscope::EngineModel>>();
+    qRegisterMetaType<std::shared_ptr<const attnscope::ImageRows>>();
     qRegisterMetaType<std::shared_ptr<const attnscope::ImageTrace>>();
     qRegisterMetaType<std::shared_ptr<const attnscope::ImageAnalysis>>();
     qRegisterMetaType<std::shared_ptr<const attnscope::ImageRelevance>>();
@@ -111,7 +239,24 @@ void EngineWorker::post(std::function<void()> work)
     QMetaObject::invokeMethod(m_context, std::move(work), Qt::QueuedConnection);
 }
 
-void EngineWorker::finish() { --m_pending; }
+void EngineWorker::finish()
+{
+    --m_pending;
+    QString where = m_backend->where(); // on the worker's thread, as every use of the backend
+    {
+        std::lock_guard lock(m_mutex);
+        if (where == m_where)
+            return;
+        m_where = where;
+    }
+    emit whereChanged(where);
+}
+
+QString EngineWorker::where() const
+{
+    std::lock_guard lock(m_mutex);
+    return m_where;
+}
 
 quint64 EngineWorker::loadModel(const QString& path, int channel, int inputHeight, int inputWidth, const QString& description)
 {
@@ -127,7 +272,7 @@ quint64 EngineWorker::loadModel(const QString& path, int channel, int inputHeigh
         options.inputHeight = inputHeight;
         options.inputWidth = inputWidth;
         options.descriptionPath = description.toStdString();
-        auto model = Model::load(path.toStdString(), options);
+        auto model = m_backend->loadModel(path, options);
         finish();
         if (superseded()) {
             emit cancelled(id);
@@ -142,7 +287,7 @@ quint64 EngineWorker::loadModel(const QString& path, int channel, int inputHeigh
     return id;
 }
 
-quint64 EngineWorker::explainImage(std::shared_ptr<const Model> model, const QString& imagePath, RelevanceOptions options, int channel)
+quint64 EngineWorker::explainImage(std::shared_ptr<const EngineModel> model, const QString& imagePath, RelevanceOptions options, int channel)
 {
     const quint64 id = next(RelevanceJob, channel);
     post([this, id, channel, model, imagePath, options] {
@@ -151,17 +296,11 @@ quint64 EngineWorker::explainImage(std::shared_ptr<const Model> model, const QSt
             emit cancelled(id);
             return;
         }
-        auto prepared = prepareImage(*model, imagePath);
-        if (!prepared) {
-            finish();
-            emit failed(id, fromStd(prepared.message()));
-            return;
-        }
         ++m_forwardSets;
-        auto relevance = classRelevance(*model, prepared->input, options);
+        auto relevance = m_backend->explain(*model, imagePath, options);
         if (!relevance) {
             finish();
-            emit failed(id, imagePath + QStringLiteral(": ") + fromStd(relevance.message()));
+            emit failed(id, fromStd(relevance.message()));
             return;
         }
         auto result = std::make_shared<ImageRelevance>();
@@ -173,7 +312,7 @@ quint64 EngineWorker::explainImage(std::shared_ptr<const Model> model, const QSt
     return id;
 }
 
-quint64 EngineWorker::traceImage(std::shared_ptr<const Model> model, const QString& imagePath, std::optional<double> neutrenoLambda,
+quint64 EngineWorker::traceImage(std::shared_ptr<const EngineModel> model, const QString& imagePath, std::optional<double> neutrenoLambda,
                                  std::optional<double> boostT, int channel)
 {
     const quint64 id = next(ImageJob, channel);
@@ -188,47 +327,53 @@ quint64 EngineWorker::traceImage(std::shared_ptr<const Model> model, const QStri
             emit cancelled(id);
             return;
         }
-        QString preparation;
-        auto prepared = prepareImage(*model, imagePath, &preparation);
-        if (!prepared)
-            return fail(fromStd(prepared.message()));
-        RunOptions options;
-        options.record = RecordSpec::everything();
-        options.isCancelled = superseded;
-        options.neutrenoLambda = neutrenoLambda;
-        options.boostT = boostT;
         ++m_forwardSets;
-        auto trace = model->run(prepared->input, options);
-        if (trace.cancelled() || superseded()) { // stopped in the forward, or a newer request came while it ran
+        auto result = m_backend->trace(*model, imagePath, neutrenoLambda, boostT, superseded);
+        if (result.cancelled() || superseded()) { // stopped in the forward, or a newer request came while it ran
             finish();
             emit cancelled(id);
             return;
         }
-        if (!trace)
-            return fail(imagePath + QStringLiteral(": ") + fromStd(trace.message()));
-        auto result = std::make_shared<ImageTrace>();
-        result->path = imagePath;
-        result->preparation = preparation;
-        result->shown = std::move(prepared->shown);
-        result->trace = std::move(*trace);
+        if (!result)
+            return fail(fromStd(result.message()));
         finish();
-        emit imageTraced(id, std::shared_ptr<const ImageTrace>(std::move(result)));
+        emit imageTraced(id, std::shared_ptr<const ImageTrace>(std::move(*result)));
     });
     return id;
 }
 
-quint64 EngineWorker::analyseImage(std::shared_ptr<const Model> model, const QString& imagePath, AnalysisOptions options, int channel)
+quint64 EngineWorker::queryRows(std::shared_ptr<const EngineModel> model, std::shared_ptr<const ImageTrace> trace, RowsRequest request,
+                                int channel)
+{
+    const quint64 id = next(RowsJob, channel);
+    post([this, id, channel, model, trace, request] {
+        if (!isLatest(RowsJob, channel, id)) {
+            finish();
+            emit cancelled(id);
+            return;
+        }
+        auto rows = m_backend->rows(*model, *trace, request);
+        finish();
+        if (!rows)
+            emit failed(id, fromStd(rows.message()));
+        else
+            emit rowsReady(id, std::make_shared<const ImageRows>(std::move(*rows)));
+    });
+    return id;
+}
+
+quint64 EngineWorker::analyseImage(std::shared_ptr<const EngineModel> model, const QString& imagePath, AnalysisOptions options, int channel)
 {
     return analyse(AnalysisJob, std::move(model), imagePath, std::move(options), false, channel);
 }
 
-quint64 EngineWorker::traceAndAnalyseImage(std::shared_ptr<const Model> model, const QString& imagePath, AnalysisOptions options,
+quint64 EngineWorker::traceAndAnalyseImage(std::shared_ptr<const EngineModel> model, const QString& imagePath, AnalysisOptions options,
                                            int channel)
 {
     return analyse(ImageJob, std::move(model), imagePath, std::move(options), true, channel);
 }
 
-quint64 EngineWorker::analyse(Kind kind, std::shared_ptr<const Model> model, const QString& imagePath, AnalysisOptions options,
+quint64 EngineWorker::analyse(Kind kind, std::shared_ptr<const EngineModel> model, const QString& imagePath, AnalysisOptions options,
                               bool sendTrace, int channel)
 {
     const quint64 id = next(kind, channel);
@@ -240,52 +385,36 @@ quint64 EngineWorker::analyse(Kind kind, std::shared_ptr<const Model> model, con
         };
         if (superseded())
             return fail({});
-        QString preparation;
-        auto prepared = prepareImage(*model, imagePath, &preparation);
-        if (!prepared)
-            return fail(fromStd(prepared.message()));
-        if (sendTrace) {
-            // The view draws any layer, head and tap of the clean forward; the analyses record most of it anyway.
-            options.alsoRecord = RecordSpec::everything();
-            // Out before the analyses: the heatmap does not wait for the curves (on a ViT-S, 25-40 ms after a
-            // forward set of about 240 ms on a busy two-core machine).
-            options.cleanTraceReady = [&](size_t, const Trace& clean) {
-                if (superseded())
-                    return;
-                auto result = std::make_shared<ImageTrace>();
-                result->path = imagePath;
-                result->preparation = preparation;
-                result->shown = prepared->shown;
-                result->trace = clean; // shares the tensors, which nobody writes
-                emit imageTraced(id, std::shared_ptr<const ImageTrace>(std::move(result)));
-            };
-        }
-        AnalysisRun run(model, options);
         ++m_forwardSets;
-        if (auto added = run.addImage(*prepared, 0, superseded); !added)
-            return added.cancelled() ? fail({}) : fail(imagePath + QStringLiteral(": ") + fromStd(added.message()));
-        auto result = std::make_shared<ImageAnalysis>();
-        result->path = imagePath;
-        result->summary = *summaryOf(run, *model);
-        if (options.decomposition) {
-            auto d = decomposeLogits(*model, prepared->input);
-            if (d)
-                result->decomposition = std::make_shared<const LogitDecomposition>(std::move(*d));
-            else
-                result->decompositionNote = fromStd(d.message());
-        }
+        EngineBackend::Traced traced;
+        if (sendTrace)
+            traced = [&](std::shared_ptr<ImageTrace> trace) {
+                if (!superseded())
+                    emit imageTraced(id, std::shared_ptr<const ImageTrace>(std::move(trace)));
+            };
+        auto result = m_backend->analyse(*model, imagePath, std::move(options), traced, superseded);
+        if (!result)
+            return result.cancelled() ? fail({}) : fail(fromStd(result.message()));
         if (superseded())
             return fail({});
         finish();
-        emit imageAnalysed(id, std::shared_ptr<const ImageAnalysis>(std::move(result)));
+        emit imageAnalysed(id, std::shared_ptr<const ImageAnalysis>(std::move(*result)));
     });
     return id;
 }
 
-quint64 EngineWorker::analyseSet(std::shared_ptr<const Model> model, const QStringList& paths, AnalysisOptions options, int every,
+quint64 EngineWorker::analyseSet(std::shared_ptr<const EngineModel> model, const QStringList& paths, AnalysisOptions options, int every,
                                  int channel)
 {
-    auto run = std::make_shared<SetRun>(std::move(model), std::move(options));
+    if (!model->local) {
+        const quint64 id = next(SetJob, channel);
+        post([this, id, model] {
+            finish();
+            emit failed(id, notOverTheLink(*model, tr("an image set's run")));
+        });
+        return id;
+    }
+    auto run = std::make_shared<SetRun>(model->local, std::move(options));
     run->id = next(SetJob, channel);
     run->channel = channel;
     run->paths = paths;

@@ -47,6 +47,22 @@ AttentionMap attentionMap(const Trace& trace, int layer, int head, int query, bo
 // for people and files ("pool" for that one, its number otherwise).
 int lastMapLayer(const Trace& trace);
 std::string mapLayerName(const Trace& trace, int layer);
+// Row `query` of every head's map at every layer, and an attention-pool head's map: all the window draws for one
+// query (the view's map, the tiles, a head mean) and all of it that crosses a remote link (docs/remote.md): for ViT-B/16
+// at 224, 12 x 12 x 197 floats instead of the trace's 22 MB of maps.
+struct QueryRows {
+    int query = 0;
+    int gridHeight = 0, gridWidth = 0, numPrefixTokens = 0, numHeads = 0, depth = 0;
+    Tensor rows; // [depth, H, N]: rows[l - 1][h] is row `query` of A_l's head h
+    Tensor pool; // [H, gh * gw]: Trace::poolAttention; empty without an attention-pool head
+};
+// A trace's rows of `query`; std::out_of_range for a token it has not, std::invalid_argument for a trace whose maps were
+// not recorded.
+QueryRows queryRows(const Trace& trace, int query);
+// attentionMap(trace, layer, head, rows.query, renormalise) of the trace the rows came from, bit for bit.
+AttentionMap attentionMap(const QueryRows& rows, int layer, int head, bool renormalise = false);
+int lastMapLayer(const QueryRows& rows);
+std::string mapLayerName(const QueryRows& rows, int layer);
 // How the heads of a layer are fused for the rollout, and how much of the fused map is discarded first: the options
 // vit-explain (Gildenblat) offers. Discarding sets the smallest `discard` share of the fused map's N x N entries to 0
 // (ties in index order), never the first token's attention to itself, which vit-explain keeps too.

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "attnscope/Result.h"
+
 #include <string>
 
 namespace attnscope {
@@ -18,5 +20,8 @@ CpuKernels cpuKernels();
 // The LibTorch this build links ("1.13.1", "2.11.0"), and whether it has CUDA: for the window's About.
 std::string libtorchVersion();
 bool libtorchHasCuda();
+// Where a model loaded with LoadOptions::device `spec` (auto | cpu | cuda | cuda:<i>) runs, as ModelInfo::device names it
+// ("cpu", "cuda:0"): for the remote engine's hello. An Error for a device this machine has not, saying why.
+Result<std::string> resolveDevice(const std::string& spec);
 
 } // namespace attnscope

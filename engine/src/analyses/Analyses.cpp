@@ -151,12 +151,12 @@ std::vector<TokenSimilarityPoint> tokenSimilarity(const Trace& trace)
 
 namespace {
 
-AttentionMap poolMap(const Trace& trace, int head)
+// The attention-pool head's one query over the patches, a [H, gh * gw] tensor: its rows need no query and have no
+// prefix part.
+AttentionMap poolMap(const Tensor& a, int gridHeight, int gridWidth, int head)
 {
-    // The attention-pool head's one query over the patches: its rows need no query and have no prefix part.
-    const Tensor& a = trace.poolAttention; // [H, P]
     const int64_t H = a.size(0), P = a.size(1);
-    if (head >= H || P != int64_t(trace.gridHeight) * trace.gridWidth)
+    if (head >= H || P != int64_t(gridHeight) * gridWidth)
         throw std::out_of_range("attentionMap: head " + std::to_string(head) + " outside the pool's " + std::to_string(H) + " heads");
     std::vector<float> patches(size_t(P), 0.0f);
     for (int64_t k = 0; k < P; ++k) {
@@ -166,8 +166,41 @@ AttentionMap poolMap(const Trace& trace, int head)
         patches[size_t(k)] = float(head < 0 ? v / double(H) : v);
     }
     AttentionMap map;
-    map.patches = Tensor::fromVector({ trace.gridHeight, trace.gridWidth }, std::move(patches));
+    map.patches = Tensor::fromVector({ gridHeight, gridWidth }, std::move(patches));
     return map;
+}
+
+// One query's row of `head` (-1: the mean over the H heads) from the heads' rows `rows`, head h's at rows + h * stride,
+// N tokens each: a plain loop (the GUI asks for 156 maps a click; docs/performance.md).
+AttentionMap mapOfRows(const float* rows, int64_t stride, int64_t H, int64_t N, int head, int prefix, int gridHeight,
+                       int gridWidth, bool renormalise)
+{
+    std::vector<double> row(size_t(N), 0.0);
+    for (int64_t h = head < 0 ? 0 : head; h < (head < 0 ? H : head + 1); ++h) {
+        const float* r = rows + h * stride;
+        for (int64_t k = 0; k < N; ++k)
+            row[size_t(k)] += r[k];
+    }
+    if (head < 0)
+        for (double& v : row)
+            v /= double(H);
+    AttentionMap map;
+    double patchSum = 0;
+    for (int64_t k = 0; k < N; ++k)
+        (k < prefix ? map.prefixMass : patchSum) += row[size_t(k)];
+    const double scale = renormalise ? 1.0 / std::max(patchSum, 1e-300) : 1.0;
+    std::vector<float> patches;
+    patches.reserve(size_t(N - prefix));
+    for (int64_t k = prefix; k < N; ++k)
+        patches.push_back(float(row[size_t(k)] * scale));
+    map.patches = Tensor::fromVector({ gridHeight, gridWidth }, std::move(patches));
+    return map;
+}
+
+std::out_of_range outsideTheLayer(int head, int query, int64_t H, int64_t N)
+{
+    return std::out_of_range("attentionMap: head " + std::to_string(head) + " or query " + std::to_string(query)
+                             + " outside the layer's " + std::to_string(H) + " heads and " + std::to_string(N) + " tokens");
 }
 
 } // namespace
@@ -181,36 +214,62 @@ std::string mapLayerName(const Trace& trace, int layer)
 
 AttentionMap attentionMap(const Trace& trace, int layer, int head, int query, bool renormalise)
 {
-    if (layer == trace.depth + 1 && trace.poolAttention.numel() > 0)
-        return poolMap(trace, head); // sums to 1 over the patches: nothing to renormalise
-    // A plain loop over the query's row(s) of A_l: the GUI asks for 156 maps a click (docs/performance.md).
+    if (layer == trace.depth + 1 && trace.poolAttention.numel() > 0) // sums to 1 over the patches: nothing to renormalise
+        return poolMap(trace.poolAttention, trace.gridHeight, trace.gridWidth, head);
     const Tensor& a = trace.attention.at(size_t(layer)); // [H, N, N]
     const int64_t H = a.size(0), N = a.size(1);
     if (head >= H || query < 0 || query >= N || a.numel() != H * N * N
         || N - trace.numPrefixTokens != int64_t(trace.gridHeight) * trace.gridWidth)
-        throw std::out_of_range("attentionMap: head " + std::to_string(head) + " or query " + std::to_string(query)
-                                + " outside the layer's " + std::to_string(H) + " heads and " + std::to_string(N) + " tokens");
-    std::vector<double> row(size_t(N), 0.0);
-    for (int64_t h = head < 0 ? 0 : head; h < (head < 0 ? H : head + 1); ++h) {
-        const float* r = a.data() + (h * N + query) * N;
-        for (int64_t k = 0; k < N; ++k)
-            row[size_t(k)] += r[k];
+        throw outsideTheLayer(head, query, H, N);
+    return mapOfRows(a.data() + int64_t(query) * N, N * N, H, N, head, trace.numPrefixTokens, trace.gridHeight,
+                     trace.gridWidth, renormalise);
+}
+
+QueryRows queryRows(const Trace& trace, int query)
+{
+    QueryRows out;
+    out.query = query;
+    out.gridHeight = trace.gridHeight;
+    out.gridWidth = trace.gridWidth;
+    out.numPrefixTokens = trace.numPrefixTokens;
+    out.numHeads = trace.numHeads;
+    out.depth = trace.depth;
+    const int64_t N = int64_t(trace.numPrefixTokens) + int64_t(trace.gridHeight) * trace.gridWidth;
+    if (query < 0 || query >= N)
+        throw outsideTheLayer(-1, query, trace.numHeads, N);
+    std::vector<float> rows;
+    rows.reserve(size_t(trace.depth) * size_t(trace.numHeads) * size_t(N));
+    for (int l = 1; l <= trace.depth; ++l) {
+        const Tensor& a = trace.attention.at(size_t(l)); // [H, N, N]
+        if (a.dim() != 3 || a.size(0) != trace.numHeads || a.size(1) != N || a.size(2) != N)
+            throw std::invalid_argument("queryRows: layer " + std::to_string(l) + "'s attention was not recorded as [heads, tokens, tokens]");
+        for (int64_t h = 0; h < trace.numHeads; ++h) {
+            const float* row = a.data() + (h * N + query) * N;
+            rows.insert(rows.end(), row, row + N);
+        }
     }
-    if (head < 0)
-        for (double& v : row)
-            v /= double(H);
-    AttentionMap map;
-    const int P = trace.numPrefixTokens;
-    double patchSum = 0;
-    for (int64_t k = 0; k < N; ++k)
-        (k < P ? map.prefixMass : patchSum) += row[size_t(k)];
-    const double scale = renormalise ? 1.0 / std::max(patchSum, 1e-300) : 1.0;
-    std::vector<float> patches;
-    patches.reserve(size_t(N - P));
-    for (int64_t k = P; k < N; ++k)
-        patches.push_back(float(row[size_t(k)] * scale));
-    map.patches = Tensor::fromVector({ trace.gridHeight, trace.gridWidth }, std::move(patches));
-    return map;
+    out.rows = Tensor::fromVector({ trace.depth, trace.numHeads, N }, std::move(rows));
+    out.pool = trace.poolAttention;
+    return out;
+}
+
+int lastMapLayer(const QueryRows& rows) { return rows.depth + (rows.pool.numel() > 0 ? 1 : 0); }
+
+std::string mapLayerName(const QueryRows& rows, int layer)
+{
+    return layer > rows.depth && rows.pool.numel() > 0 ? "pool" : std::to_string(layer);
+}
+
+AttentionMap attentionMap(const QueryRows& rows, int layer, int head, bool renormalise)
+{
+    if (layer == rows.depth + 1 && rows.pool.numel() > 0)
+        return poolMap(rows.pool, rows.gridHeight, rows.gridWidth, head);
+    const int64_t H = rows.numHeads, N = int64_t(rows.numPrefixTokens) + int64_t(rows.gridHeight) * rows.gridWidth;
+    if (layer < 1 || layer > rows.depth || head >= H || rows.rows.numel() != int64_t(rows.depth) * H * N)
+        throw std::out_of_range("attentionMap: layer " + std::to_string(layer) + " head " + std::to_string(head) + " outside the rows' "
+                                + std::to_string(rows.depth) + " layers and " + std::to_string(H) + " heads");
+    return mapOfRows(rows.rows.data() + (int64_t(layer) - 1) * H * N, N, H, N, head, rows.numPrefixTokens, rows.gridHeight,
+                     rows.gridWidth, renormalise);
 }
 
 const char* toString(HeadFusion f) { return f == HeadFusion::Max ? "max" : f == HeadFusion::Min ? "min" : "mean"; }

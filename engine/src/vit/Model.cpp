@@ -482,6 +482,15 @@ std::string libtorchVersion() { return TORCH_VERSION; }
 
 bool libtorchHasCuda() { return torch::cuda::is_available() || at::hasCUDA(); }
 
+Result<std::string> resolveDevice(const std::string& spec)
+{
+    try {
+        return parseDevice(spec).str();
+    } catch (const std::exception& e) {
+        return Error { e.what() };
+    }
+}
+
 ThreadSetup threadSetup() { return { std::max(1, at::get_num_threads()), interOpThreads() }; }
 
 const char* version() { return ATTNSCOPE_VERSION; }

@@ -1,0 +1,50 @@
+#pragma once
+
+// The window's engine on a remote host (docs/remote.md): the worker's jobs (widgets/worker/EngineWorker.h) answered by
+// `attnscope-cli serve --stdio` on HOST, reached through the user's own ssh. The window's code is the same as for the
+// engine in its own process; only this backend differs. Traces stay on the host: a view asks for the rows of its query.
+
+#include <worker/EngineWorker.h>
+
+#include <RemoteClient.h>
+
+#include <memory>
+
+namespace attnscope {
+
+class RemoteBackend : public EngineBackend {
+public:
+    // Nothing is started here: the link is made by the first job, on the worker's thread (the window never waits on ssh).
+    explicit RemoteBackend(remote::Endpoint endpoint);
+    ~RemoteBackend() override;
+
+    // "gpu-07 · cpu · LibTorch 1.13.1 · 3 ms": the host, its device and build, and the last call's round trip.
+    QString where() const override;
+    // A model file on this machine is sent to the host once (cached there by its sha256); a folder, a builtin:NAME or a
+    // path this machine has not is the host's.
+    Result<std::shared_ptr<const EngineModel>> loadModel(const QString& path, const LoadOptions& options) override;
+    // The image is sent once (by sha256) when this machine has it, and is the host's path otherwise.
+    Result<std::shared_ptr<ImageTrace>> trace(const EngineModel& model, const QString& imagePath, std::optional<double> neutrenoLambda,
+                                              std::optional<double> boostT, const std::function<bool()>& isCancelled) override;
+    Result<ImageRows> rows(const EngineModel& model, const ImageTrace& trace, const RowsRequest& request) override;
+    Result<Relevance> explain(const EngineModel& model, const QString& imagePath, const RelevanceOptions& options) override;
+    // The statistics cross exactly; the summary is made from them here, as the local engine makes it.
+    Result<std::shared_ptr<ImageAnalysis>> analyse(const EngineModel& model, const QString& imagePath, AnalysisOptions options,
+                                                   const Traced& traced, const std::function<bool()>& isCancelled) override;
+
+private:
+    Result<remote::Connection*> link();
+    Result<nlohmann::json> call(const std::string& method, nlohmann::json params);
+    // What names a file in a request: {"sha256": ...} after sending a file this machine has, or the host's path.
+    Result<nlohmann::json> fileParam(const QString& path);
+    // `trace` on the host, with the image's analyses when `analyse` (encoded options) is set.
+    Result<nlohmann::json> traceOnHost(const EngineModel& model, const QString& imagePath, std::optional<double> neutrenoLambda,
+                                       std::optional<double> boostT, const nlohmann::json& analyse, const std::function<bool()>& isCancelled);
+    Result<std::shared_ptr<ImageTrace>> readTrace(const nlohmann::json& answer, const QString& imagePath) const;
+
+    remote::Endpoint m_endpoint;
+    std::unique_ptr<remote::Connection> m_connection;
+    QString m_failure; // why the link could not be made, or ended
+};
+
+} // namespace attnscope

@@ -1,0 +1,220 @@
+#include "RemoteAnalyses.h"
+
+#include "RemoteWire.h"
+
+namespace attnscope::remote {
+
+using json = nlohmann::json;
+
+namespace {
+
+const char* const kFlags[] = { "similarity", "attention", "centres", "snr", "decomposition", "norms" };
+
+bool AnalysisOptions::*flag(size_t i)
+{
+    static bool AnalysisOptions::*const members[] = { &AnalysisOptions::similarity, &AnalysisOptions::attention,
+                                                      &AnalysisOptions::centres, &AnalysisOptions::snr,
+                                                      &AnalysisOptions::decomposition, &AnalysisOptions::norms };
+    return members[i];
+}
+
+Error wrong(const std::string& key, const json& value, const char* expected)
+{
+    return Error { "analysis option \"" + key + "\" is " + value.dump().substr(0, 40) + ", not " + expected };
+}
+
+} // namespace
+
+json encodeAnalysisOptions(const AnalysisOptions& o)
+{
+    json out = json::object();
+    for (size_t i = 0; i < std::size(kFlags); ++i)
+        out[kFlags[i]] = o.*flag(i);
+    json perturbations = json::array();
+    for (const auto& p : o.perturbations)
+        perturbations.push_back(p.spec());
+    out["perturbations"] = perturbations;
+    out["draws"] = o.draws;
+    out["seed"] = o.seed;
+    out["radius"] = o.radius;
+    out["centre_signal"] = o.centreSignal;
+    out["outlier_ratio"] = o.outlierRatio;
+    out["precision"] = toString(o.precision);
+    if (o.neutrenoLambda)
+        out["neutreno_lambda"] = *o.neutrenoLambda;
+    if (o.boostT)
+        out["boost_t"] = *o.boostT;
+    return out;
+}
+
+Result<AnalysisOptions> decodeAnalysisOptions(const json& value)
+{
+    if (!value.is_object())
+        return Error { "the analysis options are " + value.dump().substr(0, 40) + ", not an object" };
+    AnalysisOptions o;
+    for (const auto& [key, v] : value.items()) {
+        const auto named = std::find_if(std::begin(kFlags), std::end(kFlags), [&](const char* f) { return key == f; });
+        if (named != std::end(kFlags)) {
+            if (!v.is_boolean())
+                return wrong(key, v, "true or false");
+            o.*flag(size_t(named - std::begin(kFlags))) = v.get<bool>();
+        } else if (key == "perturbations") {
+            if (!v.is_array() || v.size() > 16)
+                return wrong(key, v, "a list of up to 16 perturbations");
+            for (const json& spec : v) {
+                if (!spec.is_string())
+                    return wrong(key, spec, "a perturbation's spec");
+                auto p = Perturbation::parse(spec.get<std::string>());
+                if (!p)
+                    return Error { "analysis option \"perturbations\": " + p.message() };
+                o.perturbations.push_back(std::move(*p));
+            }
+        } else if (key == "draws" || key == "radius") {
+            if (!v.is_number_integer() || v.get<int64_t>() < (key == "draws" ? 1 : 0) || v.get<int64_t>() > 64)
+                return wrong(key, v, key == "draws" ? "a count 1 to 64" : "a radius 0 to 64");
+            (key == "draws" ? o.draws : o.radius) = v.get<int>();
+        } else if (key == "seed") {
+            if (!v.is_number_unsigned())
+                return wrong(key, v, "a seed (a whole number from 0)");
+            o.seed = v.get<uint64_t>();
+        } else if (key == "centre_signal") {
+            if (!v.is_boolean())
+                return wrong(key, v, "true or false");
+            o.centreSignal = v.get<bool>();
+        } else if (key == "outlier_ratio" || key == "neutreno_lambda" || key == "boost_t") {
+            if (!v.is_number() || !std::isfinite(v.get<double>()))
+                return wrong(key, v, "a number");
+            const double x = v.get<double>();
+            if (key == "outlier_ratio")
+                o.outlierRatio = x;
+            else
+                (key == "neutreno_lambda" ? o.neutrenoLambda : o.boostT) = x;
+        } else if (key == "precision") {
+            auto p = v.is_string() ? parsePrecision(v.get<std::string>()) : Result<Precision>(Error {});
+            if (!p)
+                return wrong(key, v, "fp32, tf32 or bf16");
+            o.precision = *p;
+        } else {
+            return Error { "no analysis option \"" + key.substr(0, 40) + "\"" };
+        }
+    }
+    return o;
+}
+
+json encodeStats(const StatsTable& stats)
+{
+    json out = json::object();
+    for (const auto& [key, s] : stats)
+        out[key] = { s.count(), s.count() ? s.mean() : 0.0, s.m2() };
+    return out;
+}
+
+Result<StatsTable> decodeStats(const json& value)
+{
+    if (!value.is_object())
+        return Error { "the statistics are not an object" };
+    StatsTable out;
+    for (const auto& [key, v] : value.items()) {
+        if (!v.is_array() || v.size() != 3 || !v[0].is_number_unsigned() || !v[1].is_number() || !v[2].is_number())
+            return Error { "the statistic \"" + key.substr(0, 60) + "\" is not [count, mean, m2]" };
+        out[key] = RunningStats::fromParts(v[0].get<int64_t>(), v[1].get<double>(), v[2].get<double>());
+    }
+    return out;
+}
+
+json encodeDecomposition(const LogitDecomposition& d)
+{
+    return { { "tt", encodeTensor(d.tt) }, { "tp", encodeTensor(d.tp) }, { "pt", encodeTensor(d.pt) }, { "pp", encodeTensor(d.pp) },
+             { "logits", encodeTensor(d.logits) } };
+}
+
+Result<LogitDecomposition> decodeDecomposition(const json& value)
+{
+    if (!value.is_object())
+        return Error { "the logit decomposition is not an object" };
+    LogitDecomposition d;
+    for (auto [key, member] : { std::pair { "tt", &d.tt }, { "tp", &d.tp }, { "pt", &d.pt }, { "pp", &d.pp }, { "logits", &d.logits } }) {
+        auto t = decodeTensor(value.value(key, json()));
+        if (!t)
+            return Error { std::string("the logit decomposition's ") + key + ": " + t.message() };
+        *member = std::move(*t);
+    }
+    return d;
+}
+
+json encodeRelevance(const Relevance& r)
+{
+    return { { "target_class", r.targetClass }, { "logit", r.logit }, { "probability", r.probability },
+             { "gradcam_layer", r.gradCamLayer }, { "grid", { r.gridHeight, r.gridWidth } }, { "prefix_tokens", r.numPrefixTokens },
+             { "gae", encodeTensor(r.gae) }, { "gae_tokens", encodeTensor(r.gaeTokens) }, { "grad_cam", encodeTensor(r.gradCam) } };
+}
+
+Result<Relevance> decodeRelevance(const json& value)
+{
+    if (!value.is_object())
+        return Error { "the relevance is not an object" };
+    Relevance r;
+    const json grid = value.value("grid", json());
+    if (!value.value("target_class", json()).is_number_integer() || !value.value("gradcam_layer", json()).is_number_integer()
+        || !value.value("logit", json()).is_number() || !value.value("probability", json()).is_number() || !grid.is_array()
+        || grid.size() != 2 || !grid[0].is_number_integer() || !grid[1].is_number_integer())
+        return Error { "the relevance lacks its class, layer, logit, probability or grid" };
+    r.targetClass = value["target_class"].get<int>();
+    r.gradCamLayer = value["gradcam_layer"].get<int>();
+    r.logit = value["logit"].get<double>();
+    r.probability = value["probability"].get<double>();
+    r.gridHeight = grid[0].get<int>();
+    r.gridWidth = grid[1].get<int>();
+    r.numPrefixTokens = value.value("prefix_tokens", 0);
+    for (auto [key, member] : { std::pair { "gae", &r.gae }, { "gae_tokens", &r.gaeTokens }, { "grad_cam", &r.gradCam } }) {
+        auto t = decodeTensor(value.value(key, json()));
+        if (!t)
+            return Error { std::string("the relevance's ") + key + ": " + t.message() };
+        *member = std::move(*t);
+    }
+    if (r.gae.numel() != int64_t(r.gridHeight) * r.gridWidth || r.gradCam.numel() != r.gae.numel())
+        return Error { "the relevance's maps are not of its grid" };
+    return r;
+}
+
+json encodeTokenNorms(const TokenNorms& n)
+{
+    json layers = json::array();
+    for (const auto& l : n.layers)
+        layers.push_back({ { "layer", l.layer }, { "norms", l.norms }, { "patch_median", l.patchMedian }, { "max_ratio", l.maxRatio },
+                           { "cls_ratio", l.clsRatio }, { "register_ratio", l.registerRatio }, { "outliers", l.outliers },
+                           { "attention_received", l.attentionReceived }, { "outlier_attention", l.outlierAttention },
+                           { "prefix_attention", l.prefixAttention } });
+    return { { "outlier_ratio", n.outlierRatio }, { "grid", { n.gridHeight, n.gridWidth } }, { "prefix_tokens", n.numPrefixTokens },
+             { "layers", layers } };
+}
+
+Result<TokenNorms> decodeTokenNorms(const json& value)
+{
+    try { // the types are checked by nlohmann's get<>(), which throws type_error for a wrong one
+        TokenNorms n;
+        n.outlierRatio = value.at("outlier_ratio").get<double>();
+        n.gridHeight = value.at("grid").at(0).get<int>();
+        n.gridWidth = value.at("grid").at(1).get<int>();
+        n.numPrefixTokens = value.at("prefix_tokens").get<int>();
+        for (const json& l : value.at("layers")) {
+            TokenNormLayer layer;
+            layer.layer = l.at("layer").get<int>();
+            layer.norms = l.at("norms").get<std::vector<double>>();
+            layer.patchMedian = l.at("patch_median").get<double>();
+            layer.maxRatio = l.at("max_ratio").get<double>();
+            layer.clsRatio = l.at("cls_ratio").get<double>();
+            layer.registerRatio = l.at("register_ratio").get<double>();
+            layer.outliers = l.at("outliers").get<std::vector<int>>();
+            layer.attentionReceived = l.at("attention_received").get<std::vector<double>>();
+            layer.outlierAttention = l.at("outlier_attention").get<double>();
+            layer.prefixAttention = l.at("prefix_attention").get<double>();
+            n.layers.push_back(std::move(layer));
+        }
+        return n;
+    } catch (const nlohmann::json::exception& e) {
+        return Error { std::string("the token norms: ") + e.what() };
+    }
+}
+
+} // namespace attnscope::remote

@@ -1,0 +1,35 @@
+#pragma once
+
+// The analyses over the remote link (docs/remote.md): an image's analysis options as the window asks them, and the
+// mergeable statistics and the logit decomposition the host sends back. The statistics cross exactly (each
+// RunningStats as its count, mean and M2 in float64), so a summary made here from them is the one the host would make.
+
+#include <attnscope/Analyses.h>
+#include <attnscope/AnalysisRun.h>
+#include <attnscope/Statistics.h>
+
+#include <nlohmann/json.hpp>
+
+namespace attnscope::remote {
+
+// What of AnalysisOptions a request carries: which analyses, their perturbations (as specs), draws, seed, radius,
+// outlier ratio, the variant values and the precision. Callbacks, recorded taps, the ablation's true classes and where
+// the analyses run are the host's business, not sent.
+nlohmann::json encodeAnalysisOptions(const AnalysisOptions& options);
+// Every key checked (type, range, a perturbation's spec); an Error names the one that is wrong.
+Result<AnalysisOptions> decodeAnalysisOptions(const nlohmann::json& value);
+
+nlohmann::json encodeStats(const StatsTable& stats);
+Result<StatsTable> decodeStats(const nlohmann::json& value);
+
+nlohmann::json encodeDecomposition(const LogitDecomposition& decomposition);
+Result<LogitDecomposition> decodeDecomposition(const nlohmann::json& value);
+
+// A class relevance (GAE and Grad-CAM maps with the class they are of) and a trace's token norms, for the window's
+// views of them; float64 values cross as float64, maps as float32 tensors, NaN as NaN.
+nlohmann::json encodeRelevance(const Relevance& relevance);
+Result<Relevance> decodeRelevance(const nlohmann::json& value);
+nlohmann::json encodeTokenNorms(const TokenNorms& norms);
+Result<TokenNorms> decodeTokenNorms(const nlohmann::json& value);
+
+} // namespace attnscope::remote
