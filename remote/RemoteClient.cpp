@@ -176,6 +176,7 @@ Result<json> Connection::call(const std::string& method, json params)
         if (n <= 0)
             return unreachable("the link closed while sending");
         done += size_t(n);
+        m_bytesSent += n;
     }
     std::vector<char> buffer(size_t(1) << 16);
     for (;;) {
@@ -208,6 +209,7 @@ Result<json> Connection::call(const std::string& method, json params)
                 continue;
             if (n <= 0)
                 return unreachable(n == 0 ? "the link ended" : std::strerror(errno));
+            m_bytesReceived += n;
             if (auto fed = m_reader.feed(buffer.data(), size_t(n)); !fed)
                 return unreachable("the server sent " + fed.message());
         }

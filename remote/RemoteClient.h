@@ -43,6 +43,9 @@ public:
     bool alive() const { return m_pid > 0; }
     pid_t serverProcess() const { return m_pid; } // the local ssh (or stand-in) process
     int64_t requestsSent() const { return m_nextId - 1; } // hello included
+    // The bytes written to the link and read from it so far, frames and headers included (the benchmark's per-click cost).
+    int64_t bytesSent() const { return m_bytesSent; }
+    int64_t bytesReceived() const { return m_bytesReceived; }
 
 private:
     Connection(Endpoint endpoint, Limits limits);
@@ -60,6 +63,7 @@ private:
     nlohmann::json m_hello;
     int64_t m_nextId = 1;
     double m_lastRoundTripMs = 0;
+    int64_t m_bytesSent = 0, m_bytesReceived = 0;
 };
 
 } // namespace attnscope::remote

@@ -104,6 +104,46 @@ private slots:
             QCOMPARE(n, 1);
     }
 
+    // A view's rows asked as a job (what a remote trace's views do) are what the trace held here gives at once, bit for
+    // bit, with the rollout's row and the token norms when asked; a query outside the trace fails naming the image.
+    void aRowsJobAnswersWhatTheTraceGives()
+    {
+        EngineWorker worker;
+        auto model = loadModel(worker);
+        QVERIFY(model);
+        std::shared_ptr<const ImageTrace> trace;
+        connect(&worker, &EngineWorker::imageTraced, this, [&](quint64, std::shared_ptr<const ImageTrace> t) { trace = t; });
+        worker.traceImage(model, kImage);
+        QTRY_VERIFY_WITH_TIMEOUT(trace, 30000);
+        std::map<quint64, std::shared_ptr<const ImageRows>> answers;
+        std::map<quint64, QString> failures;
+        connect(&worker, &EngineWorker::rowsReady, this, [&](quint64 j, std::shared_ptr<const ImageRows> r) { answers[j] = r; });
+        connect(&worker, &EngineWorker::failed, this, [&](quint64 j, const QString& m) { failures[j] = m; });
+        RowsRequest request;
+        request.query = 7;
+        request.rollout = RolloutOptions { HeadFusion::Max, 0.5 };
+        request.normsRatio = 2.0;
+        const quint64 job = worker.queryRows(model, trace, request, 0);
+        const quint64 wrong = worker.queryRows(model, trace, RowsRequest { 9999, {}, {} }, 1);
+        QTRY_VERIFY_WITH_TIMEOUT(answers.count(job) && failures.count(wrong), 30000);
+        QVERIFY2(failures[wrong].contains(kImage) && failures[wrong].contains("9999"), qPrintable(failures[wrong]));
+        const ImageRows& r = *answers[job];
+        QCOMPARE(r.of, trace.get());
+        QVERIFY(r.request == request);
+        const Trace& t = trace->trace;
+        for (int l = 1; l <= t.depth; ++l)
+            for (int h = -1; h < t.numHeads; ++h) {
+                const AttentionMap a = attentionMap(t, l, h, 7), b = attentionMap(r.rows, l, h);
+                QVERIFY(std::equal(a.patches.data(), a.patches.data() + a.patches.numel(), b.patches.data()));
+                QCOMPARE(a.prefixMass, b.prefixMass);
+            }
+        const AttentionMap rollout = rolloutMap(t, attentionRollout(t, *request.rollout), 7);
+        QVERIFY(std::equal(rollout.patches.data(), rollout.patches.data() + rollout.patches.numel(), r.rollout.patches.data()));
+        const TokenNorms norms = tokenNorms(t, model->config(), 2.0);
+        QCOMPARE(r.norms.layers.size(), norms.layers.size());
+        QCOMPARE(r.norms.layers.back().norms, norms.layers.back().norms);
+    }
+
     // One image job gives the trace and the analyses from one forward set: the trace first (not terminal), then the
     // analyses, which end the job; it supersedes its own kind on its channel and leaves analysis-only jobs alone.
     void anImageJobTracesThenAnalysesFromOneForwardSet()
