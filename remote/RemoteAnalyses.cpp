@@ -8,13 +8,14 @@ using json = nlohmann::json;
 
 namespace {
 
-const char* const kFlags[] = { "similarity", "attention", "centres", "snr", "decomposition", "norms" };
+const char* const kFlags[] = { "similarity", "attention", "centres", "snr", "decomposition", "norms", "ablation" };
 
 bool AnalysisOptions::*flag(size_t i)
 {
     static bool AnalysisOptions::*const members[] = { &AnalysisOptions::similarity, &AnalysisOptions::attention,
-                                                      &AnalysisOptions::centres, &AnalysisOptions::snr,
-                                                      &AnalysisOptions::decomposition, &AnalysisOptions::norms };
+                                                      &AnalysisOptions::centres,    &AnalysisOptions::snr,
+                                                      &AnalysisOptions::decomposition, &AnalysisOptions::norms,
+                                                      &AnalysisOptions::ablation };
     return members[i];
 }
 
@@ -40,6 +41,9 @@ json encodeAnalysisOptions(const AnalysisOptions& o)
     out["centre_signal"] = o.centreSignal;
     out["outlier_ratio"] = o.outlierRatio;
     out["precision"] = toString(o.precision);
+    out["ablation_mode"] = toString(o.ablationMode);
+    if (!o.trueClasses.empty())
+        out["true_classes"] = o.trueClasses;
     if (o.neutrenoLambda)
         out["neutreno_lambda"] = *o.neutrenoLambda;
     if (o.boostT)
@@ -89,6 +93,19 @@ Result<AnalysisOptions> decodeAnalysisOptions(const json& value)
                 o.outlierRatio = x;
             else
                 (key == "neutreno_lambda" ? o.neutrenoLambda : o.boostT) = x;
+        } else if (key == "ablation_mode") {
+            auto m = v.is_string() ? parseAblationMode(v.get<std::string>()) : Result<AblationMode>(Error {});
+            if (!m)
+                return wrong(key, v, "zero or mean");
+            o.ablationMode = *m;
+        } else if (key == "true_classes") {
+            if (!v.is_array() || v.size() > (size_t(1) << 24))
+                return wrong(key, v, "a list of class indices");
+            for (const json& c : v) {
+                if (!c.is_number_integer() || c.get<int64_t>() < -1 || c.get<int64_t>() > (int64_t(1) << 24))
+                    return wrong(key, c, "a class index or -1");
+                o.trueClasses.push_back(c.get<int>());
+            }
         } else if (key == "precision") {
             auto p = v.is_string() ? parsePrecision(v.get<std::string>()) : Result<Precision>(Error {});
             if (!p)

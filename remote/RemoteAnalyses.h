@@ -13,8 +13,8 @@
 namespace attnscope::remote {
 
 // What of AnalysisOptions a request carries: which analyses, their perturbations (as specs), draws, seed, radius,
-// outlier ratio, the variant values and the precision. Callbacks, recorded taps, the ablation's true classes and where
-// the analyses run are the host's business, not sent.
+// outlier ratio, the variant values, the precision, the head ablation's mode and the images' true classes (by their
+// index in the set). Callbacks, recorded taps and where the analyses run are the host's business, not sent.
 nlohmann::json encodeAnalysisOptions(const AnalysisOptions& options);
 // Every key checked (type, range, a perturbation's spec); an Error names the one that is wrong.
 Result<AnalysisOptions> decodeAnalysisOptions(const nlohmann::json& value);

@@ -75,6 +75,15 @@ Connection::~Connection()
     close();
 }
 
+bool Connection::running()
+{
+    if (m_pid > 0 && ::waitpid(m_pid, nullptr, WNOHANG) == m_pid) {
+        m_pid = -1; // reaped
+        close();
+    }
+    return m_pid > 0;
+}
+
 void Connection::close()
 {
     closeFd(m_toServer);

@@ -41,6 +41,9 @@ public:
     const Endpoint& endpoint() const { return m_endpoint; }
     double lastRoundTripMs() const { return m_lastRoundTripMs; }
     bool alive() const { return m_pid > 0; }
+    // Whether the server (or the ssh that reaches it) still runs: one that has ended is reaped and the link closed, so
+    // that the caller makes a new one instead of writing to a dead pipe. (A link that hangs is found by a call.)
+    bool running();
     pid_t serverProcess() const { return m_pid; } // the local ssh (or stand-in) process
     int64_t requestsSent() const { return m_nextId - 1; } // hello included
     // The bytes written to the link and read from it so far, frames and headers included (the benchmark's per-click cost).

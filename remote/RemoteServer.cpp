@@ -1,6 +1,7 @@
 #include "RemoteServer.h"
 
 #include "RemoteAnalyses.h"
+#include "ServerRequests.h"
 
 #include <attnscope/Analyses.h>
 #include <attnscope/CpuKernels.h>
@@ -18,48 +19,6 @@ namespace attnscope::remote {
 using json = nlohmann::json;
 
 namespace {
-
-// What a handler throws for a request it cannot answer: the error response's code and one line.
-struct RequestError {
-    int code;
-    std::string message;
-};
-
-const json& field(const json& params, const char* key)
-{
-    static const json absent;
-    if (!params.is_object() || !params.contains(key))
-        return absent;
-    return params[key];
-}
-
-int64_t integer(const json& params, const char* key)
-{
-    const json& v = field(params, key);
-    if (!v.is_number_integer())
-        throw RequestError { InvalidParams, std::string("\"") + key + "\" is " + (v.is_null() ? "missing" : v.dump().substr(0, 40)) + ", not a whole number" };
-    return v.get<int64_t>();
-}
-
-std::string text(const json& params, const char* key, bool required = true)
-{
-    const json& v = field(params, key);
-    if (v.is_null() && !required)
-        return {};
-    if (!v.is_string())
-        throw RequestError { InvalidParams, std::string("\"") + key + "\" is " + (v.is_null() ? "missing" : v.dump().substr(0, 40)) + ", not a string" };
-    return v.get<std::string>();
-}
-
-std::optional<double> number(const json& params, const char* key)
-{
-    const json& v = field(params, key);
-    if (v.is_null())
-        return std::nullopt;
-    if (!v.is_number())
-        throw RequestError { InvalidParams, std::string("\"") + key + "\" is " + v.dump().substr(0, 40) + ", not a number" };
-    return v.get<double>();
-}
 
 bool writeAll(int fd, const std::string& bytes)
 {
@@ -130,6 +89,10 @@ Server::Server(ServerOptions options)
                   { "trace", &Server::trace },
                   { "attention_rows", &Server::attentionRows },
                   { "explain", &Server::explain },
+                  { "set_start", &Server::setStart },
+                  { "set_add", &Server::setAdd },
+                  { "set_summary", &Server::setSummary },
+                  { "set_release", &Server::setRelease },
                   { "release_trace", &Server::releaseTrace },
                   { "has_file", &Server::hasFile },
                   { "put_file", &Server::putFile },
@@ -217,6 +180,7 @@ json Server::releaseModel(const json& params)
         return json::object(); // released twice: nothing to do
     const Model* model = found->second.get();
     m_traces.remove_if([&](const auto& t) { return t.second->model.get() == model; }); // its traces go with it
+    releaseSetsOf(model); // and its image-set runs
     m_models.erase(found);
     return json::object();
 }

@@ -49,6 +49,15 @@ private:
     nlohmann::json trace(const nlohmann::json& params);
     nlohmann::json attentionRows(const nlohmann::json& params);
     nlohmann::json explain(const nlohmann::json& params);
+    // Image sets (RemoteSets.cpp): a run on the host, fed a batch per set_add.
+    struct SetRun;
+    static constexpr size_t kMaxSetRuns = 8; // a window runs two (a model and its variant) per model shown
+    nlohmann::json setStart(const nlohmann::json& params);
+    nlohmann::json setAdd(const nlohmann::json& params);
+    nlohmann::json setSummary(const nlohmann::json& params);
+    nlohmann::json setRelease(const nlohmann::json& params);
+    std::shared_ptr<SetRun> setOf(const nlohmann::json& params);
+    void releaseSetsOf(const Model* model);
     // The request's "image" decoded and prepared for `model`; a RequestError naming the file otherwise.
     struct Input {
         std::string path; // on the host
@@ -73,6 +82,7 @@ private:
     std::map<std::string, Handler> m_methods;
     std::map<int64_t, std::shared_ptr<const Model>> m_models;
     std::list<std::pair<int64_t, std::shared_ptr<Traced>>> m_traces; // most recently used first
+    std::map<int64_t, std::shared_ptr<SetRun>> m_sets;
     FileStore m_files;
     int64_t m_nextId = 1;
     bool m_shutdown = false;

@@ -124,7 +124,10 @@ void MainWindow::connectSlot(int index)
 {
     ModelSlot* slot = m_slots[index];
     connect(slot, &ModelSlot::failed, this, [this](const QString& message, ModelSlot::Failure what) {
-        showError(message, what == ModelSlot::Failure::Model ? ErrorOf::Model : what == ModelSlot::Failure::Image ? ErrorOf::Image : ErrorOf::Other);
+        showError(message, what == ModelSlot::Failure::Model   ? ErrorOf::Model
+                               : what == ModelSlot::Failure::Image ? ErrorOf::Image
+                               : what == ModelSlot::Failure::Link  ? ErrorOf::Link
+                                                                   : ErrorOf::Other);
     });
     connect(slot, &ModelSlot::needsOtherHalf, this, [this, index](const QString& path, const QString& description, int missing,
                                                                   const QString& message) {
@@ -216,7 +219,10 @@ void MainWindow::connectSlot(int index)
         emit variantReady();
     });
     connect(slot, &ModelSlot::relevanceReady, this, &MainWindow::refreshMaps);
-    connect(slot, &ModelSlot::rowsReady, this, &MainWindow::refreshMaps);
+    connect(slot, &ModelSlot::rowsReady, this, [this] {
+        clearError(ErrorOf::Link); // the link is back
+        refreshMaps();
+    });
     connect(slot, &ModelSlot::analysisReady, this, [this] {
         refreshImagePlots();
         emit analysisReady();

@@ -93,6 +93,9 @@ public:
     // "Export all": the CLI's output folder for what is open (every image, both models, the variant), analysed in
     // the background by the CLI's own code (Report.h); exportFinished reports the outcome.
     void exportAll(const QString& dir);
+    // On a remote engine (docs/remote.md): make the link again and bring the host back to what the window shows (its
+    // models loaded, the image traced again, the view as it was). Any request after a drop does as much; this asks now.
+    void reconnect();
     void showSetFigure(int index); // 0 token similarity, 1 SNR, 2 SNR diagnostics, 3 head centres, 4 distance
     // Head importance (docs/analyses.md section 8): whether "Analyse image set" also ablates every head, and whether
     // the tiles show the image set's result; ablating one head on the current image shows the prediction it leaves in
@@ -167,7 +170,7 @@ private:
     void connectSlot(int index);
     // Errors are state: the status line holds the last one, said once (errorShown) however many jobs one file stopped,
     // until what failed succeeds (clearError of its kind) or the user dismisses it; no box, since none needs an answer.
-    enum class ErrorOf { Image, Model, Other };
+    enum class ErrorOf { Image, Model, Link, Other }; // Link: a remote engine's answer that did not come
     void showError(const QString& message, ErrorOf kind = ErrorOf::Other);
     void clearError(ErrorOf kind);
     void showInformation(const QString& title, const QString& text); // a window-modal box (none offscreen)

@@ -99,7 +99,12 @@ void MainWindow::buildActions()
     auto* reopen = file->addAction(tr("&Reopen last session"), this, [this] { openSession(lastSessionPath()); });
     reopen->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
     connect(file, &QMenu::aboutToShow, reopen, [reopen] { reopen->setEnabled(QFileInfo::exists(lastSessionPath())); });
-    file->addSeparator();
+    if (m_worker->isRemote()) {
+        file->addAction(tr("Reconnect to the &engine"), this, &MainWindow::reconnect);
+        file->addSeparator();
+    } else {
+        file->addSeparator();
+    }
     auto* compare = file->addAction(tr("&Compare with model file…"), this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Compare with"), dialogStart(),
                                                           tr("Models (*.safetensors *.pt *.pth *.json);;All files (*)"));

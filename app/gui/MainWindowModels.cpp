@@ -70,6 +70,19 @@ void MainWindow::openModel(const QString& path, const QString& description)
     m_slots[0]->load(path, description);
 }
 
+void MainWindow::reconnect()
+{
+    statusBar()->showMessage(tr("Reconnecting to %1…").arg(m_worker->where().section(QStringLiteral(" · "), 0, 0)));
+    if (!m_slots[0]->model()) { // nothing to bring back: the model the window was asked for, again
+        if (!m_slots[0]->path().isEmpty())
+            m_slots[0]->load(m_slots[0]->path(), m_slots[0]->description());
+        return;
+    }
+    for (ModelSlot* slot : m_slots)
+        if (slot->model() && !currentPath().isEmpty())
+            slot->showImage(currentPath()); // the model made again on the host first, then the image traced
+}
+
 void MainWindow::openCompareModel(const QString& path, const QString& description)
 {
     statusBar()->showMessage(tr("Loading %1 to compare…").arg(path));

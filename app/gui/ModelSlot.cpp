@@ -105,7 +105,7 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
         const bool analysis = job == m_analysisJob, variantAnalysis = job == m_variantAnalysisJob;
         if (job == m_rowsAsked.job) {
             m_rowsAsked = {};
-            emit failed(message, Failure::Image);
+            emit failed(message, Failure::Link);
             return;
         }
         if (job == m_modelJob && m_missing != 0) {

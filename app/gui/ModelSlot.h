@@ -15,7 +15,8 @@ class ModelSlot : public QObject {
     Q_OBJECT
 public:
     // What failed (failed()): the model's load, the image's run (trace, analyses, variant, relevance) or the image set's.
-    enum class Failure { Model, Image, Set };
+    // Link: a view's rows that a remote engine did not send (the link dropped); the trace stays.
+    enum class Failure { Model, Image, Set, Link };
     Q_ENUM(Failure)
 
     struct Variant {

@@ -78,7 +78,7 @@ QString RemoteBackend::where() const
 
 Result<remote::Connection*> RemoteBackend::link()
 {
-    if (m_connection && m_connection->alive())
+    if (m_connection && m_connection->running())
         return m_connection.get();
     auto opened = remote::Connection::open(m_endpoint);
     if (!opened) {
@@ -87,7 +87,40 @@ Result<remote::Connection*> RemoteBackend::link()
     }
     m_connection = std::move(*opened);
     m_failure.clear();
+    ++m_generation; // a new server: what the last one held is gone
     return m_connection.get();
+}
+
+int64_t RemoteBackend::hold(std::string method, json params, int64_t model, int64_t id)
+{
+    const int64_t handle = m_nextHandle++;
+    m_held[handle] = Held { std::move(method), std::move(params), model, id, m_generation };
+    return handle;
+}
+
+Result<int64_t> RemoteBackend::hostId(int64_t handle)
+{
+    const auto found = m_held.find(handle);
+    if (found == m_held.end())
+        return Error { m_endpoint.host + ": no model or trace " + std::to_string(handle) + " was made on it" };
+    if (auto connection = link(); !connection)
+        return connection.error();
+    Held& held = found->second;
+    if (held.generation == m_generation)
+        return held.id;
+    json params = held.params;
+    if (held.model != 0) { // a trace: its model first
+        auto model = hostId(held.model);
+        if (!model)
+            return model.error();
+        params["model"] = *model;
+    }
+    auto made = call(held.method, std::move(params));
+    if (!made)
+        return made.error();
+    held.id = made->value(held.method == "trace" ? "trace" : "model", int64_t(0));
+    held.generation = m_generation;
+    return held.id;
 }
 
 Result<json> RemoteBackend::call(const std::string& method, json params)
@@ -130,14 +163,14 @@ Result<std::shared_ptr<const EngineModel>> RemoteBackend::loadModel(const QStrin
     }
     if (options.inputHeight > 0 && options.inputWidth > 0)
         params["input_size"] = { options.inputHeight, options.inputWidth };
-    auto loaded = call("load_model", std::move(params));
+    auto loaded = call("load_model", params);
     if (!loaded)
         return loaded.error();
     auto info = modelInfoFromJson(loaded->value("info", json::object()).dump());
     if (!info)
         return Error { m_endpoint.host + ": " + path.toStdString() + ": the host's description of the model: " + info.message() };
     auto model = std::make_shared<EngineModel>();
-    model->remote = loaded->value("model", int64_t(0));
+    model->remote = hold("load_model", params, 0, loaded->value("model", int64_t(0)));
     model->description = std::move(*info);
     model->description.path = path.toStdString(); // what the user gave, not the host's cache
     return std::shared_ptr<const EngineModel>(std::move(model));
@@ -151,14 +184,24 @@ Result<json> RemoteBackend::traceOnHost(const EngineModel& model, const QString&
         return image.error();
     if (isCancelled && isCancelled())
         return Error::cancel();
-    json params = { { "model", model.remote }, { "image", *image } };
+    auto modelId = hostId(model.remote);
+    if (!modelId)
+        return modelId.error();
+    json params = { { "image", *image } };
     if (neutrenoLambda)
         params["neutreno_lambda"] = *neutrenoLambda;
     if (boostT)
         params["boost_t"] = *boostT;
+    json asked = params;
+    asked["model"] = *modelId;
     if (!analyse.is_null())
-        params["analyse"] = analyse;
-    return call("trace", std::move(params));
+        asked["analyse"] = analyse;
+    auto traced = call("trace", std::move(asked));
+    if (!traced)
+        return traced.error();
+    // Made again, if the host loses it, without its analyses: the views need the trace only.
+    (*traced)["trace"] = hold("trace", std::move(params), model.remote, traced->value("trace", int64_t(0)));
+    return traced;
 }
 
 Result<std::shared_ptr<ImageTrace>> RemoteBackend::readTrace(const json& r, const QString& imagePath) const
@@ -235,14 +278,105 @@ Result<std::shared_ptr<ImageAnalysis>> RemoteBackend::analyse(const EngineModel&
     return result;
 }
 
+// An image set's run on the host: set_start, a set_add per batch, set_summary for the curves, set_release at the end.
+class RemoteBackend::RemoteSetRunner : public SetRunner {
+public:
+    RemoteSetRunner(RemoteBackend& backend, const EngineModel& model, int64_t run, int batch)
+        : m_backend(backend)
+        , m_model(model.info())
+        , m_run(run)
+        , m_batch(batch)
+    {
+    }
+    ~RemoteSetRunner() override { m_backend.call("set_release", { { "run", m_run } }); } // on the worker's thread, as every call
+    int batchSize() const override { return m_batch; }
+    Status add(const QStringList& paths, const std::vector<int64_t>& indices, const std::function<void(QString)>& skipped,
+               const std::function<bool()>& isCancelled) override
+    {
+        json images = json::array(), sent = json::array();
+        for (int i = 0; i < paths.size(); ++i) {
+            if (isCancelled && isCancelled())
+                return Error::cancel();
+            auto image = m_backend.fileParam(paths[i]);
+            if (!image) {
+                if (QFileInfo(paths[i]).isFile()) // this machine's file, not sent: the link is gone, the run stops
+                    return image.error();
+                skipped(fromStd(image.message()));
+                continue;
+            }
+            images.push_back(*image);
+            sent.push_back(indices[size_t(i)]);
+        }
+        if (images.empty())
+            return Done {};
+        auto added = m_backend.call("set_add", { { "run", m_run }, { "images", images }, { "indices", sent } });
+        if (!added)
+            return added.error();
+        // The host names a file it cannot read by its copy's path: say this machine's.
+        for (const json& s : added->value("skipped", json::array())) {
+            const int64_t index = s.value("index", int64_t(-1));
+            const auto at = std::find(indices.begin(), indices.end(), index);
+            const QString path = at == indices.end() ? QString() : paths[int(at - indices.begin())];
+            QString message = fromStd(s.value("message", std::string()));
+            if (!path.isEmpty())
+                message = path + QStringLiteral(": ") + message.section(QStringLiteral(": "), 1);
+            skipped(message);
+        }
+        return Done {};
+    }
+    Result<std::shared_ptr<AnalysisSummary>> summary() override
+    {
+        auto answer = m_backend.call("set_summary", { { "run", m_run } });
+        if (!answer)
+            return answer.error();
+        auto stats = remote::decodeStats(answer->value("stats", json()));
+        if (!stats)
+            return Error { m_backend.m_endpoint.host + ": the image set's statistics: " + stats.message() };
+        auto s = std::make_shared<AnalysisSummary>(summarise(*stats, answer->value("images", int64_t(0)), answer->value("radius", 3)));
+        s->model = m_model.path;
+        s->label = s->model;
+        s->patchSize = m_model.config.patchSize;
+        return s;
+    }
+
+private:
+    RemoteBackend& m_backend;
+    ModelInfo m_model;
+    int64_t m_run;
+    int m_batch;
+};
+
+Result<std::unique_ptr<SetRunner>> RemoteBackend::startSet(const EngineModel& model, AnalysisOptions options)
+{
+    auto modelId = hostId(model.remote);
+    if (!modelId)
+        return modelId.error();
+    auto started = call("set_start", { { "model", *modelId }, { "options", remote::encodeAnalysisOptions(options) } });
+    if (!started)
+        return started.error();
+    return std::unique_ptr<SetRunner>(
+        std::make_unique<RemoteSetRunner>(*this, model, started->value("run", int64_t(0)), std::max(1, started->value("batch", 1))));
+}
+
 Result<ImageRows> RemoteBackend::rows(const EngineModel&, const ImageTrace& trace, const RowsRequest& request)
 {
-    json params = { { "trace", trace.remoteTrace }, { "query", request.query } };
+    json params = { { "query", request.query } };
     if (request.rollout)
         params["rollout"] = { { "fusion", toString(request.rollout->fusion) }, { "discard", request.rollout->discard } };
     if (request.normsRatio)
         params["norms"] = *request.normsRatio;
-    auto answer = call("attention_rows", std::move(params));
+    Result<json> answer = Error {};
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        auto id = hostId(trace.remoteTrace);
+        if (!id)
+            return id.error();
+        params["trace"] = *id;
+        answer = call("attention_rows", params);
+        // A trace the host dropped from its LRU (other images traced since): made again, once.
+        if (answer || answer.message().rfind("no trace ", 0) != 0)
+            break;
+        m_held[trace.remoteTrace].generation = -1;
+    }
     if (!answer)
         return answer.error();
     const Trace& t = trace.trace;
@@ -284,7 +418,10 @@ Result<Relevance> RemoteBackend::explain(const EngineModel& model, const QString
     auto image = fileParam(imagePath);
     if (!image)
         return image.error();
-    json params = { { "model", model.remote }, { "image", *image }, { "target_class", options.targetClass },
+    auto modelId = hostId(model.remote);
+    if (!modelId)
+        return modelId.error();
+    json params = { { "model", *modelId }, { "image", *image }, { "target_class", options.targetClass },
                     { "gradcam_layer", options.gradCamLayer } };
     auto answer = call("explain", std::move(params));
     if (!answer)

@@ -8,6 +8,7 @@
 
 #include <RemoteClient.h>
 
+#include <map>
 #include <memory>
 
 namespace attnscope {
@@ -31,8 +32,11 @@ public:
     // The statistics cross exactly; the summary is made from them here, as the local engine makes it.
     Result<std::shared_ptr<ImageAnalysis>> analyse(const EngineModel& model, const QString& imagePath, AnalysisOptions options,
                                                    const Traced& traced, const std::function<bool()>& isCancelled) override;
+    // A run kept on the host, fed a batch per request (images on this machine sent once each, by sha256).
+    Result<std::unique_ptr<SetRunner>> startSet(const EngineModel& model, AnalysisOptions options) override;
 
 private:
+    class RemoteSetRunner;
     Result<remote::Connection*> link();
     Result<nlohmann::json> call(const std::string& method, nlohmann::json params);
     // What names a file in a request: {"sha256": ...} after sending a file this machine has, or the host's path.
@@ -45,6 +49,22 @@ private:
     remote::Endpoint m_endpoint;
     std::unique_ptr<remote::Connection> m_connection;
     QString m_failure; // why the link could not be made, or ended
+
+    // What the host holds for the window (its models and traces), by this side's handle (EngineModel::remote,
+    // ImageTrace::remoteTrace) with the request that made it: a host that has lost it (a new link after a drop, a trace
+    // dropped from its LRU) is asked to make it again, so the window goes on as it was (docs/remote.md, faults).
+    struct Held {
+        std::string method; // load_model | trace
+        nlohmann::json params;
+        int64_t model = 0; // a trace's model, by its handle
+        int64_t id = 0;    // the host's, on link m_generation == generation
+        int generation = -1;
+    };
+    int64_t hold(std::string method, nlohmann::json params, int64_t model, int64_t id);
+    Result<int64_t> hostId(int64_t handle);
+    std::map<int64_t, Held> m_held;
+    int64_t m_nextHandle = 1;
+    int m_generation = 0; // links made so far
 };
 
 } // namespace attnscope

@@ -6,7 +6,13 @@
 #include "gui/ModelSlot.h"
 #include "gui/RemoteBackend.h"
 
+#include <figures/FigurePanel.h>
+
+#include <csignal>
+
+#include <QFile>
 #include <QLabel>
+#include <QProgressBar>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -127,6 +133,140 @@ private slots:
         remote.ablateHead(1, 0);
         QVERIFY(settled(remote));
         QVERIFY2(remote.shownError().contains("does not run over the remote link yet"), qPrintable(remote.shownError()));
+    }
+
+    // An image set runs on the host a batch at a time, the images sent once each: its statistics are the local run's,
+    // to the bit, and a file that cannot be read is named by this machine's path, the run going on.
+    void anImageSetRunsOnTheHostAsItRunsHere()
+    {
+        RemoteEnvironment environment;
+        QTemporaryDir dir;
+        QStringList paths;
+        for (const char* name : { "test-0000-ankle-boot.png", "test-0001-pullover.png", "test-0002-trouser.png", "test-0004-shirt.png",
+                                  "test-0006-coat.png", "test-0008-sandal.png" })
+            paths << QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist/") + name;
+        const QString broken = dir.filePath(QStringLiteral("broken.png"));
+        QVERIFY(QFile::copy(QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/data/bad/image_truncated.png"), broken));
+        paths.insert(2, broken);
+        MainWindow local;
+        MainWindow remote(nullptr, remoteEngine());
+        for (MainWindow* w : { &local, &remote }) {
+            QVERIFY(showWithImages(*w, QStringLiteral("builtin:fmnist-vit-d4"), paths));
+            QSignalSpy finished(w, &MainWindow::setFinished);
+            w->analyseImageSet();
+            QVERIFY(finished.wait(60000));
+            QCOMPARE(finished.last().at(0).toBool(), true);
+        }
+        const auto& l = *local.setSummary();
+        const auto& r = *remote.setSummary();
+        QCOMPARE(r.images, int64_t(6));
+        QCOMPARE(r.images, l.images);
+        QCOMPARE(r.tokenSimilarity.size(), l.tokenSimilarity.size());
+        for (size_t i = 0; i < l.tokenSimilarity.size(); ++i) {
+            QCOMPARE(r.tokenSimilarity[i].value.mean, l.tokenSimilarity[i].value.mean);
+            QCOMPARE(r.tokenSimilarity[i].value.sd, l.tokenSimilarity[i].value.sd);
+        }
+        QCOMPARE(r.snr.size(), l.snr.size());
+        for (size_t i = 0; i < l.snr.size(); ++i)
+            QCOMPARE(r.snr[i].snrDb.mean, l.snr[i].snrDb.mean);
+        auto* bar = remote.findChild<QProgressBar*>();
+        QVERIFY(bar);
+        QVERIFY2(bar->toolTip().contains(broken), qPrintable(bar->toolTip()));
+        QCOMPARE(differingPixels(local.setPanel()->grab().toImage(), remote.setPanel()->grab().toImage()), 0);
+    }
+
+    // The link drops (the server killed, as a laptop that slept) and cannot be made again (the host unreachable): the
+    // window stays with what it had and says the engine is unreachable. Once the host answers, the next click makes the
+    // link again, the host loads the model and traces the image anew, and the view is what it was, pixel for pixel.
+    // File -> Reconnect does the same at once.
+    void aDroppedLinkIsSaidAndTheNextRequestRestoresTheView()
+    {
+        RemoteEnvironment environment;
+        QTemporaryDir dir;
+        const QString pids = dir.filePath(QStringLiteral("pids"));
+        qputenv("ATTNSCOPE_TEST_SSH_PIDS", pids.toLocal8Bit());
+        MainWindow local;
+        MainWindow remote(nullptr, remoteEngine());
+        QVERIFY(showWithImages(local, QStringLiteral("builtin:fmnist-vit"), { kImage }));
+        QVERIFY(showWithImages(remote, QStringLiteral("builtin:fmnist-vit"), { kImage }));
+        QVERIFY(settled(remote));
+        const auto firstServer = [&] {
+            QFile f(pids);
+            return f.open(QIODevice::ReadOnly) ? f.readLine().trimmed().toInt() : 0;
+        };
+        const int server = firstServer();
+        QVERIFY(server > 0);
+        QCOMPARE(::kill(server, SIGKILL), 0);
+        QTest::qWait(200); // the server gone before the next click, as after a laptop's sleep
+        const QString refused = dir.filePath(QStringLiteral("no-ssh.sh")); // ssh's stand-in for a host that is gone
+        writeFile(refused, "#!/bin/sh\necho 'ssh: connect to host localhost port 22: Connection refused' >&2\nexit 255\n");
+        QFile::setPermissions(refused, QFile::ReadOwner | QFile::ExeOwner);
+        qputenv("ATTNSCOPE_SSH", refused.toLocal8Bit());
+
+        remote.setQuery(20);
+        QVERIFY(settled(remote));
+        QVERIFY2(remote.shownError().contains("localhost: the engine is unreachable") && remote.shownError().contains("Connection refused"),
+                 qPrintable(remote.shownError()));
+        QVERIFY(remote.current()); // the image stays, and the window
+        auto* device = remote.findChild<QLabel*>("deviceLabel");
+        QVERIFY(device);
+        QCOMPARE(device->text(), QStringLiteral("localhost · unreachable"));
+        qputenv("ATTNSCOPE_SSH", ATTNSCOPE_TEST_SOURCE_DIR "/remote/local-ssh.sh"); // the host is back
+
+        for (MainWindow* w : { &local, &remote }) {
+            w->setQuery(21);
+            w->setLayer(3);
+            w->setHead(HeadChoice::single(1));
+            QVERIFY(settled(*w));
+        }
+        QVERIFY2(remote.shownError().isEmpty(), qPrintable(remote.shownError()));
+        QCOMPARE(differingPixels(local.view()->rendered(), remote.view()->rendered()), 0);
+        QCOMPARE(differingPixels(local.tiles()->grab().toImage(), remote.tiles()->grab().toImage()), 0);
+
+        QCOMPARE(::kill(server, 0), -1); // the first server is gone; a second one answered
+        const auto servers = [&] {
+            QFile f(pids);
+            return f.open(QIODevice::ReadOnly) ? f.readAll().trimmed().split('\n') : QList<QByteArray>();
+        };
+        QCOMPARE(servers().size(), 2);
+
+        // Dropped again; File -> Reconnect brings the host back at once: the image traced again, the view as it was.
+        QCOMPARE(::kill(servers().back().toInt(), SIGKILL), 0);
+        QTest::qWait(100);
+        remote.reconnect();
+        QVERIFY(settled(remote));
+        QCOMPARE(servers().size(), 3);
+        QVERIFY2(remote.shownError().isEmpty(), qPrintable(remote.shownError()));
+        QCOMPARE(differingPixels(local.view()->rendered(), remote.view()->rendered()), 0);
+        qunsetenv("ATTNSCOPE_TEST_SSH_PIDS");
+    }
+
+    // Compare mode on a host that keeps one trace (serve --max-traces 1): the second model's trace pushes the first's out
+    // of the host's LRU, and a click on the first asks the host to trace it again rather than failing; both views are
+    // the local window's.
+    void aTraceTheHostDroppedIsMadeAgain()
+    {
+        RemoteEnvironment environment;
+        QTemporaryDir dir;
+        const QString cli = dir.filePath(QStringLiteral("attnscope-cli"));
+        writeFile(cli, "#!/bin/sh\nexec " ATTNSCOPE_CLI " \"$@\" --max-traces 1\n");
+        QFile::setPermissions(cli, QFile::ReadOwner | QFile::ExeOwner);
+        MainWindow local;
+        MainWindow remote(nullptr, remoteEngine(cli.toStdString()));
+        for (MainWindow* w : { &local, &remote }) {
+            QVERIFY(showWithImages(*w, QStringLiteral("builtin:fmnist-vit"), { kImage }));
+            QSignalSpy compareReady(w, &MainWindow::compareReady);
+            w->openCompareModel(QStringLiteral("builtin:fmnist-vit-d4"));
+            QVERIFY(compareReady.wait(20000));
+            QVERIFY(settled(*w));
+            w->setQuery(33);
+            w->setHead(HeadChoice::single(2));
+            QVERIFY(settled(*w));
+        }
+        QVERIFY2(remote.shownError().isEmpty(), qPrintable(remote.shownError()));
+        QVERIFY(remote.view()->map() && remote.compareView()->map());
+        QCOMPARE(differingPixels(local.view()->rendered(), remote.view()->rendered()), 0);
+        QCOMPARE(differingPixels(local.compareView()->rendered(), remote.compareView()->rendered()), 0);
     }
 
     void anUnreachableEngineIsSaidAndTheWindowStays()

@@ -158,23 +158,69 @@ Result<std::shared_ptr<ImageAnalysis>> LocalBackend::analyse(const EngineModel& 
     return result;
 }
 
+namespace {
+
+// An image set's run in this process: the AnalysisRun, fed a batch at a time.
+class LocalSetRunner : public SetRunner {
+public:
+    LocalSetRunner(std::shared_ptr<const Model> model, AnalysisOptions options)
+        : m_model(model)
+        , m_run(std::move(model), std::move(options))
+        , m_batch(defaultBatchSize(*m_model, m_run.options()))
+    {
+    }
+    int batchSize() const override { return m_batch; }
+    Status add(const QStringList& paths, const std::vector<int64_t>& indices, const std::function<void(QString)>& skipped,
+               const std::function<bool()>& isCancelled) override
+    {
+        std::vector<Model::Prepared> prepared;
+        std::vector<int64_t> kept;
+        QStringList names;
+        for (int i = 0; i < paths.size(); ++i) {
+            auto p = prepareImage(*m_model, paths[i]);
+            if (!p) {
+                skipped(fromStd(p.message()));
+                continue;
+            }
+            prepared.push_back(std::move(*p));
+            kept.push_back(indices[size_t(i)]);
+            names << paths[i];
+        }
+        if (prepared.empty())
+            return Done {};
+        std::vector<const Model::Prepared*> images;
+        for (const auto& p : prepared)
+            images.push_back(&p);
+        auto added = m_run.addImages(images, kept, isCancelled);
+        if (!added && !added.cancelled())
+            return Error { (names.size() == 1 ? names.front().toStdString() + ": "
+                                              : QObject::tr("images %1 to %2: ").arg(names.front(), names.back()).toStdString())
+                           + added.message() };
+        return added;
+    }
+    Result<std::shared_ptr<AnalysisSummary>> summary() override { return summaryOf(m_run, *m_model); }
+
+private:
+    std::shared_ptr<const Model> m_model;
+    AnalysisRun m_run;
+    int m_batch;
+};
+
+} // namespace
+
+Result<std::unique_ptr<SetRunner>> LocalBackend::startSet(const EngineModel& model, AnalysisOptions options)
+{
+    return std::unique_ptr<SetRunner>(std::make_unique<LocalSetRunner>(model.local, std::move(options)));
+}
+
 struct EngineWorker::SetRun {
     quint64 id = 0;
     int channel = 0;
-    std::shared_ptr<const Model> model;
+    std::unique_ptr<SetRunner> runner;
     QStringList paths;
-    AnalysisRun run;
     int every = 10;
     int next = 0;
-    int batch = 1; // images per forward (defaultBatchSize: 64 on a GPU)
     QElapsedTimer timer;
-
-    SetRun(std::shared_ptr<const Model> m, AnalysisOptions options) // a local model
-        : model(m)
-        , run(std::move(m), std::move(options))
-        , batch(defaultBatchSize(*model, run.options()))
-    {
-    }
 };
 
 EngineWorker::EngineWorker(QObject* parent, std::unique_ptr<EngineBackend> backend)
@@ -406,21 +452,20 @@ quint64 EngineWorker::analyse(Kind kind, std::shared_ptr<const EngineModel> mode
 quint64 EngineWorker::analyseSet(std::shared_ptr<const EngineModel> model, const QStringList& paths, AnalysisOptions options, int every,
                                  int channel)
 {
-    if (!model->local) {
-        const quint64 id = next(SetJob, channel);
-        post([this, id, model] {
-            finish();
-            emit failed(id, notOverTheLink(*model, tr("an image set's run")));
-        });
-        return id;
-    }
-    auto run = std::make_shared<SetRun>(model->local, std::move(options));
+    auto run = std::make_shared<SetRun>();
     run->id = next(SetJob, channel);
     run->channel = channel;
     run->paths = paths;
     run->every = std::max(1, every);
-    post([this, run] {
+    post([this, run, model, options = std::move(options)]() mutable {
         run->timer.start();
+        auto runner = m_backend->startSet(*model, std::move(options));
+        if (!runner) {
+            finish();
+            emit failed(run->id, fromStd(runner.message()));
+            return;
+        }
+        run->runner = std::move(*runner);
         stepSet(run);
     });
     return run->id;
@@ -435,41 +480,27 @@ void EngineWorker::stepSet(std::shared_ptr<SetRun> run)
         emit cancelled(id);
         return;
     }
+    const auto summary = [&] {
+        auto s = run->runner->summary();
+        return s ? std::shared_ptr<const AnalysisSummary>(std::move(*s)) : nullptr;
+    };
     const int total = int(run->paths.size());
     if (run->next < total) {
         // One batch of images per step: one forward for all their inputs (a GPU wants many), and the job's queue gets a
-        // turn between batches.
-        // An image that cannot be read is reported and left out; the set goes on (no dialog per file).
-        std::vector<Model::Prepared> prepared;
+        // turn between batches. An image that cannot be read is reported and left out; the set goes on (no dialog per file).
+        const int end = std::min(total, run->next + std::max(1, run->runner->batchSize()));
         std::vector<int64_t> indices;
-        const int end = std::min(total, run->next + run->batch);
-        for (int i = run->next; i < end; ++i) {
-            auto p = prepareImage(*run->model, run->paths[i]);
-            if (!p) {
-                emit setSkipped(id, fromStd(p.message()));
-                continue;
-            }
-            prepared.push_back(std::move(*p));
+        for (int i = run->next; i < end; ++i)
             indices.push_back(i);
-        }
-        Status added = Done {};
-        QString failedPath;
-        if (!prepared.empty()) {
-            std::vector<const Model::Prepared*> images;
-            for (const auto& p : prepared)
-                images.push_back(&p);
-            ++m_forwardSets;
-            added = run->run.addImages(images, indices, superseded);
-            if (!added)
-                failedPath = prepared.size() == 1 ? run->paths[int(indices.front())] + QStringLiteral(": ")
-                                                  : tr("images %1 to %2: ").arg(run->paths[int(indices.front())], run->paths[int(indices.back())]);
-        }
+        ++m_forwardSets;
+        const Status added = run->runner->add(run->paths.mid(run->next, end - run->next), indices,
+                                              [this, id](const QString& message) { emit setSkipped(id, message); }, superseded);
         if (!added) {
             finish();
             if (added.cancelled())
                 emit cancelled(id);
             else
-                emit failed(id, failedPath + fromStd(added.message()));
+                emit failed(id, fromStd(added.message()));
             return;
         }
         const int before = run->next;
@@ -479,13 +510,18 @@ void EngineWorker::stepSet(std::shared_ptr<SetRun> run)
         emit setProgress(id, done, total, seconds > 0 ? done / seconds : 0.0);
         if (done < total) {
             if (done / run->every > before / run->every) // the curves grow every `every` images
-                emit setAnalysed(id, summaryOf(run->run, *run->model), false);
+                if (auto s = summary())
+                    emit setAnalysed(id, s, false);
             post([this, run] { stepSet(run); }); // behind anything asked meanwhile
             return;
         }
     }
+    auto s = run->runner->summary();
     finish();
-    emit setAnalysed(id, summaryOf(run->run, *run->model), true);
+    if (!s)
+        emit failed(id, fromStd(s.message()));
+    else
+        emit setAnalysed(id, std::shared_ptr<const AnalysisSummary>(std::move(*s)), true);
 }
 
 quint64 EngineWorker::runTask(Task task, int channel)

@@ -74,6 +74,19 @@ struct ImageRows {
 // The rows of a trace held here (one with its maps), at once; an Error for a query outside it.
 Result<ImageRows> rowsOfTrace(const EngineModel& model, const ImageTrace& trace, const RowsRequest& request);
 
+// One image set's run on a backend, a batch at a time: the worker steps it and lets interactive jobs in between.
+class SetRunner {
+public:
+    virtual ~SetRunner() = default;
+    virtual int batchSize() const = 0; // images per step (defaultBatchSize where the model runs)
+    // Adds `paths` (their indices in the set: `indices`, which seed their perturbations). An image that cannot be read
+    // goes to `skipped` with why, and the run goes on; an Error stops the run.
+    virtual Status add(const QStringList& paths, const std::vector<int64_t>& indices, const std::function<void(QString)>& skipped,
+                       const std::function<bool()>& isCancelled)
+        = 0;
+    virtual Result<std::shared_ptr<AnalysisSummary>> summary() = 0; // of the images added so far
+};
+
 // Where the worker's jobs run: in this process (LocalBackend), or on a remote engine (the window's RemoteBackend,
 // docs/remote.md). Called on the worker's thread, one job at a time. A backend that cannot do a kind of job says so in
 // its Error; the worker's job machinery (superseding, cancelling, progress) is the same for both.
@@ -97,6 +110,7 @@ public:
     virtual Result<std::shared_ptr<ImageAnalysis>> analyse(const EngineModel& model, const QString& imagePath, AnalysisOptions options,
                                                            const Traced& traced, const std::function<bool()>& isCancelled)
         = 0;
+    virtual Result<std::unique_ptr<SetRunner>> startSet(const EngineModel& model, AnalysisOptions options) = 0;
 };
 
 // The engine in this process.
@@ -110,6 +124,7 @@ public:
     Result<Relevance> explain(const EngineModel& model, const QString& imagePath, const RelevanceOptions& options) override;
     Result<std::shared_ptr<ImageAnalysis>> analyse(const EngineModel& model, const QString& imagePath, AnalysisOptions options,
                                                    const Traced& traced, const std::function<bool()>& isCancelled) override;
+    Result<std::unique_ptr<SetRunner>> startSet(const EngineModel& model, AnalysisOptions options) override;
 };
 
 // Runs engine work off the GUI thread (docs/contributing.md section 5: one worker, jobs one at a time, in order). Jobs
