@@ -234,4 +234,95 @@ Result<TokenNorms> decodeTokenNorms(const json& value)
     }
 }
 
+json encodeHeadAblation(const HeadAblation& a)
+{
+    json heads = json::array();
+    for (const auto& e : a.heads)
+        heads.push_back({ { "layer", e.layer }, { "head", e.head }, { "dlogit", e.dlogit }, { "dprob", e.dprob }, { "kl", e.kl },
+                          { "flip", e.flip }, { "predicted", e.predicted }, { "probability", e.probability } });
+    return { { "mode", toString(a.mode) }, { "predicted", a.predicted }, { "probability", a.probability }, { "heads", heads } };
+}
+
+Result<HeadAblation> decodeHeadAblation(const json& value)
+{
+    try {
+        HeadAblation a;
+        auto mode = parseAblationMode(value.at("mode").get<std::string>());
+        if (!mode)
+            return Error { "the head ablation: " + mode.message() };
+        a.mode = *mode;
+        a.predicted = value.at("predicted").get<int>();
+        a.probability = value.at("probability").get<double>();
+        for (const json& h : value.at("heads")) {
+            HeadAblationEffect e;
+            e.layer = h.at("layer").get<int>();
+            e.head = h.at("head").get<int>();
+            e.dlogit = h.at("dlogit").get<double>();
+            e.dprob = h.at("dprob").get<double>();
+            e.kl = h.at("kl").get<double>();
+            e.flip = h.at("flip").get<bool>();
+            e.predicted = h.at("predicted").get<int>();
+            e.probability = h.at("probability").get<double>();
+            a.heads.push_back(e);
+        }
+        return a;
+    } catch (const nlohmann::json::exception& e) {
+        return Error { std::string("the head ablation: ") + e.what() };
+    }
+}
+
+json encodeQueryKeyMap(const QueryKeyMap& m)
+{
+    // The points as columns: 2 x images x tokens of them (12,600 for 32 ViT-B/16 images), seven numbers each.
+    std::vector<int> image, token, row, col;
+    std::vector<bool> key;
+    std::vector<double> x, y;
+    for (const auto& p : m.points) {
+        image.push_back(p.image);
+        token.push_back(p.token);
+        key.push_back(p.key);
+        row.push_back(p.row);
+        col.push_back(p.col);
+        x.push_back(p.x);
+        y.push_back(p.y);
+    }
+    return { { "layer", m.layer }, { "head", m.head }, { "images", m.images }, { "tokens", m.tokens }, { "method", toString(m.method) },
+             { "rotated", m.rotated }, { "scale", m.scale }, { "components", m.components }, { "tsne_kl", m.tsneKl },
+             { "agreement", m.agreement },
+             { "points", { { "image", image }, { "token", token }, { "key", key }, { "row", row }, { "col", col }, { "x", x }, { "y", y } } } };
+}
+
+Result<QueryKeyMap> decodeQueryKeyMap(const json& value)
+{
+    try {
+        QueryKeyMap m;
+        m.layer = value.at("layer").get<int>();
+        m.head = value.at("head").get<int>();
+        m.images = value.at("images").get<int>();
+        m.tokens = value.at("tokens").get<int>();
+        auto method = parseQueryKeyMethod(value.at("method").get<std::string>());
+        if (!method)
+            return Error { "the query-key map: " + method.message() };
+        m.method = *method;
+        m.rotated = value.at("rotated").get<bool>();
+        m.scale = value.at("scale").get<double>();
+        m.components = value.at("components").get<std::vector<double>>();
+        m.tsneKl = value.at("tsne_kl").get<double>();
+        m.agreement = value.at("agreement").get<double>();
+        const json& p = value.at("points");
+        const auto image = p.at("image").get<std::vector<int>>(), token = p.at("token").get<std::vector<int>>();
+        const auto row = p.at("row").get<std::vector<int>>(), col = p.at("col").get<std::vector<int>>();
+        const auto key = p.at("key").get<std::vector<bool>>();
+        const auto x = p.at("x").get<std::vector<double>>(), y = p.at("y").get<std::vector<double>>();
+        const size_t n = image.size();
+        if (token.size() != n || row.size() != n || col.size() != n || key.size() != n || x.size() != n || y.size() != n)
+            return Error { "the query-key map's point columns differ in length" };
+        for (size_t i = 0; i < n; ++i)
+            m.points.push_back({ image[i], token[i], bool(key[i]), row[i], col[i], x[i], y[i] });
+        return m;
+    } catch (const nlohmann::json::exception& e) {
+        return Error { std::string("the query-key map: ") + e.what() };
+    }
+}
+
 } // namespace attnscope::remote

@@ -6,6 +6,7 @@
 
 #include <attnscope/Analyses.h>
 #include <attnscope/AnalysisRun.h>
+#include <attnscope/QueryKey.h>
 #include <attnscope/Statistics.h>
 
 #include <nlohmann/json.hpp>
@@ -31,5 +32,10 @@ nlohmann::json encodeRelevance(const Relevance& relevance);
 Result<Relevance> decodeRelevance(const nlohmann::json& value);
 nlohmann::json encodeTokenNorms(const TokenNorms& norms);
 Result<TokenNorms> decodeTokenNorms(const nlohmann::json& value);
+// One head's ablation on one image, and a query-key map (its points as columns).
+nlohmann::json encodeHeadAblation(const HeadAblation& ablation);
+Result<HeadAblation> decodeHeadAblation(const nlohmann::json& value);
+nlohmann::json encodeQueryKeyMap(const QueryKeyMap& map);
+Result<QueryKeyMap> decodeQueryKeyMap(const nlohmann::json& value);
 
 } // namespace attnscope::remote

@@ -89,6 +89,8 @@ Server::Server(ServerOptions options)
                   { "trace", &Server::trace },
                   { "attention_rows", &Server::attentionRows },
                   { "explain", &Server::explain },
+                  { "ablate", &Server::ablate },
+                  { "query_key_map", &Server::queryKeyMap },
                   { "set_start", &Server::setStart },
                   { "set_add", &Server::setAdd },
                   { "set_summary", &Server::setSummary },
@@ -322,6 +324,50 @@ json Server::attentionRows(const json& params)
         out["norms"] = encodeTokenNorms(tokenNorms(t, traced->model->config(), *ratio));
     }
     return out;
+}
+
+json Server::ablate(const json& params)
+{
+    const std::shared_ptr<const Model> model = modelOf(params);
+    const Input input = inputOf(*model, params);
+    const HeadRef head { int(integer(params, "layer")), int(integer(params, "head")) };
+    auto a = headAblation(*model, input.prepared.input, AblationMode::Zero, {}, 0, { head });
+    if (!a)
+        throw RequestError { Failed, input.path + ": " + a.message() };
+    return encodeHeadAblation(*a);
+}
+
+json Server::queryKeyMap(const json& params)
+{
+    const std::shared_ptr<const Model> model = modelOf(params);
+    const json& images = field(params, "images");
+    if (!images.is_array() || images.empty() || images.size() > 256)
+        throw RequestError { InvalidParams, "\"images\" is not a list of 1 to 256 images" };
+    QueryKeyOptions options;
+    if (const json& m = field(params, "method"); !m.is_null()) {
+        auto method = parseQueryKeyMethod(text(params, "method"));
+        if (!method)
+            throw RequestError { InvalidParams, "\"method\": " + method.message() };
+        options.method = *method;
+    }
+    // An image that cannot be read is left out (the window's strip says which); `used` says which made the map.
+    std::vector<Tensor> inputs;
+    json used = json::array();
+    for (size_t i = 0; i < images.size(); ++i) {
+        try {
+            inputs.push_back(inputOf(*model, json { { "image", images[i] } }).prepared.input);
+            used.push_back(i);
+        } catch (const RequestError& e) {
+            if (e.code != Failed)
+                throw;
+        }
+    }
+    if (inputs.empty())
+        throw RequestError { Failed, "none of the images could be read" };
+    auto map = attnscope::queryKeyMap(*model, inputs, int(integer(params, "layer")), int(integer(params, "head")), options);
+    if (!map)
+        throw RequestError { Failed, map.message() };
+    return { { "map", encodeQueryKeyMap(*map) }, { "used", used } };
 }
 
 json Server::explain(const json& params)

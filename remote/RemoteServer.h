@@ -49,6 +49,8 @@ private:
     nlohmann::json trace(const nlohmann::json& params);
     nlohmann::json attentionRows(const nlohmann::json& params);
     nlohmann::json explain(const nlohmann::json& params);
+    nlohmann::json ablate(const nlohmann::json& params);
+    nlohmann::json queryKeyMap(const nlohmann::json& params);
     // Image sets (RemoteSets.cpp): a run on the host, fed a batch per set_add.
     struct SetRun;
     static constexpr size_t kMaxSetRuns = 8; // a window runs two (a model and its variant) per model shown

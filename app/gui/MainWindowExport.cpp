@@ -161,7 +161,7 @@ void MainWindow::exportAll(const QString& dir)
     request->formats = { "png", "svg", "pdf" };
     request->formatsText = "png,svg,pdf";
     auto results = std::make_shared<std::shared_ptr<ReportResults>>();
-    m_exportJob = m_worker->runTask([request, results](const std::function<bool()>& cancelled, const EngineWorker::Progress& progress) {
+    m_exportJob = m_worker->runTask([request, results](EngineBackend&, const std::function<bool()>& cancelled, const EngineWorker::Progress& progress) {
         auto r = analyseReport(*request, cancelled, progress);
         if (!r)
             return QString::fromStdString(r.message());

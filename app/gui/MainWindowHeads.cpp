@@ -130,11 +130,6 @@ void MainWindow::ablateHead(int layer, int head)
         showError(tr("Head ablation needs a classification head: %1 has none").arg(m_slots[0]->name()));
         return;
     }
-    if (!model->local) {
-        refreshAblation();
-        showError(tr("%1: head ablation does not run over the remote link yet (docs/remote.md)").arg(m_slots[0]->name()));
-        return;
-    }
     auto pending = std::make_shared<ShownAblation>();
     pending->path = trace->path;
     pending->model = model;
@@ -142,19 +137,10 @@ void MainWindow::ablateHead(int layer, int head)
     pending->head = head;
     m_pendingAblation = pending;
     m_ablationJob = m_worker->runTask(
-        [pending](const std::function<bool()>& cancelled, const EngineWorker::Progress&) {
-            const std::string path = pending->path.toStdString();
-            auto image = decodeImage(path);
-            if (!image)
-                return QString::fromStdString(path + ": " + image.message());
-            auto prepared = pending->model->local->prepare(*image);
-            if (!prepared)
-                return QString::fromStdString(path + ": " + prepared.message());
-            RunOptions run;
-            run.isCancelled = cancelled;
-            auto a = headAblation(*pending->model->local, prepared->input, AblationMode::Zero, run, 0, { HeadRef { pending->layer, pending->head } });
+        [pending](EngineBackend& engine, const std::function<bool()>& cancelled, const EngineWorker::Progress&) {
+            auto a = engine.ablate(*pending->model, pending->path, HeadRef { pending->layer, pending->head }, cancelled);
             if (!a)
-                return QString::fromStdString(path + ": " + a.message());
+                return QString::fromStdString(a.message());
             pending->result = std::move(*a);
             return QString();
         },

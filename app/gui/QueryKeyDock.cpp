@@ -104,8 +104,6 @@ void QueryKeyDock::refresh()
     };
     if (!in.model)
         return say(tr("No model."));
-    if (!in.model->local)
-        return say(tr("The query-key map does not run over the remote link yet (docs/remote.md)."));
     const ModelConfig& c = in.model->config();
     if (c.attention == AttentionKind::Quadratic)
         return say(tr("%1 has quadratic attention: its logits come from positions alone, without queries and keys.").arg(in.modelName));
@@ -152,22 +150,12 @@ void QueryKeyDock::start(const QString& key, const Inputs& in, int layer, int he
                            .arg(layer)
                            .arg(head));
     m_job = m_worker->runTask(
-        [pending](const std::function<bool()>&, const EngineWorker::Progress&) {
-            std::vector<Tensor> inputs;
-            for (const QString& path : pending->candidates) {
-                auto image = decodeImage(path.toStdString());
-                auto prepared = image ? pending->model->local->prepare(*image) : Result<Model::Prepared>(image.error());
-                if (!prepared)
-                    continue; // the strip shows which images cannot be read
-                inputs.push_back(prepared->input);
-                pending->paths << path;
-                pending->names << QFileInfo(path).completeBaseName();
-            }
-            if (inputs.empty())
-                return QObject::tr("none of the strip's first images could be read");
+        [pending](EngineBackend& engine, const std::function<bool()>&, const EngineWorker::Progress&) {
             QueryKeyOptions options;
             options.method = pending->method;
-            auto map = queryKeyMap(*pending->model->local, inputs, pending->layer, pending->head, options);
+            auto map = engine.queryKeyMap(*pending->model, pending->candidates, pending->layer, pending->head, options, pending->paths);
+            for (const QString& path : pending->paths)
+                pending->names << QFileInfo(path).completeBaseName();
             if (!map)
                 return QString::fromStdString(map.message());
             pending->map = std::make_shared<const QueryKeyMap>(std::move(*map));

@@ -358,6 +358,55 @@ Result<std::unique_ptr<SetRunner>> RemoteBackend::startSet(const EngineModel& mo
         std::make_unique<RemoteSetRunner>(*this, model, started->value("run", int64_t(0)), std::max(1, started->value("batch", 1))));
 }
 
+Result<HeadAblation> RemoteBackend::ablate(const EngineModel& model, const QString& imagePath, HeadRef head,
+                                           const std::function<bool()>& isCancelled)
+{
+    auto image = fileParam(imagePath);
+    auto modelId = image ? hostId(model.remote) : Result<int64_t>(image.error());
+    if (!modelId)
+        return modelId.error();
+    if (isCancelled && isCancelled())
+        return Error::cancel();
+    auto answer = call("ablate", { { "model", *modelId }, { "image", *image }, { "layer", head.layer }, { "head", head.head } });
+    if (!answer)
+        return answer.error();
+    auto a = remote::decodeHeadAblation(*answer);
+    if (!a)
+        return Error { m_endpoint.host + ": " + imagePath.toStdString() + ": " + a.message() };
+    return a;
+}
+
+Result<QueryKeyMap> RemoteBackend::queryKeyMap(const EngineModel& model, const QStringList& imagePaths, int layer, int head,
+                                               const QueryKeyOptions& options, QStringList& used)
+{
+    json images = json::array();
+    QStringList sent;
+    for (const QString& path : imagePaths) {
+        auto image = fileParam(path);
+        if (!image) {
+            if (QFileInfo(path).isFile())
+                return image.error(); // this machine's file, not sent: the link is gone
+            continue;
+        }
+        images.push_back(*image);
+        sent << path;
+    }
+    auto modelId = hostId(model.remote);
+    if (!modelId)
+        return modelId.error();
+    auto answer = call("query_key_map", { { "model", *modelId }, { "images", images }, { "layer", layer }, { "head", head },
+                                          { "method", toString(options.method) } });
+    if (!answer)
+        return answer.error();
+    for (const json& i : answer->value("used", json::array()))
+        if (i.is_number_unsigned() && i.get<size_t>() < size_t(sent.size()))
+            used << sent[int(i.get<size_t>())];
+    auto map = remote::decodeQueryKeyMap(answer->value("map", json()));
+    if (!map)
+        return Error { m_endpoint.host + ": " + map.message() };
+    return map;
+}
+
 Result<ImageRows> RemoteBackend::rows(const EngineModel&, const ImageTrace& trace, const RowsRequest& request)
 {
     json params = { { "query", request.query } };

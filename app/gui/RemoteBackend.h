@@ -34,6 +34,10 @@ public:
                                                    const Traced& traced, const std::function<bool()>& isCancelled) override;
     // A run kept on the host, fed a batch per request (images on this machine sent once each, by sha256).
     Result<std::unique_ptr<SetRunner>> startSet(const EngineModel& model, AnalysisOptions options) override;
+    Result<HeadAblation> ablate(const EngineModel& model, const QString& imagePath, HeadRef head,
+                                const std::function<bool()>& isCancelled) override;
+    Result<QueryKeyMap> queryKeyMap(const EngineModel& model, const QStringList& imagePaths, int layer, int head,
+                                    const QueryKeyOptions& options, QStringList& used) override;
 
 private:
     class RemoteSetRunner;

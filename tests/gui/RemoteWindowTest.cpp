@@ -7,9 +7,12 @@
 #include "gui/RemoteBackend.h"
 
 #include <figures/FigurePanel.h>
+#include <view/QueryKeyMapView.h>
+#include <view/ViewFooter.h>
 
 #include <csignal>
 
+#include <QDockWidget>
 #include <QFile>
 #include <QLabel>
 #include <QProgressBar>
@@ -129,10 +132,32 @@ private slots:
         QVERIFY(std::equal(ld->tp.data(), ld->tp.data() + ld->tp.numel(), rd->tp.data()));
         QVERIFY(remote.shownError().isEmpty());
 
-        // What does not run over the link yet is said, not left blank or run here.
-        remote.ablateHead(1, 0);
-        QVERIFY(settled(remote));
-        QVERIFY2(remote.shownError().contains("does not run over the remote link yet"), qPrintable(remote.shownError()));
+        // One head ablated on the image, on the host: the prediction it leaves, as here.
+        for (MainWindow* w : { &local, &remote }) {
+            w->ablateHead(2, 1);
+            QTRY_VERIFY_WITH_TIMEOUT(w->footer(0)->ablationText().startsWith("Layer 2 head 1 ablated:"), 20000);
+        }
+        QCOMPARE(remote.footer(0)->ablationText(), local.footer(0)->ablationText());
+
+        // The query-key map of one head over the strip, made on the host: the same points.
+        for (MainWindow* w : { &local, &remote }) {
+            w->addImages({ QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/../resources/samples/fashion-mnist/test-0001-pullover.png") });
+            auto* dock = w->findChild<QDockWidget*>("queryKeyDock");
+            QVERIFY(dock);
+            dock->raise();
+            QTRY_VERIFY_WITH_TIMEOUT(w->queryKeyView()->isVisible(), 5000);
+            w->setLayer(2);
+            w->setHead(HeadChoice::single(1));
+            QTRY_VERIFY_WITH_TIMEOUT(w->queryKeyView()->map() && w->queryKeyView()->map()->head == 1, 20000);
+        }
+        const auto lm = local.queryKeyView()->map(), rm = remote.queryKeyView()->map();
+        QCOMPARE(rm->points.size(), lm->points.size());
+        QCOMPARE(rm->images, 2);
+        for (size_t i = 0; i < lm->points.size(); ++i) {
+            QCOMPARE(rm->points[i].x, lm->points[i].x);
+            QCOMPARE(rm->points[i].y, lm->points[i].y);
+        }
+        QCOMPARE(differingPixels(local.queryKeyView()->grab().toImage(), remote.queryKeyView()->grab().toImage()), 0);
     }
 
     // An image set runs on the host a batch at a time, the images sent once each: its statistics are the local run's,

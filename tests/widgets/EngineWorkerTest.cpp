@@ -69,7 +69,7 @@ private slots:
         // A task holds the worker until everything below is queued: a trace of this model takes a millisecond, so
         // without it the first trace could start (and finish) before the next one supersedes it.
         std::atomic<bool> started { false }, release { false };
-        worker.runTask([&](const auto&, const auto&) {
+        worker.runTask([&](EngineBackend&, const auto&, const auto&) {
             started = true;
             while (!release)
                 std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -84,7 +84,7 @@ private slots:
         options.perturbations = { *Perturbation::parse("gaussian:sigma=8") };
         const quint64 analysis = worker.analyseImage(model, kImage, options, 0);
         const quint64 broken = worker.traceImage(model, QStringLiteral("/nonexistent/image.png"), {}, {}, 2);
-        const quint64 task = worker.runTask([](const auto&, const auto& progress) {
+        const quint64 task = worker.runTask([](EngineBackend&, const auto&, const auto& progress) {
             progress(1, 1);
             return QString();
         });

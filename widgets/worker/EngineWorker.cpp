@@ -32,12 +32,6 @@ std::shared_ptr<AnalysisSummary> summaryOf(const AnalysisRun& run, const Model& 
     return s;
 }
 
-// What a job that runs only in this process says of a remote model.
-QString notOverTheLink(const EngineModel& model, const QString& what)
-{
-    return QObject::tr("%1: %2 does not run over the remote link yet (docs/remote.md)").arg(fromStd(model.info().path), what);
-}
-
 } // namespace
 
 bool RowsRequest::operator==(const RowsRequest& o) const
@@ -211,6 +205,36 @@ private:
 Result<std::unique_ptr<SetRunner>> LocalBackend::startSet(const EngineModel& model, AnalysisOptions options)
 {
     return std::unique_ptr<SetRunner>(std::make_unique<LocalSetRunner>(model.local, std::move(options)));
+}
+
+Result<HeadAblation> LocalBackend::ablate(const EngineModel& model, const QString& imagePath, HeadRef head,
+                                          const std::function<bool()>& isCancelled)
+{
+    auto prepared = prepareImage(*model.local, imagePath);
+    if (!prepared)
+        return prepared.error();
+    RunOptions run;
+    run.isCancelled = isCancelled;
+    auto a = headAblation(*model.local, prepared->input, AblationMode::Zero, run, 0, { head });
+    if (!a)
+        return a.cancelled() ? a.error() : Error { imagePath.toStdString() + ": " + a.message() };
+    return a;
+}
+
+Result<QueryKeyMap> LocalBackend::queryKeyMap(const EngineModel& model, const QStringList& imagePaths, int layer, int head,
+                                              const QueryKeyOptions& options, QStringList& used)
+{
+    std::vector<Tensor> inputs;
+    for (const QString& path : imagePaths) {
+        auto prepared = prepareImage(*model.local, path);
+        if (!prepared)
+            continue; // the strip shows which images cannot be read
+        inputs.push_back(prepared->input);
+        used << path;
+    }
+    if (inputs.empty())
+        return Error { QObject::tr("none of the strip's first images could be read").toStdString() };
+    return attnscope::queryKeyMap(*model.local, inputs, layer, head, options);
 }
 
 struct EngineWorker::SetRun {
@@ -529,7 +553,7 @@ quint64 EngineWorker::runTask(Task task, int channel)
     const quint64 id = next(TaskJob, channel);
     post([this, id, channel, task = std::move(task)] {
         const auto superseded = [this, id, channel] { return !isLatest(TaskJob, channel, id); };
-        const QString error = superseded() ? QString() : task(superseded, [this, id](int done, int total) { emit taskProgress(id, done, total); });
+        const QString error = superseded() ? QString() : task(*m_backend, superseded, [this, id](int done, int total) { emit taskProgress(id, done, total); });
         finish();
         if (superseded())
             emit cancelled(id);

@@ -2,6 +2,7 @@
 
 #include <attnscope/AnalysisRun.h>
 #include <attnscope/Model.h>
+#include <attnscope/QueryKey.h>
 
 #include <QObject>
 #include <QString>
@@ -111,6 +112,15 @@ public:
                                                            const Traced& traced, const std::function<bool()>& isCancelled)
         = 0;
     virtual Result<std::unique_ptr<SetRunner>> startSet(const EngineModel& model, AnalysisOptions options) = 0;
+    // One head ablated on one image (Analyses.h section 8; zero ablation): the prediction it leaves.
+    virtual Result<HeadAblation> ablate(const EngineModel& model, const QString& imagePath, HeadRef head,
+                                        const std::function<bool()>& isCancelled)
+        = 0;
+    // The query-key map of one head over `imagePaths` (QueryKey.h); the images that could not be read are left out, and
+    // `used` gets the ones the map is of, in its order.
+    virtual Result<QueryKeyMap> queryKeyMap(const EngineModel& model, const QStringList& imagePaths, int layer, int head,
+                                            const QueryKeyOptions& options, QStringList& used)
+        = 0;
 };
 
 // The engine in this process.
@@ -125,6 +135,10 @@ public:
     Result<std::shared_ptr<ImageAnalysis>> analyse(const EngineModel& model, const QString& imagePath, AnalysisOptions options,
                                                    const Traced& traced, const std::function<bool()>& isCancelled) override;
     Result<std::unique_ptr<SetRunner>> startSet(const EngineModel& model, AnalysisOptions options) override;
+    Result<HeadAblation> ablate(const EngineModel& model, const QString& imagePath, HeadRef head,
+                                const std::function<bool()>& isCancelled) override;
+    Result<QueryKeyMap> queryKeyMap(const EngineModel& model, const QStringList& imagePaths, int layer, int head,
+                                    const QueryKeyOptions& options, QStringList& used) override;
 };
 
 // Runs engine work off the GUI thread (docs/contributing.md section 5: one worker, jobs one at a time, in order). Jobs
@@ -141,7 +155,8 @@ public:
     enum Kind { ModelJob, ImageJob, AnalysisJob, SetJob, TaskJob, RelevanceJob, RowsJob, KindCount };
     enum Missing { MissingWeights = 1, MissingDescription = 2 }; // modelIncomplete: the half of the model the file lacks
     using Progress = std::function<void(int done, int total)>;
-    using Task = std::function<QString(const std::function<bool()>& isCancelled, const Progress& progress)>;
+    // A task gets the engine the worker's jobs run on (this process's, or a host's).
+    using Task = std::function<QString(EngineBackend& engine, const std::function<bool()>& isCancelled, const Progress& progress)>;
 
     // Null `backend`: the engine in this process (LocalBackend).
     explicit EngineWorker(QObject* parent = nullptr, std::unique_ptr<EngineBackend> backend = nullptr);
