@@ -50,6 +50,7 @@ QString MainWindow::lastSessionPath()
 WindowState MainWindow::state() const
 {
     WindowState s;
+    s.remote = m_worker->endpoint();
     s.model = modelState(*m_slots[0]);
     s.compare = modelState(*m_slots[1]);
     s.images = m_images->paths();
@@ -85,6 +86,16 @@ bool MainWindow::openSession(const QString& path)
     auto session = readSession(path, &error, &missing, &warnings);
     if (!session) {
         showError(error);
+        return false;
+    }
+    // A session is opened where its engine ran: a remote one by a window on that host (main.cpp starts one for
+    // --open-session), never as this window's, whose paths and models would be another machine's.
+    if (session->state.remote != m_worker->endpoint()) {
+        const QString name = QFileInfo(path).fileName();
+        showError(session->state.remote.isEmpty()
+                      ? tr("%1 was saved with the engine on this machine; open it from a window without --remote").arg(name)
+                      : tr("%1 was saved with the engine on %2: open it with attnscope --remote %2 --open-session %3")
+                            .arg(name, session->state.remote, path));
         return false;
     }
     QStringList problems;

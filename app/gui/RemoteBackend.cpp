@@ -63,6 +63,11 @@ RemoteBackend::RemoteBackend(remote::Endpoint endpoint)
 
 RemoteBackend::~RemoteBackend() = default;
 
+QString RemoteBackend::endpoint() const
+{
+    return fromStd(m_endpoint.host) + (m_endpoint.cli == "attnscope-cli" ? QString() : QStringLiteral(":") + fromStd(m_endpoint.cli));
+}
+
 QString RemoteBackend::where() const
 {
     const QString host = fromStd(m_endpoint.host);

@@ -25,19 +25,27 @@ QJsonObject fileEntry(const QString& path, const QString& folder)
 QString resolve(const QJsonObject& entry, const QString& folder)
 {
     const QString path = entry.value("path").toString();
-    if (path.startsWith(QLatin1String("builtin:")) || QFileInfo::exists(path))
-        return path;
+    if (path.startsWith(QLatin1String("builtin:")) || QFileInfo::exists(path) || entry.value("on_host").toBool())
+        return path; // a host's path is the host's to find
     const QString relative = entry.value("relative").toString();
     if (!relative.isEmpty() && QFileInfo::exists(QDir(folder).filePath(relative)))
         return QDir::cleanPath(QDir(folder).filePath(relative));
     return {};
 }
 
-QJsonObject modelEntry(const ModelState& m, const QString& folder)
+// A remote session's file that this machine has not is the host's: kept as it was given, found there.
+QJsonObject entryFor(const QString& path, const QString& folder, bool remote)
 {
-    QJsonObject o = fileEntry(m.path, folder);
+    if (remote && !path.startsWith(QLatin1String("builtin:")) && !QFileInfo::exists(path))
+        return { { "path", path }, { "on_host", true } };
+    return fileEntry(path, folder);
+}
+
+QJsonObject modelEntry(const ModelState& m, const QString& folder, bool remote)
+{
+    QJsonObject o = entryFor(m.path, folder, remote);
     if (!m.description.isEmpty())
-        o["description"] = fileEntry(m.description, folder);
+        o["description"] = entryFor(m.description, folder, remote);
     if (m.inputHeight > 0 && m.inputWidth > 0)
         o["input_size"] = QJsonArray { m.inputHeight, m.inputWidth };
     return o;
@@ -121,7 +129,7 @@ std::optional<ModelState> readModel(const QJsonValue& value, const QString& fold
         return std::nullopt;
     }
     const QJsonObject o = value.toObject();
-    unknownKeys(o, { "path", "relative", "description", "input_size" }, what + ".", warnings);
+    unknownKeys(o, { "path", "relative", "on_host", "description", "input_size" }, what + ".", warnings);
     ModelState m;
     m.path = resolve(o, folder);
     if (m.path.isEmpty()) {
@@ -187,10 +195,13 @@ ViewSelection readView(const QJsonObject& o, QStringList* warnings)
 QJsonObject sessionToJson(const WindowState& s, const QString& folder)
 {
     QJsonObject o { { "attnscope_session", kVersion } };
+    const bool remote = !s.remote.isEmpty();
+    if (remote)
+        o["remote"] = s.remote;
     if (s.model)
-        o["model"] = modelEntry(*s.model, folder);
+        o["model"] = modelEntry(*s.model, folder, remote);
     if (s.compare)
-        o["compare"] = modelEntry(*s.compare, folder);
+        o["compare"] = modelEntry(*s.compare, folder, remote);
     QJsonArray images;
     for (const QString& image : s.images)
         images.append(fileEntry(image, folder));
@@ -252,13 +263,14 @@ std::optional<Session> readSession(const QString& path, QString* error, QStringL
                      .arg(kVersion);
         return std::nullopt;
     }
-    unknownKeys(o, { "attnscope_session", "model", "compare", "images", "selected", "query", "layer", "head", "rollout", "relevance_class",
+    unknownKeys(o, { "attnscope_session", "remote", "model", "compare", "images", "selected", "query", "layer", "head", "rollout", "relevance_class",
                      "variant", "perturbation", "drawing", "figures", "dock_layout" },
                 {}, warnings);
     const QString folder = QFileInfo(path).absolutePath();
     Session session;
     session.file = path;
     WindowState& s = session.state;
+    s.remote = text(o, QStringLiteral("remote"), warnings);
     s.model = readModel(o.value("model"), folder, QObject::tr("model"), missing, warnings);
     s.compare = readModel(o.value("compare"), folder, QObject::tr("compared model"), missing, warnings);
     QJsonArray images;

@@ -72,6 +72,9 @@ struct ModelState {
 };
 
 struct WindowState {
+    // Where the engine ran: "" in the window's process, else the --remote endpoint ("me@gpu-07:/opt/attnscope-cli",
+    // docs/remote.md); a remote session's models that are not this machine's files are the host's paths.
+    QString remote;
     std::optional<ModelState> model, compare;
     QStringList images; // the strip, in order
     int selected = -1;  // row of images; -1 none

@@ -3,6 +3,7 @@
 #include "gui/LaunchArguments.h"
 #include "gui/MainWindow.h"
 #include "gui/RemoteBackend.h"
+#include "gui/Session.h"
 
 #include <worker/RuntimeDir.h>
 
@@ -149,11 +150,19 @@ int main(int argc, char** argv)
         if (!ok || n < 0 || size_t(n) >= count)
             return fail(QObject::tr("--%1 %2: not a figure 0 to %3").arg(option->names().front(), parser.value(*option)).arg(count - 1));
     }
+    // The engine: this process's, the --remote host's, or, for a session saved with a remote engine, that host's.
+    QString remote = parser.value(remoteEngine);
+    if (!parser.isSet(remoteEngine) && (parser.isSet(session) || parser.isSet(lastSession))) {
+        QString error;
+        QStringList missing, warnings;
+        if (auto saved = readSession(parser.isSet(session) ? parser.value(session) : MainWindow::lastSessionPath(), &error, &missing, &warnings))
+            remote = saved->state.remote; // its problems are said when the window opens it
+    }
     std::unique_ptr<attnscope::EngineBackend> backend;
-    if (parser.isSet(remoteEngine)) {
-        auto endpoint = attnscope::remote::parseEndpoint(parser.value(remoteEngine).toStdString());
+    if (!remote.isEmpty()) {
+        auto endpoint = attnscope::remote::parseEndpoint(remote.toStdString());
         if (!endpoint)
-            return fail(QObject::tr("--remote %1: %2").arg(parser.value(remoteEngine), QString::fromStdString(endpoint.message())));
+            return fail(QObject::tr("--remote %1: %2").arg(remote, QString::fromStdString(endpoint.message())));
         backend = std::make_unique<attnscope::RemoteBackend>(*endpoint);
     }
     const LaunchArguments launch = splitLaunchArguments(parser.positionalArguments());

@@ -14,6 +14,8 @@
 
 #include <QDockWidget>
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QProgressBar>
 #include <QTemporaryDir>
@@ -292,6 +294,60 @@ private slots:
         QVERIFY(remote.view()->map() && remote.compareView()->map());
         QCOMPARE(differingPixels(local.view()->rendered(), remote.view()->rendered()), 0);
         QCOMPARE(differingPixels(local.compareView()->rendered(), remote.compareView()->rendered()), 0);
+    }
+
+    // A session saved by a remote window records the host: a window on that host opens it as it was; a window on its
+    // own engine says where it belongs and how to open it, and opens nothing of it. A model entry marked as the host's is
+    // looked for there, not on this machine.
+    void aSessionRecordsTheHost()
+    {
+        RemoteEnvironment environment;
+        QTemporaryDir dir;
+        const QString path = dir.filePath(QStringLiteral("remote-session.json"));
+        MainWindow remote(nullptr, remoteEngine());
+        QVERIFY(showWithImages(remote, QStringLiteral("builtin:fmnist-vit"), { kImage }));
+        remote.setQuery(40);
+        remote.setLayer(5);
+        remote.setHead(HeadChoice::single(3));
+        QVERIFY(settled(remote));
+        QVERIFY(remote.saveSession(path));
+        QFile saved(path);
+        QVERIFY(saved.open(QIODevice::ReadOnly));
+        const QJsonObject o = QJsonDocument::fromJson(saved.readAll()).object();
+        QCOMPARE(o.value("remote").toString(), QStringLiteral("localhost:" ATTNSCOPE_CLI));
+        // `attnscope --open-session` alone starts the window on the session's host (--screenshot exits 1 on any error).
+        const QString shot = dir.filePath(QStringLiteral("session.png"));
+        QCOMPARE(runWindow(dir.path(), { "--open-session", path, "--screenshot", shot }), 0);
+        QVERIFY(distinctColours(QImage(shot)) > 50);
+
+        MainWindow local;
+        local.resize(1280, 800);
+        local.show();
+        QVERIFY(!local.openSession(path));
+        QVERIFY2(local.shownError().contains("saved with the engine on localhost:") && local.shownError().contains("--remote"),
+                 qPrintable(local.shownError()));
+        QVERIFY(!local.model());
+
+        MainWindow again(nullptr, remoteEngine());
+        again.resize(1280, 800);
+        again.show();
+        QSignalSpy opened(&again, &MainWindow::sessionOpened);
+        QVERIFY(again.openSession(path));
+        QVERIFY(opened.wait(20000));
+        QVERIFY(settled(again));
+        QCOMPARE(again.query(), 40);
+        QCOMPARE(again.layer(), 5);
+        QCOMPARE(differingPixels(again.view()->rendered(), remote.view()->rendered()), 0);
+
+        // A model on the host only: its path is kept, and the host's answer said.
+        QJsonObject edited = o;
+        edited["model"] = QJsonObject { { "path", "/only/on/the/host/model.safetensors" }, { "on_host", true } };
+        writeFile(path, QJsonDocument(edited).toJson());
+        MainWindow third(nullptr, remoteEngine());
+        third.show();
+        QVERIFY(third.openSession(path));
+        QVERIFY(settled(third));
+        QVERIFY2(third.shownError().contains("/only/on/the/host/model.safetensors"), qPrintable(third.shownError()));
     }
 
     void anUnreachableEngineIsSaidAndTheWindowStays()

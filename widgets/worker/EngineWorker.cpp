@@ -251,6 +251,7 @@ EngineWorker::EngineWorker(QObject* parent, std::unique_ptr<EngineBackend> backe
     : QObject(parent)
     , m_backend(backend ? std::move(backend) : std::make_unique<LocalBackend>())
     , m_remote(!m_backend->where().isEmpty())
+    , m_endpoint(m_backend->endpoint())
     , m_where(m_backend->where())
 {
     qRegisterMetaType<std::shared_ptr<const attnscope::EngineModel>>();

@@ -96,6 +96,8 @@ public:
     virtual ~EngineBackend() = default;
     // Where models run, for the status bar: "" for this process, "gpu-07 · CUDA H100 · LibTorch 2.11" for a host.
     virtual QString where() const = 0;
+    // The remote engine as it was asked for ("me@gpu-07:/opt/attnscope-cli"); "" for this process. Constant.
+    virtual QString endpoint() const { return {}; }
     virtual Result<std::shared_ptr<const EngineModel>> loadModel(const QString& path, const LoadOptions& options) = 0;
     // One forward of `imagePath` recording every tap (with the variant values given; unset: the model's own).
     virtual Result<std::shared_ptr<ImageTrace>> trace(const EngineModel& model, const QString& imagePath,
@@ -195,6 +197,7 @@ public:
     // Where the jobs run (EngineBackend::where): "" for this process.
     QString where() const;
     bool isRemote() const { return m_remote; }
+    QString endpoint() const { return m_endpoint; } // EngineBackend::endpoint
 
 signals:
     void modelLoaded(quint64 job, std::shared_ptr<const attnscope::EngineModel> model);
@@ -228,6 +231,7 @@ private:
 
     std::unique_ptr<EngineBackend> m_backend; // used on m_thread only (and by the constructor, before it runs)
     const bool m_remote;
+    const QString m_endpoint;
     QString m_where; // m_backend->where() after the last job, under m_mutex
     QThread m_thread;
     QObject* m_context = nullptr; // lives in m_thread; jobs run there, in order
