@@ -44,6 +44,26 @@ double msSinceProcessStart()
 // Each selection is timed to its heatmap drawn (imageReady, then a repaint) and to its analysis (the analysisReady
 // that leaves the worker idle); the next selection starts `pauseMs` after the worker went idle (OpenMP's threads
 // sleep after a while, so a long pause times what a user who looks at the result meets).
+// The engine: this process's (null), the --remote host's, or, for a session saved with a remote engine and opened
+// without --remote, that host's. `error`: a --remote that names no host.
+std::unique_ptr<attnscope::EngineBackend> engineFor(std::optional<QString> remote, const QString& sessionPath, QString* error)
+{
+    if (!remote && !sessionPath.isEmpty()) {
+        QString unread;
+        QStringList missing, warnings;
+        if (auto saved = readSession(sessionPath, &unread, &missing, &warnings))
+            remote = saved->state.remote; // its problems are said when the window opens it
+    }
+    if (!remote || remote->isEmpty())
+        return nullptr;
+    auto endpoint = attnscope::remote::parseEndpoint(remote->toStdString());
+    if (!endpoint) {
+        *error = QObject::tr("--remote %1: %2").arg(*remote, QString::fromStdString(endpoint.message()));
+        return nullptr;
+    }
+    return std::make_unique<attnscope::RemoteBackend>(*endpoint);
+}
+
 void timeSelections(MainWindow& window, int count, int pauseMs)
 {
     struct Timing {
@@ -150,21 +170,12 @@ int main(int argc, char** argv)
         if (!ok || n < 0 || size_t(n) >= count)
             return fail(QObject::tr("--%1 %2: not a figure 0 to %3").arg(option->names().front(), parser.value(*option)).arg(count - 1));
     }
-    // The engine: this process's, the --remote host's, or, for a session saved with a remote engine, that host's.
-    QString remote = parser.value(remoteEngine);
-    if (!parser.isSet(remoteEngine) && (parser.isSet(session) || parser.isSet(lastSession))) {
-        QString error;
-        QStringList missing, warnings;
-        if (auto saved = readSession(parser.isSet(session) ? parser.value(session) : MainWindow::lastSessionPath(), &error, &missing, &warnings))
-            remote = saved->state.remote; // its problems are said when the window opens it
-    }
-    std::unique_ptr<attnscope::EngineBackend> backend;
-    if (!remote.isEmpty()) {
-        auto endpoint = attnscope::remote::parseEndpoint(remote.toStdString());
-        if (!endpoint)
-            return fail(QObject::tr("--remote %1: %2").arg(remote, QString::fromStdString(endpoint.message())));
-        backend = std::make_unique<attnscope::RemoteBackend>(*endpoint);
-    }
+    QString error;
+    auto backend = engineFor(parser.isSet(remoteEngine) ? std::optional(parser.value(remoteEngine)) : std::nullopt,
+                             parser.isSet(session) ? parser.value(session) : parser.isSet(lastSession) ? MainWindow::lastSessionPath() : QString(),
+                             &error);
+    if (!error.isEmpty())
+        return fail(error);
     const LaunchArguments launch = splitLaunchArguments(parser.positionalArguments());
     MainWindow window(nullptr, std::move(backend));
     // 1280 x 860, or the screen's free area when that is smaller (a 1280 x 800 laptop): never larger than the screen,
