@@ -78,7 +78,7 @@ Result<AnalysisOptions> decodeAnalysisOptions(const json& value)
                 return wrong(key, v, key == "draws" ? "a count 1 to 64" : "a radius 0 to 64");
             (key == "draws" ? o.draws : o.radius) = v.get<int>();
         } else if (key == "seed") {
-            if (!v.is_number_unsigned())
+            if (!isCount(v))
                 return wrong(key, v, "a seed (a whole number from 0)");
             o.seed = v.get<uint64_t>();
         } else if (key == "centre_signal") {
@@ -132,7 +132,7 @@ Result<StatsTable> decodeStats(const json& value)
         return Error { "the statistics are not an object" };
     StatsTable out;
     for (const auto& [key, v] : value.items()) {
-        if (!v.is_array() || v.size() != 3 || !v[0].is_number_unsigned() || !v[1].is_number() || !v[2].is_number())
+        if (!v.is_array() || v.size() != 3 || !isCount(v[0]) || !v[1].is_number() || !v[2].is_number())
             return Error { "the statistic \"" + key.substr(0, 60) + "\" is not [count, mean, m2]" };
         out[key] = RunningStats::fromParts(v[0].get<int64_t>(), v[1].get<double>(), v[2].get<double>());
     }

@@ -249,7 +249,7 @@ Result<json> Connection::sendFile(const std::string& localPath)
     const uint64_t size = uint64_t(st.st_size);
     // Where an interrupted send stopped, if the host kept its bytes; a part longer than the file is not this file's.
     const json received = has->value("received", json(0));
-    uint64_t offset = received.is_number_unsigned() && received.get<uint64_t>() < size ? received.get<uint64_t>() : 0;
+    uint64_t offset = isCount(received) && received.get<uint64_t>() < size ? received.get<uint64_t>() : 0;
     const std::string name = fs::path(localPath).filename().string();
     std::vector<uint8_t> chunk;
     for (;;) {

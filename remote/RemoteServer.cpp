@@ -152,7 +152,7 @@ json Server::loadModel(const json& params)
     options.device = m_options.device;
     options.descriptionPath = hostFile(params, "description", false);
     if (const json& size = field(params, "input_size"); !size.is_null()) {
-        if (!size.is_array() || size.size() != 2 || !size[0].is_number_unsigned() || !size[1].is_number_unsigned())
+        if (!size.is_array() || size.size() != 2 || !isCount(size[0]) || !isCount(size[1]))
             throw RequestError { InvalidParams, "\"input_size\" is not [height, width]" };
         options.inputHeight = size[0].get<int>();
         options.inputWidth = size[1].get<int>();

@@ -39,6 +39,8 @@ public:
     // clean end; 1 after a stream it could not read (said on stderr in one line).
     int serve(int in, int out);
     bool shutdownAsked() const { return m_shutdown; }
+    // Image-set runs kept at once: a window runs two (a model and its variant) per model shown.
+    static constexpr size_t kMaxSetRuns = 8;
 
 private:
     struct Traced;
@@ -53,7 +55,6 @@ private:
     nlohmann::json queryKeyMap(const nlohmann::json& params);
     // Image sets (RemoteSets.cpp): a run on the host, fed a batch per set_add.
     struct SetRun;
-    static constexpr size_t kMaxSetRuns = 8; // a window runs two (a model and its variant) per model shown
     nlohmann::json setStart(const nlohmann::json& params);
     nlohmann::json setAdd(const nlohmann::json& params);
     nlohmann::json setSummary(const nlohmann::json& params);

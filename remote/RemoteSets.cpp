@@ -62,7 +62,7 @@ json Server::setAdd(const json& params)
     std::vector<int64_t> kept;
     std::vector<std::string> paths;
     for (size_t i = 0; i < images.size(); ++i) {
-        if (!indices[i].is_number_unsigned())
+        if (!isCount(indices[i]))
             throw RequestError { InvalidParams, "\"indices\" holds " + indices[i].dump().substr(0, 40) + ", not an image's index" };
         try {
             Input in = inputOf(*set->model, json { { "image", images[i] } });

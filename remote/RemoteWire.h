@@ -78,5 +78,7 @@ Result<Tensor> decodeTensor(const nlohmann::json& value);
 // Bytes as they are (an image's pixels, a file's chunk): MessagePack binary.
 nlohmann::json encodeBytes(const void* data, size_t size);
 Result<std::vector<uint8_t>> decodeBytes(const nlohmann::json& value);
+// A whole number >= 0, however it was encoded (MessagePack gives positive ones as unsigned, a json built in C++ as signed).
+inline bool isCount(const nlohmann::json& v) { return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0); }
 
 } // namespace attnscope::remote

@@ -73,6 +73,7 @@ void MainWindow::openModel(const QString& path, const QString& description)
 void MainWindow::reconnect()
 {
     statusBar()->showMessage(tr("Reconnecting to %1…").arg(m_worker->where().section(QStringLiteral(" · "), 0, 0)));
+    m_worker->reconnect(); // a new link, whatever the old one seems to be
     if (!m_slots[0]->model()) { // nothing to bring back: the model the window was asked for, again
         if (!m_slots[0]->path().isEmpty())
             m_slots[0]->load(m_slots[0]->path(), m_slots[0]->description());

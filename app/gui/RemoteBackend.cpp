@@ -68,6 +68,11 @@ QString RemoteBackend::endpoint() const
     return fromStd(m_endpoint.host) + (m_endpoint.cli == "attnscope-cli" ? QString() : QStringLiteral(":") + fromStd(m_endpoint.cli));
 }
 
+void RemoteBackend::disconnect()
+{
+    m_connection.reset(); // a server still there is asked to shut down; the next call makes a new link
+}
+
 QString RemoteBackend::where() const
 {
     const QString host = fromStd(m_endpoint.host);
@@ -404,7 +409,7 @@ Result<QueryKeyMap> RemoteBackend::queryKeyMap(const EngineModel& model, const Q
     if (!answer)
         return answer.error();
     for (const json& i : answer->value("used", json::array()))
-        if (i.is_number_unsigned() && i.get<size_t>() < size_t(sent.size()))
+        if (remote::isCount(i) && i.get<size_t>() < size_t(sent.size()))
             used << sent[int(i.get<size_t>())];
     auto map = remote::decodeQueryKeyMap(answer->value("map", json()));
     if (!map)

@@ -22,6 +22,7 @@ public:
     // "gpu-07 · cpu · LibTorch 1.13.1 · 3 ms": the host, its device and build, and the last call's round trip.
     QString where() const override;
     QString endpoint() const override;
+    void disconnect() override;
     // A model file on this machine is sent to the host once (cached there by its sha256); a folder, a builtin:NAME or a
     // path this machine has not is the host's.
     Result<std::shared_ptr<const EngineModel>> loadModel(const QString& path, const LoadOptions& options) override;

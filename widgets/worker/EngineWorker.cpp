@@ -549,6 +549,11 @@ void EngineWorker::stepSet(std::shared_ptr<SetRun> run)
         emit setAnalysed(id, std::shared_ptr<const AnalysisSummary>(std::move(*s)), true);
 }
 
+void EngineWorker::reconnect()
+{
+    post([this] { m_backend->disconnect(); }); // in order: before whatever is asked after
+}
+
 quint64 EngineWorker::runTask(Task task, int channel)
 {
     const quint64 id = next(TaskJob, channel);

@@ -98,6 +98,8 @@ public:
     virtual QString where() const = 0;
     // The remote engine as it was asked for ("me@gpu-07:/opt/attnscope-cli"); "" for this process. Constant.
     virtual QString endpoint() const { return {}; }
+    // Drop the link to a remote engine, if any, so that the next job makes a new one (File -> Reconnect).
+    virtual void disconnect() { }
     virtual Result<std::shared_ptr<const EngineModel>> loadModel(const QString& path, const LoadOptions& options) = 0;
     // One forward of `imagePath` recording every tap (with the variant values given; unset: the model's own).
     virtual Result<std::shared_ptr<ImageTrace>> trace(const EngineModel& model, const QString& imagePath,
@@ -188,6 +190,8 @@ public:
     // What `request` asks of a trace: rowsReady, or failed. A trace held here answers at once through rowsOfTrace; this
     // job is for a remote one's.
     quint64 queryRows(std::shared_ptr<const EngineModel> model, std::shared_ptr<const ImageTrace> trace, RowsRequest request, int channel = 0);
+    // The backend's link dropped before the jobs asked after this one (EngineBackend::disconnect).
+    void reconnect();
     void cancel(Kind kind, int channel = 0);
     void cancelAll();
     bool busy() const { return m_pending.load() > 0; }
