@@ -227,8 +227,14 @@ json Server::trace(const json& params)
         traced->trace = std::move(*trace);
     }
     const Trace& t = traced->trace;
-    const int64_t id = m_nextId++;
-    m_traces.emplace_front(id, traced);
+    // "keep": false for a trace no view will ask rows of (analyses alone): it takes no place in the LRU, whose traces
+    // are the window's.
+    const json& keep = field(params, "keep");
+    if (!keep.is_null() && !keep.is_boolean())
+        throw RequestError { InvalidParams, "\"keep\" is " + keep.dump().substr(0, 40) + ", not true or false" };
+    const int64_t id = keep.is_null() || keep.get<bool>() ? m_nextId++ : 0;
+    if (id != 0)
+        m_traces.emplace_front(id, traced);
     while (int(m_traces.size()) > std::max(1, m_options.maxTraces))
         m_traces.pop_back();
     const Image& shown = prepared->shown;

@@ -187,7 +187,8 @@ Result<std::shared_ptr<const EngineModel>> RemoteBackend::loadModel(const QStrin
 }
 
 Result<json> RemoteBackend::traceOnHost(const EngineModel& model, const QString& imagePath, std::optional<double> neutrenoLambda,
-                                        std::optional<double> boostT, const json& analyse, const std::function<bool()>& isCancelled)
+                                        std::optional<double> boostT, const json& analyse, bool keep,
+                                        const std::function<bool()>& isCancelled)
 {
     auto image = fileParam(imagePath);
     if (!image)
@@ -206,11 +207,14 @@ Result<json> RemoteBackend::traceOnHost(const EngineModel& model, const QString&
     asked["model"] = *modelId;
     if (!analyse.is_null())
         asked["analyse"] = analyse;
+    if (!keep)
+        asked["keep"] = false; // analyses alone: nothing of it is asked later, so the host's LRU keeps the window's traces
     auto traced = call("trace", std::move(asked));
     if (!traced)
         return traced.error();
     // Made again, if the host loses it, without its analyses: the views need the trace only.
-    (*traced)["trace"] = hold("trace", std::move(params), model.remote, traced->value("trace", int64_t(0)));
+    if (keep)
+        (*traced)["trace"] = hold("trace", std::move(params), model.remote, traced->value("trace", int64_t(0)));
     return traced;
 }
 
@@ -249,7 +253,7 @@ Result<std::shared_ptr<ImageTrace>> RemoteBackend::trace(const EngineModel& mode
                                                          std::optional<double> neutrenoLambda, std::optional<double> boostT,
                                                          const std::function<bool()>& isCancelled)
 {
-    auto traced = traceOnHost(model, imagePath, neutrenoLambda, boostT, json(), isCancelled);
+    auto traced = traceOnHost(model, imagePath, neutrenoLambda, boostT, json(), true, isCancelled);
     if (!traced)
         return traced.error();
     return readTrace(*traced, imagePath);
@@ -259,7 +263,8 @@ Result<std::shared_ptr<ImageAnalysis>> RemoteBackend::analyse(const EngineModel&
                                                               const Traced& traced, const std::function<bool()>& isCancelled)
 {
     // One request: the host's forward set gives the trace (kept there) and the statistics, which cross exactly.
-    auto answer = traceOnHost(model, imagePath, options.neutrenoLambda, options.boostT, remote::encodeAnalysisOptions(options), isCancelled);
+    auto answer = traceOnHost(model, imagePath, options.neutrenoLambda, options.boostT, remote::encodeAnalysisOptions(options),
+                              bool(traced), isCancelled);
     if (!answer)
         return answer.error();
     if (traced) {

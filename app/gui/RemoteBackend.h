@@ -47,9 +47,11 @@ private:
     Result<nlohmann::json> call(const std::string& method, nlohmann::json params);
     // What names a file in a request: {"sha256": ...} after sending a file this machine has, or the host's path.
     Result<nlohmann::json> fileParam(const QString& path);
-    // `trace` on the host, with the image's analyses when `analyse` (encoded options) is set.
+    // `trace` on the host, with the image's analyses when `analyse` (encoded options) is set; `keep` false: the trace
+    // is not kept there (analyses alone), and its answer's "trace" is 0.
     Result<nlohmann::json> traceOnHost(const EngineModel& model, const QString& imagePath, std::optional<double> neutrenoLambda,
-                                       std::optional<double> boostT, const nlohmann::json& analyse, const std::function<bool()>& isCancelled);
+                                       std::optional<double> boostT, const nlohmann::json& analyse, bool keep,
+                                       const std::function<bool()>& isCancelled);
     Result<std::shared_ptr<ImageTrace>> readTrace(const nlohmann::json& answer, const QString& imagePath) const;
 
     remote::Endpoint m_endpoint;

@@ -133,6 +133,16 @@ private slots:
         QVERIFY(ld && rd && ld->tp.numel() == rd->tp.numel() && ld->tp.numel() > 0);
         QVERIFY(std::equal(ld->tp.data(), ld->tp.data() + ld->tp.numel(), rd->tp.data()));
         QVERIFY(remote.shownError().isEmpty());
+        // Another noise: the analyses alone again (the trace is kept; the host keeps no second one), as here.
+        for (MainWindow* w : { &local, &remote }) {
+            w->setPerturbation(*attnscope::Perturbation::parse("gaussian:sigma=2"));
+            QVERIFY(settled(*w));
+        }
+        QVERIFY(local.slot(0)->analysis() && remote.slot(0)->analysis());
+        QCOMPARE(remote.slot(0)->analysis()->summary.snr.size(), local.slot(0)->analysis()->summary.snr.size());
+        for (size_t i = 0; i < local.slot(0)->analysis()->summary.snr.size(); ++i)
+            QCOMPARE(remote.slot(0)->analysis()->summary.snr[i].snrDb.mean, local.slot(0)->analysis()->summary.snr[i].snrDb.mean);
+        QVERIFY(remote.shownError().isEmpty());
 
         // One head ablated on the image, on the host: the prediction it leaves, as here.
         for (MainWindow* w : { &local, &remote }) {

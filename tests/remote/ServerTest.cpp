@@ -285,6 +285,12 @@ TEST(RemoteServer, TracesAreKeptBoundedAndReleased)
     ASSERT_TRUE(dropped.contains("error"));
     EXPECT_NE(dropped["error"]["message"].get<std::string>().find("dropped from the 1 kept"), std::string::npos) << dropped.dump();
     EXPECT_TRUE(call("attention_rows", { { "trace", second }, { "query", 0 } }).contains("result"));
+    // A trace not kept (analyses alone) takes no place: the kept one stays.
+    const json unkept = call("trace", { { "model", model }, { "image", kBoot }, { "keep", false } });
+    ASSERT_TRUE(unkept.contains("result")) << unkept.dump();
+    EXPECT_EQ(unkept["result"]["trace"], 0);
+    EXPECT_TRUE(call("attention_rows", { { "trace", second }, { "query", 0 } }).contains("result"));
+    EXPECT_TRUE(call("trace", { { "model", model }, { "image", kBoot }, { "keep", "no" } }).contains("error"));
     // A released trace is gone; a released model takes its traces with it.
     EXPECT_TRUE(call("release_trace", { { "trace", second } }).contains("result"));
     EXPECT_TRUE(call("attention_rows", { { "trace", second }, { "query", 0 } }).contains("error"));
