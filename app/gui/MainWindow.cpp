@@ -123,11 +123,15 @@ MainWindow::~MainWindow()
 void MainWindow::connectSlot(int index)
 {
     ModelSlot* slot = m_slots[index];
-    connect(slot, &ModelSlot::failed, this, [this](const QString& message, ModelSlot::Failure what) {
+    connect(slot, &ModelSlot::failed, this, [this, index](const QString& message, ModelSlot::Failure what) {
         showError(message, what == ModelSlot::Failure::Model   ? ErrorOf::Model
                                : what == ModelSlot::Failure::Image ? ErrorOf::Image
                                : what == ModelSlot::Failure::Link  ? ErrorOf::Link
                                                                    : ErrorOf::Other);
+        if (what == ModelSlot::Failure::Link && index == 0) {
+            m_tiles->clear(); // they were another query's: the rows of this one did not come
+            m_tilesTrace = nullptr;
+        }
     });
     connect(slot, &ModelSlot::needsOtherHalf, this, [this, index](const QString& path, const QString& description, int missing,
                                                                   const QString& message) {

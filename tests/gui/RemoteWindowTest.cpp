@@ -245,6 +245,8 @@ private slots:
         QVERIFY2(remote.shownError().contains("localhost: the engine is unreachable") && remote.shownError().contains("Connection refused"),
                  qPrintable(remote.shownError()));
         QVERIFY(remote.current()); // the image stays, and the window
+        QVERIFY(!remote.view()->map() || remote.view()->map()->patches.numel() == 0); // nothing of query 0's map
+        QVERIFY(remote.tiles()->isEmpty());                                          // nor its tiles
         auto* device = remote.findChild<QLabel*>("deviceLabel");
         QVERIFY(device);
         QCOMPARE(device->text(), QStringLiteral("localhost · unreachable"));
