@@ -111,12 +111,17 @@ std::optional<json> Server::handle(const json& message)
         return std::nullopt; // a response: this server asks nothing of its client
     const std::string method = message["method"].get<std::string>();
     const auto handler = m_methods.find(method);
+    const auto added = m_added.find(method);
+    const std::string refused = m_gate ? m_gate(method) : std::string();
     json out;
-    if (handler == m_methods.end()) {
+    if (handler == m_methods.end() && added == m_added.end()) {
         out = errorResponse(id, NoSuchMethod, "no method \"" + method.substr(0, 60) + "\" (protocol version " + std::to_string(kProtocolVersion) + ")");
+    } else if (!refused.empty()) {
+        out = errorResponse(id, Failed, refused);
     } else {
         try {
-            out = response(id, (this->*handler->second)(message.contains("params") ? message["params"] : json::object()));
+            const json& params = message.contains("params") ? message["params"] : json::object();
+            out = response(id, handler != m_methods.end() ? (this->*handler->second)(params) : added->second(params));
         } catch (const RequestError& e) {
             out = errorResponse(id, e.code, e.message);
         } catch (const std::exception& e) {
@@ -398,6 +403,20 @@ json Server::releaseTrace(const json& params)
     const int64_t id = integer(params, "trace");
     m_traces.remove_if([&](const auto& t) { return t.first == id; });
     return json::object();
+}
+
+void Server::addMethod(const std::string& name, Method method) { m_added[name] = std::move(method); }
+
+std::shared_ptr<const Model> Server::model(const json& params, const char* key)
+{
+    const json named = { { "model", field(params, key) } };
+    return modelOf(named);
+}
+
+std::string Server::hostPath(const json& value, const std::string& what) const
+{
+    const json params = { { what, value } };
+    return hostFile(params, what.c_str());
 }
 
 std::string Server::hostFile(const json& params, const char* key, bool required) const

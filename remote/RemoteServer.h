@@ -14,6 +14,7 @@
 
 #include <attnscope/Model.h>
 
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -41,6 +42,18 @@ public:
     bool shutdownAsked() const { return m_shutdown; }
     // Image-set runs kept at once: a window runs two (a model and its variant) per model shown.
     static constexpr size_t kMaxSetRuns = 8;
+
+    // A method a tier above the engine adds (attnscope-cli adds Export all's, app/cli/ServeReports.h), answered as the
+    // table's are: its params in, its result out, a RequestError (ServerRequests.h) when it refuses.
+    using Method = std::function<nlohmann::json(const nlohmann::json& params)>;
+    void addMethod(const std::string& name, Method method);
+    // Asked before each request: a reason (non-empty) refuses the method with it, e.g. while an Export all runs.
+    void setGate(std::function<std::string(const std::string& method)> gate) { m_gate = std::move(gate); }
+    // For the methods added: the model a request's `key` names (a RequestError when it names none), and a path on the
+    // host from a value as load_model's `path` takes it (a host path, or {"sha256": HEX} of a file sent).
+    std::shared_ptr<const Model> model(const nlohmann::json& params, const char* key = "model");
+    std::string hostPath(const nlohmann::json& value, const std::string& what) const;
+    const ServerOptions& options() const { return m_options; }
 
 private:
     struct Traced;
@@ -83,6 +96,8 @@ private:
 
     ServerOptions m_options;
     std::map<std::string, Handler> m_methods;
+    std::map<std::string, Method> m_added;
+    std::function<std::string(const std::string& method)> m_gate;
     std::map<int64_t, std::shared_ptr<const Model>> m_models;
     std::list<std::pair<int64_t, std::shared_ptr<Traced>>> m_traces; // most recently used first
     std::map<int64_t, std::shared_ptr<SetRun>> m_sets;

@@ -66,12 +66,20 @@ std::string formatNumber(double v)
     return buf;
 }
 
-std::string batchName(const std::vector<PrefetchedImage>& items)
+} // namespace
+
+const std::vector<std::string>& DatasetRun::names() const
 {
-    return items.size() == 1 ? items.front().path + ": " : "images " + items.front().path + " to " + items.back().path + ": ";
+    return m_request.imageNames.size() == m_request.images.size() ? m_request.imageNames : m_request.images;
 }
 
-} // namespace
+const std::string& DatasetRun::nameOf(size_t index) const { return names()[index]; }
+
+std::string DatasetRun::batchName(const std::vector<PrefetchedImage>& items) const
+{
+    const std::string &first = nameOf(items.front().index), &last = nameOf(items.back().index);
+    return items.size() == 1 ? first + ": " : "images " + first + " to " + last + ": ";
+}
 
 DatasetRun::DatasetRun(const ReportRequest& request, std::function<bool()> isCancelled, std::function<void(int done, int total)> progress)
     : m_request(request)
@@ -123,7 +131,7 @@ attnscope::Status DatasetRun::plan()
     // A rerun into the folder of a killed run: its half-written temporaries go (the files it finished stay, and are
     // replaced as this run writes them).
     attnscope::removeStaleTemporaries(m_request.out);
-    m_stems = attnscope::uniqueImageStems(paths);
+    m_stems = attnscope::uniqueImageStems(names());
     for (size_t i = 0; i < paths.size(); ++i)
         if (int(i % size_t(m_request.shardCount)) == m_request.shardIndex - 1)
             m_mine.push_back(i);
@@ -141,12 +149,15 @@ attnscope::Status DatasetRun::plan()
     // A resumed run draws the figures of the images behind it again.
     const size_t figured = std::max({ size_t(m_gridsWanted), m_relevancesWanted, m_normsWanted, size_t(m_base.decomposition ? 1 : 0) });
     for (const auto& entry : m_journal->firstImages(figured)) {
-        const std::string path = entry.value("path", "");
+        const size_t index = entry.value("index", size_t(0));
+        if (index >= paths.size())
+            return Error { m_request.out + ": the run's journal names image " + std::to_string(index) + " of " + std::to_string(paths.size()) };
+        const std::string& path = paths[index];
         auto image = attnscope::decodeImage(path);
         auto prepared = image ? primary().prepare(*image) : attnscope::Result<attnscope::Model::Prepared>(image.error());
         if (!prepared)
-            return Error { path + ": " + prepared.message() + " (it was read before the run was resumed)" };
-        if (auto f = addFigures(entry.value("index", size_t(0)), *prepared, path); !f)
+            return Error { nameOf(index) + ": " + prepared.message() + " (it was read before the run was resumed)" };
+        if (auto f = addFigures(index, *prepared, nameOf(index)); !f)
             return f;
     }
 
@@ -184,7 +195,7 @@ void DatasetRun::addRun(std::shared_ptr<const attnscope::Model> m, const std::st
     r.output.options["noise"] = o.snr ? noises : "";
     if (o.ablation) {
         // The accuracy change counts the images whose class folder names one of this model's classes.
-        o.trueClasses = attnscope::classesOfFolders(m_request.images, i.labels);
+        o.trueClasses = attnscope::classesOfFolders(names(), i.labels);
         r.output.options["ablation"] = attnscope::toString(o.ablationMode);
         r.output.options["labelled_images"] = std::count_if(o.trueClasses.begin(), o.trueClasses.end(), [](int c) { return c >= 0; });
     }
@@ -371,8 +382,8 @@ attnscope::Status DatasetRun::finishBatch(InFlight& done)
             if (r != 0)
                 continue;
             if (classify)
-                appendPredictions(rows, item.path, trace.logits, primary().info().labels);
-            if (auto f = addFigures(item.index, item.prepared[0], item.path); !f)
+                appendPredictions(rows, nameOf(item.index), trace.logits, primary().info().labels);
+            if (auto f = addFigures(item.index, item.prepared[0], nameOf(item.index)); !f)
                 return f;
         }
         if (!rows.empty())
@@ -380,13 +391,18 @@ attnscope::Status DatasetRun::finishBatch(InFlight& done)
                 return w;
     }
     for (const auto& item : done.batch.skipped) {
-        m_state.skipped.push_back({ { "index", item.index }, { "path", item.path }, { "cause", item.error } });
+        // The cause as the user knows the file (the reader names the copy it read).
+        std::string cause = item.error;
+        if (const std::string& name = nameOf(item.index); name != item.path)
+            for (size_t at = cause.find(item.path); at != std::string::npos; at = cause.find(item.path, at + name.size()))
+                cause.replace(at, item.path.size(), name);
+        m_state.skipped.push_back({ { "index", item.index }, { "path", nameOf(item.index) }, { "cause", cause } });
         ++m_outcome.skipped;
         if (m_request.skipped)
-            m_request.skipped(item.error);
+            m_request.skipped(cause);
     }
     for (const auto& item : items)
-        if (auto w = m_journal->appendImage({ { "index", item.index }, { "path", item.path }, { "sha256", item.sha256 }, { "stem", m_stems[item.index] } });
+        if (auto w = m_journal->appendImage({ { "index", item.index }, { "path", nameOf(item.index) }, { "sha256", item.sha256 }, { "stem", m_stems[item.index] } });
             !w)
             return w;
     m_outcome.done += int(items.size());

@@ -78,6 +78,11 @@ private:
     // The per-image figures of the first images (attention grid, token norms, relevance, decomposition): each from a
     // forward of its own, so that they do not depend on which images shared its batch, nor on a resume.
     attnscope::Status addFigures(size_t index, const attnscope::Model::Prepared& prepared, const std::string& path);
+    // The image as the outputs name it (ReportRequest::imageNames), and every image's.
+    const std::string& nameOf(size_t index) const;
+    const std::vector<std::string>& names() const;
+    // "PATH: " or "images A to B: ", by the images' names, before a message about a batch.
+    std::string batchName(const std::vector<PrefetchedImage>& items) const;
     attnscope::Result<std::shared_ptr<ReportResults>> outputs();
     nlohmann::json manifest(const nlohmann::json& runList, const nlohmann::json& queryKeyRecord) const;
     bool cancelled() const { return m_isCancelled && m_isCancelled(); }

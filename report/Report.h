@@ -32,6 +32,10 @@ struct ReportRequest {
     std::shared_ptr<const attnscope::Model> compare; // optional second model
     std::string compareName;
     std::vector<std::string> images; // image files, in order
+    // What the outputs say of each image (predictions, the manifest, its files' stems, messages, the class its folder
+    // names): where the user has it, when `images` are copies kept elsewhere (a remote engine's cache of the files a
+    // laptop sent, docs/remote.md); empty: `images` themselves.
+    std::vector<std::string> imageNames;
     std::string out;
     attnscope::AnalysisOptions options; // the analyses, perturbations, draws, seed; tensors to dump
     std::optional<double> neutreno, boost; // a variant run beside the model's own

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 using attnscope::Error;
 
@@ -70,6 +71,68 @@ const RunOption* runOptionNamed(const std::string& cliName)
         if (cliName == o.cli)
             return &o;
     return nullptr;
+}
+
+nlohmann::json runSpecToJson(const RunSpec& spec)
+{
+    nlohmann::json out = nlohmann::json::object();
+    for (const RunOption& o : kOptions)
+        std::visit(
+            [&](auto member) {
+                const auto& v = spec.*member;
+                if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::optional<double>>)
+                    out[o.python] = v ? nlohmann::json(*v) : nlohmann::json();
+                else
+                    out[o.python] = v;
+            },
+            o.field);
+    return out;
+}
+
+attnscope::Result<RunSpec> runSpecFromJson(const nlohmann::json& value)
+{
+    if (!value.is_object())
+        return Error { "the run's options are " + value.dump().substr(0, 40) + ", not an object" };
+    RunSpec spec;
+    for (const auto& [key, v] : value.items()) {
+        const auto o = std::find_if(kOptions.begin(), kOptions.end(), [&](const RunOption& o) { return key == o.python; });
+        if (o == kOptions.end())
+            return Error { "no run option \"" + key.substr(0, 60) + "\"" };
+        std::string wrong;
+        std::visit(
+            [&](auto member) {
+                auto& field = spec.*member;
+                using T = std::decay_t<decltype(field)>;
+                if constexpr (std::is_same_v<T, std::optional<double>>) {
+                    if (v.is_null())
+                        field = std::nullopt;
+                    else if (v.is_number())
+                        field = v.get<double>();
+                    else
+                        wrong = "a number or null";
+                } else if constexpr (std::is_same_v<T, bool>) {
+                    v.is_boolean() ? void(field = v.get<bool>()) : void(wrong = "true or false");
+                } else if constexpr (std::is_same_v<T, std::string>) {
+                    v.is_string() ? void(field = v.get<std::string>()) : void(wrong = "a string");
+                } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+                    const bool ok = v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& e) { return e.is_string(); });
+                    ok ? void(field = v.get<std::vector<std::string>>()) : void(wrong = "a list of strings");
+                } else if constexpr (std::is_floating_point_v<T>) {
+                    v.is_number() ? void(field = v.get<double>()) : void(wrong = "a number");
+                } else if constexpr (std::is_same_v<T, uint64_t>) {
+                    v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0) ? void(field = v.get<uint64_t>())
+                                                                                                : void(wrong = "a non-negative integer");
+                } else {
+                    const bool ok = v.is_number_integer() && v.get<int64_t>() >= std::numeric_limits<int>::min()
+                        && v.get<int64_t>() <= std::numeric_limits<int>::max();
+                    ok ? void(field = v.get<int>()) : void(wrong = "an integer");
+                }
+            },
+            o->field);
+        if (!wrong.empty())
+            return Error { "the run option \"" + key + "\" is " + v.dump().substr(0, 40) + ", not " + wrong };
+    }
+    return spec;
 }
 
 attnscope::Status applyRunSpec(const RunSpec& a, const OptionSpelling& spell, ReportRequest& request)

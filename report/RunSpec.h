@@ -67,6 +67,11 @@ struct RunOption {
 const std::vector<RunOption>& runOptions();
 const RunOption* runOptionNamed(const std::string& cliName);
 
+// The spec as JSON by Python's names (the remote engine's report_start, docs/remote.md): every option with its value
+// (an unset optional as null), and back: a key the table has not, or a value of another type, is an Error naming it.
+nlohmann::json runSpecToJson(const RunSpec& spec);
+attnscope::Result<RunSpec> runSpecFromJson(const nlohmann::json& value);
+
 // How the door spells an option in its messages: "--grid-images" for the CLI, "grid_images" for Python. Called with
 // the CLI's spelling without dashes ("grid-images").
 using OptionSpelling = std::function<std::string(const std::string& cliName)>;

@@ -1,5 +1,7 @@
 #include "cli/Commands.h"
 
+#include "cli/ServeReports.h"
+
 #include <RemoteServer.h>
 
 #include <attnscope/CpuKernels.h>
@@ -30,5 +32,6 @@ int ServeCommand::run() const
     options.device = device;
     options.maxTraces = maxTraces;
     attnscope::remote::Server server(options);
+    ServeReports reports(server, ServeReports::defaultStagingRoot()); // Export all on this host
     return server.serve(0, protocolOut);
 }

@@ -6,6 +6,7 @@
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QSettings>
 #include <attnscope/Files.h>
 #include <attnscope/Image.h>
 
@@ -94,4 +95,22 @@ QRect placeWithin(const QRect& available, const QMargins& frame, const QSize& wa
     const int x = std::clamp(at.x(), room.left(), std::max(room.left(), room.right() + 1 - size.width()));
     const int y = std::clamp(at.y(), room.top(), std::max(room.top(), room.bottom() + 1 - size.height()));
     return { QPoint(x, y), size };
+}
+
+QStringList recentRemoteHosts() { return QSettings().value("remoteHosts").toStringList(); }
+
+void rememberRemoteHost(const QString& host)
+{
+    QStringList hosts = recentRemoteHosts();
+    hosts.removeAll(host);
+    hosts.prepend(host);
+    QSettings().setValue("remoteHosts", hosts.mid(0, 8));
+}
+
+QStringList remoteWindowArguments(const QString& host, const QString& model, const QStringList& images)
+{
+    QStringList args { QStringLiteral("--remote"), host };
+    if (!model.isEmpty())
+        args << model;
+    return args + images;
 }

@@ -37,3 +37,10 @@ bool isModelDescription(const QString& path);
 // frame (`frame`: the title bar and borders a window manager adds) inside that area too, so that the status bar is
 // never below the screen's edge. The window's own geometry, without the frame.
 QRect placeWithin(const QRect& available, const QMargins& frame, const QSize& wanted, const QPoint& at);
+
+// File -> Connect to remote engine... (docs/remote.md): the hosts connected to, most recent first (at most 8, kept in
+// the settings), and the command line of a window on `host` with `model` and `images` open:
+// `--remote HOST MODEL IMAGES...` (no model: the host's default one).
+QStringList recentRemoteHosts();
+void rememberRemoteHost(const QString& host);
+QStringList remoteWindowArguments(const QString& host, const QString& model, const QStringList& images);

@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 
+struct RunSpec;
 struct Session;
 class QCheckBox;
 class QDockWidget;
@@ -91,8 +92,10 @@ public:
     // Writes the image set's CSVs (as the CLI names them) and every figure in PNG, SVG and PDF into `dir`.
     bool exportImageSet(const QString& dir);
     // "Export all": the CLI's output folder for what is open (every image, both models, the variant), analysed in
-    // the background by the CLI's own code (Report.h); exportFinished reports the outcome.
-    void exportAll(const QString& dir);
+    // the background by the CLI's own code (Report.h); exportFinished reports the outcome. On a remote engine the
+    // host's attnscope-cli writes it (docs/remote.md, "Export all") and it is copied into `dir` here, or, with
+    // `hostFolder`, left in that folder of the host.
+    void exportAll(const QString& dir, const QString& hostFolder = QString());
     // On a remote engine (docs/remote.md): make the link again and bring the host back to what the window shows (its
     // models loaded, the image traced again, the view as it was). Any request after a drop does as much; this asks now.
     void reconnect();
@@ -212,6 +215,10 @@ private:
     QString m_lastError;
     ErrorOf m_errorKind = ErrorOf::Other; // of the error the status line shows
     quint64 m_exportJob = 0;
+    RunSpec shownRunSpec() const;
+    // Follows the export job: its progress in the status bar, then `finish` (an error, or "") and exportFinished.
+    void watchExport(quint64 job, std::function<QString()> finish);
+    void exportAllOnHost(const QString& dir, const QString& hostFolder);
 
     attnscope::ImageListModel* m_images = nullptr;
     QListView* m_imageList = nullptr;

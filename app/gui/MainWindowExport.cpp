@@ -1,6 +1,7 @@
 // MainWindow's exports: the view, the layers x heads grid, the image set's figures, and "Export all" (the CLI's
 // output folder, through report/).
 #include "gui/MainWindow.h"
+#include "gui/RemoteBackend.h"
 
 #include <RunSpec.h>
 #include <figures/FigureCatalog.h>
@@ -111,29 +112,8 @@ bool MainWindow::exportImageSet(const QString& dir)
     return true;
 }
 
-void MainWindow::exportAll(const QString& dir)
+RunSpec MainWindow::shownRunSpec() const
 {
-    if (!m_slots[0]->model() || m_images->rowCount() == 0) {
-        showError(tr("Export all: open a model and images first"));
-        emit exportFinished(false);
-        return;
-    }
-    if (!m_slots[0]->model()->local) {
-        showError(tr("Export all does not run over the remote link yet (docs/remote.md); export the view or the figures instead"));
-        emit exportFinished(false);
-        return;
-    }
-    auto request = std::make_shared<ReportRequest>();
-    request->model = m_slots[0]->model()->local;
-    request->modelName = m_slots[0]->name().toStdString();
-    if (m_slots[1]->model()) {
-        request->compare = m_slots[1]->model()->local;
-        request->compareName = m_slots[1]->name().toStdString();
-        request->compareSpec = m_slots[1]->model()->info().path;
-    }
-    for (const QString& p : m_images->paths())
-        request->images.push_back(p.toStdString());
-    request->out = dir.toStdString();
     // The run the window shows, as the CLI would be asked for it (report/RunSpec.h): the same checks, the same request.
     RunSpec spec;
     const AnalysisOptions& shown = m_slots[0]->analysisOptions();
@@ -153,23 +133,13 @@ void MainWindow::exportAll(const QString& dir)
         spec.neutreno = v->neutrenoLambda;
         spec.boost = v->boostT;
     }
-    if (auto checked = applyRunSpec(spec, [](const std::string& name) { return name; }, *request); !checked) {
-        showError(tr("Export all: %1").arg(QString::fromStdString(checked.message())));
-        emit exportFinished(false);
-        return;
-    }
-    request->formats = { "png", "svg", "pdf" };
-    request->formatsText = "png,svg,pdf";
-    auto results = std::make_shared<std::shared_ptr<ReportResults>>();
-    m_exportJob = m_worker->runTask([request, results](EngineBackend&, const std::function<bool()>& cancelled, const EngineWorker::Progress& progress) {
-        auto r = analyseReport(*request, cancelled, progress);
-        if (!r)
-            return QString::fromStdString(r.message());
-        *results = *r;
-        return QString();
-    });
-    statusBar()->showMessage(tr("Export all: analysing %n image(s)…", nullptr, int(request->images.size())));
-    auto progress = connect(m_worker.get(), &EngineWorker::taskProgress, this, [this, job = m_exportJob](quint64 id, int done, int total) {
+    return spec;
+}
+
+void MainWindow::watchExport(quint64 job, std::function<QString()> finish)
+{
+    m_exportJob = job;
+    auto progress = connect(m_worker.get(), &EngineWorker::taskProgress, this, [this, job](quint64 id, int done, int total) {
         if (id == job)
             statusBar()->showMessage(tr("Export all: %1/%2 images").arg(done).arg(total));
     });
@@ -180,28 +150,113 @@ void MainWindow::exportAll(const QString& dir)
         QObject::disconnect(*finished);
         QObject::disconnect(*failed);
     };
-    *finished = connect(m_worker.get(), &EngineWorker::taskFinished, this, [=, job = m_exportJob](quint64 id) {
+    *finished = connect(m_worker.get(), &EngineWorker::taskFinished, this, [=](quint64 id) {
         if (id != job)
             return;
         disconnectAll();
-        // Figures are drawn here, on the GUI thread (QCustomPlot is a widget); then the manifest, last.
-        QApplication::setOverrideCursor(Qt::BusyCursor);
-        auto outcome = finishReport(*request, **results);
-        QApplication::restoreOverrideCursor();
-        if (!outcome) {
-            showError(QString::fromStdString(outcome.message()));
-            emit exportFinished(false);
-            return;
-        }
-        statusBar()->showMessage(tr("Export all: %1 images written to %2").arg(outcome->done).arg(dir), 10000);
-        emit exportFinished(true);
+        const QString error = finish();
+        if (!error.isEmpty())
+            showError(error);
+        emit exportFinished(error.isEmpty());
     });
-    *failed = connect(m_worker.get(), &EngineWorker::failed, this, [=, job = m_exportJob](quint64 id, const QString& message) {
+    *failed = connect(m_worker.get(), &EngineWorker::failed, this, [=](quint64 id, const QString& message) {
         if (id != job)
             return;
         disconnectAll();
         showError(message);
         emit exportFinished(false);
+    });
+}
+
+void MainWindow::exportAll(const QString& dir, const QString& hostFolder)
+{
+    if (!m_slots[0]->model() || m_images->rowCount() == 0) {
+        showError(tr("Export all: open a model and images first"));
+        emit exportFinished(false);
+        return;
+    }
+    if (!m_slots[0]->model()->local || !hostFolder.isEmpty()) {
+        exportAllOnHost(dir, hostFolder);
+        return;
+    }
+    auto request = std::make_shared<ReportRequest>();
+    request->model = m_slots[0]->model()->local;
+    request->modelName = m_slots[0]->name().toStdString();
+    if (m_slots[1]->model()) {
+        request->compare = m_slots[1]->model()->local;
+        request->compareName = m_slots[1]->name().toStdString();
+        request->compareSpec = m_slots[1]->model()->info().path;
+    }
+    for (const QString& p : m_images->paths())
+        request->images.push_back(p.toStdString());
+    request->out = dir.toStdString();
+    if (auto checked = applyRunSpec(shownRunSpec(), [](const std::string& name) { return name; }, *request); !checked) {
+        showError(tr("Export all: %1").arg(QString::fromStdString(checked.message())));
+        emit exportFinished(false);
+        return;
+    }
+    request->formats = { "png", "svg", "pdf" };
+    request->formatsText = "png,svg,pdf";
+    auto results = std::make_shared<std::shared_ptr<ReportResults>>();
+    const quint64 job = m_worker->runTask([request, results](EngineBackend&, const std::function<bool()>& cancelled, const EngineWorker::Progress& progress) {
+        auto r = analyseReport(*request, cancelled, progress);
+        if (!r)
+            return QString::fromStdString(r.message());
+        *results = *r;
+        return QString();
+    });
+    statusBar()->showMessage(tr("Export all: analysing %n image(s)…", nullptr, int(request->images.size())));
+    watchExport(job, [=] {
+        // Figures are drawn here, on the GUI thread (QCustomPlot is a widget); then the manifest, last.
+        QApplication::setOverrideCursor(Qt::BusyCursor);
+        auto outcome = finishReport(*request, **results);
+        QApplication::restoreOverrideCursor();
+        if (!outcome)
+            return QString::fromStdString(outcome.message());
+        statusBar()->showMessage(tr("Export all: %1 images written to %2").arg(outcome->done).arg(dir), 10000);
+        return QString();
+    });
+}
+
+void MainWindow::exportAllOnHost(const QString& dir, const QString& hostFolder)
+{
+    RemoteBackend::HostExport request;
+    request.model = m_slots[0]->model();
+    request.modelName = m_slots[0]->name().toStdString();
+    if (m_slots[1]->model()) {
+        request.compare = m_slots[1]->model();
+        request.compareName = m_slots[1]->name().toStdString();
+        request.compareSpec = m_slots[1]->model()->info().path;
+    }
+    request.images = m_images->paths();
+    request.spec = shownRunSpec();
+    request.spec.checkpointSeconds = 1.0; // a link that drops costs the host's run at most a second of its work
+    request.formats = "png,svg,pdf";
+    request.localFolder = dir;
+    request.hostFolder = hostFolder;
+    auto outcome = std::make_shared<RemoteBackend::HostExportOutcome>();
+    const quint64 job = m_worker->runTask([request, outcome](EngineBackend& engine, const std::function<bool()>& cancelled,
+                                                             const EngineWorker::Progress& progress) {
+        auto* host = dynamic_cast<RemoteBackend*>(&engine); // the one backend that has a host to write on
+        if (!host)
+            return tr("Export all on a host needs the window on a remote engine (attnscope --remote HOST)");
+        auto r = host->exportAll(request, cancelled, progress);
+        if (!r)
+            return QString::fromStdString(r.message());
+        *outcome = *r;
+        return QString();
+    });
+    statusBar()->showMessage(tr("Export all on %1: analysing %n image(s)…", nullptr, int(request.images.size())).arg(m_worker->endpoint()));
+    watchExport(job, [=] {
+        const QString where = hostFolder.isEmpty() ? dir : m_worker->endpoint().section(':', 0, 0) + ":" + hostFolder; // host:folder, as scp writes it
+        QString message = tr("Export all: %1 images written to %2").arg(outcome->outcome.done).arg(where);
+        if (!outcome->figuresNote.empty())
+            message += tr(" (no figures: the host's %1)").arg(QString::fromStdString(outcome->figuresNote));
+        if (!outcome->skipped.empty())
+            message += tr("; %n image(s) could not be read, the first: %1", nullptr, int(outcome->skipped.size()))
+                           .arg(QString::fromStdString(outcome->skipped.front()));
+        statusBar()->showMessage(message, 10000);
+        return QString();
     });
 }
 

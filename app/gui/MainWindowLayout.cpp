@@ -3,6 +3,8 @@
 
 #include "gui/LaunchArguments.h"
 
+#include <RemoteClient.h>
+
 #include <io/DialogFolder.h>
 #include <io/ElidedLabel.h>
 #include <attnscope/CpuKernels.h>
@@ -15,6 +17,9 @@
 #include <QMenu>
 #include <QDockWidget>
 #include <QFileDialog>
+#include <QInputDialog>
+#include <QCoreApplication>
+#include <QProcess>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListView>
@@ -99,12 +104,27 @@ void MainWindow::buildActions()
     auto* reopen = file->addAction(tr("&Reopen last session"), this, [this] { openSession(lastSessionPath()); });
     reopen->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R));
     connect(file, &QMenu::aboutToShow, reopen, [reopen] { reopen->setEnabled(QFileInfo::exists(lastSessionPath())); });
-    if (m_worker->isRemote()) {
+    // Another engine is another window: this one's models, traces and jobs belong to its engine.
+    file->addAction(tr("Connect to remote en&gine…"), this, [this] {
+        bool ok = false;
+        const QString host = QInputDialog::getItem(this, tr("Connect to remote engine"),
+                                                   tr("Host, as ssh takes it ([user@]host[:path to attnscope-cli]):"), recentRemoteHosts(), 0,
+                                                   true, &ok)
+                                 .trimmed();
+        if (!ok || host.isEmpty())
+            return;
+        if (auto endpoint = attnscope::remote::parseEndpoint(host.toStdString()); !endpoint) {
+            showError(host + ": " + QString::fromStdString(endpoint.message()));
+            return;
+        }
+        rememberRemoteHost(host);
+        const QString model = m_slots[0]->model() ? QString::fromStdString(m_slots[0]->model()->info().path) : QString();
+        if (!QProcess::startDetached(QCoreApplication::applicationFilePath(), remoteWindowArguments(host, model, m_images->paths())))
+            showError(tr("Could not start a window on %1").arg(host));
+    });
+    if (m_worker->isRemote())
         file->addAction(tr("Reconnect to the &engine"), this, &MainWindow::reconnect);
-        file->addSeparator();
-    } else {
-        file->addSeparator();
-    }
+    file->addSeparator();
     auto* compare = file->addAction(tr("&Compare with model file…"), this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Compare with"), dialogStart(),
                                                           tr("Models (*.safetensors *.pt *.pth *.json);;All files (*)"));
@@ -137,6 +157,13 @@ void MainWindow::buildActions()
             exportAll(dir);
     });
     exportAllAction->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
+    if (m_worker->isRemote()) // a big set's folder stays where it was written, beside the GPU (docs/remote.md)
+        file->addAction(tr("Export all on the &host…"), this, [this] {
+            const QString folder = QInputDialog::getText(this, tr("Export all on the host"),
+                                                         tr("A folder on %1 for the CLI's output folder:").arg(m_worker->endpoint()));
+            if (!folder.trimmed().isEmpty())
+                exportAll(QString(), folder.trimmed());
+        });
     file->addSeparator();
     auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);

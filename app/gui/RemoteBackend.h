@@ -7,6 +7,8 @@
 #include <worker/EngineWorker.h>
 
 #include <RemoteClient.h>
+#include <Report.h>
+#include <RunSpec.h>
 
 #include <map>
 #include <memory>
@@ -41,8 +43,34 @@ public:
     Result<QueryKeyMap> queryKeyMap(const EngineModel& model, const QStringList& imagePaths, int layer, int head,
                                     const QueryKeyOptions& options, QStringList& used) override;
 
+    // Export all on the host (docs/remote.md, "Export all"): the CLI's output folder of `images`, written by the host's
+    // attnscope-cli where the models are. With `hostFolder` empty it is written in a staging folder of the host's cache
+    // and copied into `localFolder` here, each file renamed into place once whole; otherwise it stays in the host's
+    // folder named. A link that drops mid-run is made again once and the run resumed from its journal on the host;
+    // failing that, the error says that exporting again resumes it.
+    struct HostExport {
+        std::shared_ptr<const EngineModel> model, compare;
+        std::string modelName, compareName, compareSpec;
+        QStringList images;
+        RunSpec spec;
+        std::string formats; // "png,svg,pdf"
+        QString localFolder, hostFolder;
+    };
+    struct HostExportOutcome {
+        ReportOutcome outcome;
+        std::vector<std::string> skipped; // the images the host could not read, one line each
+        int relinks = 0;                 // links made again while it ran
+        std::string figuresNote;         // why the host drew no figures ("" when it did)
+    };
+    Result<HostExportOutcome> exportAll(const HostExport& job, const std::function<bool()>& isCancelled,
+                                        const std::function<void(int done, int total)>& progress);
+
 private:
     class RemoteSetRunner;
+    // report_start of `job` on the host, resuming its journal there when `resume`: the host's report id.
+    Result<int64_t> startExport(const HostExport& job, const std::string& staging, bool resume, HostExportOutcome& outcome);
+    // The files of an ended report brought into `folder`.
+    Status copyExport(int64_t report, const nlohmann::json& files, const QString& folder);
     Result<remote::Connection*> link();
     Result<nlohmann::json> call(const std::string& method, nlohmann::json params);
     // What names a file in a request: {"sha256": ...} after sending a file this machine has, or the host's path.

@@ -61,6 +61,7 @@ std::unique_ptr<attnscope::EngineBackend> engineFor(std::optional<QString> remot
         *error = QObject::tr("--remote %1: %2").arg(*remote, QString::fromStdString(endpoint.message()));
         return nullptr;
     }
+    rememberRemoteHost(*remote); // File -> Connect to remote engine... offers it next time
     return std::make_unique<attnscope::RemoteBackend>(*endpoint);
 }
 

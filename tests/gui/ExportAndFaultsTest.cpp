@@ -22,12 +22,6 @@ using namespace attnscope;
 
 namespace {
 
-QByteArray readAll(const QString& path)
-{
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-}
-
 void drop(QWidget* target, const QStringList& paths)
 {
     QMimeData mime;

@@ -75,6 +75,13 @@ bool showWithImages(Window& w, const QString& model, const QStringList& images)
     return imageReady.wait(20000);
 }
 
+// The bytes of `path` (empty when it cannot be read).
+inline QByteArray readAll(const QString& path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
 // Writes `bytes` to `path` (a test's own file: a session, a broken image).
 inline void writeFile(const QString& path, const QByteArray& bytes)
 {

@@ -8,6 +8,7 @@
 #include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <QSettings>
 #include <QtTest>
 
 using namespace guitest;
@@ -22,12 +23,6 @@ QString write(const QString& path, const QByteArray& bytes)
     f.open(QIODevice::WriteOnly);
     f.write(bytes);
     return path;
-}
-
-QByteArray readAll(const QString& path)
-{
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
 }
 
 } // namespace
@@ -153,6 +148,39 @@ private slots:
         const QImage picture(shot);
         QVERIFY(!picture.isNull());
         QVERIFY(distinctColours(picture) > 50);
+    }
+
+    // File -> Connect to remote engine...: the hosts offered are the last eight connected to, the latest first, once
+    // each; the window it starts is `attnscope --remote HOST MODEL IMAGES`, which opens on that host's engine (here
+    // ssh's stand-in, the screenshot of the image it traced there).
+    void aRemoteEngineIsOfferedAndOpenedInANewWindow()
+    {
+        QSettings().remove("remoteHosts");
+        for (int i = 0; i < 10; ++i)
+            rememberRemoteHost(QStringLiteral("node-%1").arg(i));
+        rememberRemoteHost(QStringLiteral("node-3"));
+        const QStringList hosts = recentRemoteHosts();
+        QCOMPARE(hosts.size(), 8);
+        QCOMPARE(hosts.front(), QStringLiteral("node-3"));
+        QCOMPARE(hosts.count(QStringLiteral("node-3")), 1);
+        QCOMPARE(hosts[1], QStringLiteral("node-9"));
+        QSettings().remove("remoteHosts");
+
+        const QString image = kSamples + "/fashion-mnist/test-0000-ankle-boot.png";
+        const QStringList args = remoteWindowArguments(QStringLiteral("localhost:" ATTNSCOPE_CLI), QStringLiteral("builtin:fmnist-vit"), { image });
+        QCOMPARE(args, (QStringList { "--remote", "localhost:" ATTNSCOPE_CLI, "builtin:fmnist-vit", image }));
+        QTemporaryDir dir;
+        qputenv("ATTNSCOPE_SSH", ATTNSCOPE_TEST_SOURCE_DIR "/remote/local-ssh.sh");
+        qputenv("XDG_CACHE_HOME", dir.filePath("cache").toLocal8Bit());
+        const QString shot = dir.filePath("remote.png");
+        const int status = runWindow(dir.path(), args + QStringList { "--screenshot", shot });
+        qunsetenv("ATTNSCOPE_SSH");
+        qunsetenv("XDG_CACHE_HOME");
+        QCOMPARE(status, 0);
+        QVERIFY(distinctColours(QImage(shot)) > 50);
+        // The window remembers the host it was started on, in its own settings.
+        QSettings started(dir.filePath("config/attnscope/attnscope.conf"), QSettings::IniFormat);
+        QCOMPARE(started.value("remoteHosts").toStringList().value(0), QStringLiteral("localhost:" ATTNSCOPE_CLI));
     }
 };
 

@@ -13,11 +13,13 @@
 #include <csignal>
 
 #include <QDockWidget>
+#include <QDirIterator>
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
 #include <QProgressBar>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -60,6 +62,24 @@ bool settled(MainWindow& w)
         }
     }
     return false;
+}
+
+// Every data file of output folder `a` (CSVs and statistics, the runs' included) is in `b`, byte for byte; how many
+// were compared, or -1 (said) at the first that differs.
+int sameDataFiles(const QString& a, const QString& b)
+{
+    QDirIterator it(a, { "*.csv", "stats.json" }, QDir::Files, QDirIterator::Subdirectories);
+    int compared = 0;
+    while (it.hasNext()) {
+        const QString path = it.next();
+        const QString relative = QDir(a).relativeFilePath(path);
+        if (readAll(QDir(b).filePath(relative)) != readAll(path)) {
+            qWarning("%s differs: %s", qPrintable(relative), qPrintable(QDir(b).filePath(relative)));
+            return -1;
+        }
+        ++compared;
+    }
+    return compared;
 }
 
 } // namespace
@@ -210,6 +230,94 @@ private slots:
         QVERIFY(bar);
         QVERIFY2(bar->toolTip().contains(broken), qPrintable(bar->toolTip()));
         QCOMPARE(differingPixels(local.setPanel()->grab().toImage(), remote.setPanel()->grab().toImage()), 0);
+    }
+
+    // Export all over the link: the host's attnscope-cli writes the CLI's output folder and it comes here, file by file;
+    // its numbers are the local window's export, byte for byte (compare mode, the variant: three runs). "On the host"
+    // leaves the folder where it was written.
+    void exportAllOverTheLinkWritesWhatTheLocalWindowWrites()
+    {
+        RemoteEnvironment environment;
+        MainWindow local;
+        MainWindow remote(nullptr, remoteEngine());
+        QTemporaryDir here, there, onHost;
+        for (MainWindow* w : { &local, &remote }) {
+            QVERIFY(showWithImages(*w, QStringLiteral("builtin:fmnist-vit-d4"), { kSamples + "/fashion-mnist" }));
+            QSignalSpy compareReady(w, &MainWindow::compareReady);
+            w->openCompareModel(QStringLiteral("builtin:fmnist-neutreno-d4"));
+            QVERIFY(compareReady.wait(20000));
+            QVERIFY(settled(*w));
+            w->runVariant(0.6, 0);
+            QVERIFY(settled(*w));
+            QSignalSpy exported(w, &MainWindow::exportFinished);
+            w->exportAll(w == &local ? here.path() : there.path());
+            QVERIFY(exported.wait(120000));
+            QVERIFY2(exported.last().at(0).toBool(), qPrintable(w->shownError()));
+        }
+        const QJsonObject manifest = QJsonDocument::fromJson(readAll(there.filePath("manifest.json"))).object();
+        QCOMPARE(manifest["complete"].toBool(), true);
+        QCOMPARE(manifest["images"].toArray().size(), 10);
+        QCOMPARE(manifest["runs"].toArray().size(), 3); // the model, its variant, the compared model
+        for (const char* f : { "figures/token_similarity.png", "figures/snr.svg", "figures/head_centres.pdf", "figures/attention_grid.png",
+                               "figures/logit_decomposition.png", "predictions.csv" })
+            QVERIFY2(QFileInfo(there.filePath(f)).size() > 100, f);
+        QVERIFY(!QFileInfo::exists(there.filePath(".attnscope-run"))); // a complete run leaves no journal
+        QVERIFY(sameDataFiles(here.path(), there.path()) >= 15);
+        QVERIFY(sameDataFiles(there.path(), here.path()) >= 15); // and nothing more
+
+        QSignalSpy exported(&remote, &MainWindow::exportFinished);
+        remote.exportAll(QString(), onHost.path()); // the host is this machine: its folder is readable here
+        QVERIFY(exported.wait(120000));
+        QVERIFY2(exported.last().at(0).toBool(), qPrintable(remote.shownError()));
+        QVERIFY(sameDataFiles(here.path(), onHost.path()) >= 15);
+        QVERIFY(remote.statusBar()->currentMessage().contains("localhost:" + onHost.path()));
+        // What was staged on the host for the first export went once it was here.
+        QCOMPARE(QDir(qEnvironmentVariable("XDG_CACHE_HOME") + "/attnscope/remote-exports").entryList(QDir::NoDotAndDotDot | QDir::AllEntries).size(), 0);
+    }
+
+    // The link drops while the host runs Export all: the window makes it again, and the host's run resumes from its
+    // journal rather than starting again; what arrives is what an uninterrupted run writes.
+    void aDroppedLinkMidExportResumesFromTheHostsJournal()
+    {
+        RemoteEnvironment environment;
+        QTemporaryDir images, here, there, pidsDir;
+        const QStringList paths = copiesOfSample(images.path(), 1000);
+        const QString pids = pidsDir.filePath(QStringLiteral("pids"));
+        qputenv("ATTNSCOPE_TEST_SSH_PIDS", pids.toLocal8Bit());
+        MainWindow local;
+        MainWindow remote(nullptr, remoteEngine());
+        for (MainWindow* w : { &local, &remote }) {
+            QVERIFY(showWithImages(*w, QStringLiteral("builtin:fmnist-vit-d4"), { images.path() }));
+            QVERIFY(settled(*w));
+        }
+        QSignalSpy exported(&remote, &MainWindow::exportFinished);
+        remote.exportAll(there.path());
+        // Killed once the host has checkpointed (every second over a link; the host is this machine, its journal in the
+        // test's cache) and before it is done.
+        const QString staging = qEnvironmentVariable("XDG_CACHE_HOME") + "/attnscope/remote-exports";
+        QVERIFY(waitFor([&] {
+            for (const QString& run : QDir(staging).entryList(QDir::Dirs | QDir::NoDotAndDotDot))
+                if (QFileInfo::exists(staging + "/" + run + "/.attnscope-run/checkpoint.json"))
+                    return true;
+            return !exported.isEmpty();
+        }, 60000));
+        QVERIFY2(exported.isEmpty(), qPrintable("the export ended before the link could be dropped (give it more images): " + remote.shownError()
+                                                + remote.statusBar()->currentMessage()));
+        QFile f(pids);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(::kill(f.readLine().trimmed().toInt(), SIGKILL), 0);
+        QVERIFY(exported.wait(180000));
+        QVERIFY2(exported.last().at(0).toBool(), qPrintable(remote.shownError()));
+        qunsetenv("ATTNSCOPE_TEST_SSH_PIDS");
+        const QJsonObject manifest = QJsonDocument::fromJson(readAll(there.filePath("manifest.json"))).object();
+        QCOMPARE(manifest["complete"].toBool(), true);
+        QCOMPARE(manifest["images"].toArray().size(), 1000);
+        QVERIFY2(manifest["resumed_at"].toInt() > 0, "the host's run started again instead of resuming");
+
+        QSignalSpy localExported(&local, &MainWindow::exportFinished);
+        local.exportAll(here.path());
+        QVERIFY(localExported.wait(180000));
+        QVERIFY(sameDataFiles(here.path(), there.path()) >= 5);
     }
 
     // The link drops (the server killed, as a laptop that slept) and cannot be made again (the host unreachable): the
