@@ -2,6 +2,8 @@
 # Installs the Debian packages of scripts/debian-packages.txt that are missing (plus any given as arguments):
 # apt-get as root, sudo otherwise; a clear message when neither is possible.
 #   install-deps.sh [--headless] [PACKAGE...]    --headless: leave out the packages marked `gui` (the Qt build's)
+# Packages marked `ci` are left out unless ATTNSCOPE_CI_PACKAGES=1 (make test-fresh's root sets it): openssh-server,
+# for the test through a real sshd, is not installed on a user's machine, where it would start an SSH server.
 set -eu
 here=$(dirname "$0")
 skip=none
@@ -9,7 +11,9 @@ if [ "${1:-}" = "--headless" ]; then
     skip=gui
     shift
 fi
-wanted=$(awk -v skip="$skip" '!/^#/ && NF && $2 != skip {print $1}' "$here/debian-packages.txt" | tr '\n' ' ')
+ci=${ATTNSCOPE_CI_PACKAGES:-0}
+wanted=$(awk -v skip="$skip" -v ci="$ci" '!/^#/ && NF && $2 != skip && ($2 != "ci" || ci == "1") {print $1}' \
+    "$here/debian-packages.txt" | tr '\n' ' ')
 wanted="$wanted $*"
 missing=""
 for p in $wanted; do

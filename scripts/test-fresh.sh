@@ -99,6 +99,11 @@ if [ -n "$hostsources" ]; then
     for f in $hostsources; do cp "$f" "$root$f"; done
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# No package's service is started in the root: openssh-server (a `ci` package of scripts/debian-packages.txt, for the
+# test through a real sshd, which starts its own) would otherwise start sshd on port 22 of the host's network, which
+# the root shares, or fail its install where that port is taken. invoke-rc.d asks this, as in Debian's images.
+printf '#!/bin/sh\n# make test-fresh: no service started in this root\nexit 101\n' > "$root/usr/sbin/policy-rc.d"
+chmod 755 "$root/usr/sbin/policy-rc.d"
 
 # The clean clone and ../shared beside it.
 mkdir -p "$root/work"
@@ -159,7 +164,7 @@ say "testing $(git -C "$repo" rev-parse --short HEAD) in $root: steps $steps"
 # A private mount namespace and PID namespace: the mounts and every process started inside (Xvfb, tests) end
 # with the run, whatever happens.
 env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TERM=dumb \
-    STEPS="$steps" CI="${CI:-}" ROOT="$root" ${pipcert:+PIP_CERT=$pipcert} \
+    STEPS="$steps" CI="${CI:-}" ROOT="$root" ${pipcert:+PIP_CERT=$pipcert} ATTNSCOPE_CI_PACKAGES=1 \
     ${OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE} ${OPENBLAS_L2_SIZE:+OPENBLAS_L2_SIZE=$OPENBLAS_L2_SIZE} \
     unshare --mount --pid --fork --kill-child sh -euc '
         mount --make-rprivate /
