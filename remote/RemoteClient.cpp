@@ -231,13 +231,17 @@ Result<json> Connection::sendFile(const std::string& localPath)
     if (!sha)
         return Error { sha.message().find(localPath) == std::string::npos ? localPath + ": " + sha.message() : sha.message() };
     const json handle = { { "sha256", *sha } };
+    if (m_hostHas.count(*sha))
+        return handle; // known on this link: not even asked again (an image set's every image, run after run)
     auto has = call("has_file", handle);
     if (!has)
         return Error { localPath + ": " + has.message() };
     if (!has->is_object())
         return Error { localPath + ": the host answered has_file with " + has->dump().substr(0, 40) };
-    if (has->value("present", false))
+    if (has->value("present", false)) {
+        m_hostHas.insert(*sha);
         return handle; // sent before: nothing crosses
+    }
     const int fd = ::open(localPath.c_str(), O_RDONLY | O_CLOEXEC);
     struct stat st {};
     if (fd < 0 || ::fstat(fd, &st) != 0) {
@@ -277,6 +281,7 @@ Result<json> Connection::sendFile(const std::string& localPath)
             break;
     }
     ::close(fd);
+    m_hostHas.insert(*sha);
     return handle;
 }
 

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <set>
 #include <string>
 
 namespace attnscope::remote {
@@ -31,8 +32,8 @@ public:
     // One request and its result. An error response is an Error with the server's message; a link that ended is
     // "HOST: the engine is unreachable (...)" with the server's last stderr line.
     Result<nlohmann::json> call(const std::string& method, nlohmann::json params = nlohmann::json::object());
-    // Sends a file of this machine to the host, once: its sha256 (sha256FileCached), `has_file`, and when the host has
-    // it not, `put_file` in chunks of kChunkBytes (from where an interrupted send stopped). The result,
+    // Sends a file of this machine to the host, once: its sha256 (sha256FileCached), `has_file` (once a link: a file
+    // the host has is remembered), and when the host has it not, `put_file` in chunks of kChunkBytes (from where an interrupted send stopped). The result,
     // {"sha256": HEX}, is what load_model's `path` (or `description`) and trace's `image` take in place of a host path.
     // Errors name the local file.
     Result<nlohmann::json> sendFile(const std::string& localPath);
@@ -67,6 +68,7 @@ private:
     int64_t m_nextId = 1;
     double m_lastRoundTripMs = 0;
     int64_t m_bytesSent = 0, m_bytesReceived = 0;
+    std::set<std::string> m_hostHas; // sha256s the host has said it has, or was sent, on this link
 };
 
 } // namespace attnscope::remote

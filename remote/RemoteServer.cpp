@@ -69,16 +69,6 @@ std::string sha256Param(const json& params, const char* key)
 
 } // namespace
 
-struct Server::Traced {
-    std::shared_ptr<const Model> model;
-    std::string image;
-    Trace trace;
-    // The last rollout asked of this trace and how it was made: the rollout is a product of depth N x N matrices, and a
-    // click after a click asks for the same one.
-    std::optional<RolloutOptions> rolloutMadeWith;
-    Tensor rollout;
-};
-
 Server::Server(ServerOptions options)
     : m_options(std::move(options))
     , m_files(m_options.filesDir.empty() ? defaultFilesDir() : m_options.filesDir)
@@ -91,6 +81,9 @@ Server::Server(ServerOptions options)
                   { "explain", &Server::explain },
                   { "ablate", &Server::ablate },
                   { "query_key_map", &Server::queryKeyMap },
+                  { "forward", &Server::forward },
+                  { "prepare", &Server::prepare },
+                  { "trace_tensor", &Server::traceTensor },
                   { "set_start", &Server::setStart },
                   { "set_add", &Server::setAdd },
                   { "set_summary", &Server::setSummary },

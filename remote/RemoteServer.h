@@ -66,6 +66,10 @@ private:
     nlohmann::json explain(const nlohmann::json& params);
     nlohmann::json ablate(const nlohmann::json& params);
     nlohmann::json queryKeyMap(const nlohmann::json& params);
+    // Python's attnscope.connect (RemoteTensors.cpp): Model.run, an image prepared or perturbed, a trace's tensors.
+    nlohmann::json forward(const nlohmann::json& params);
+    nlohmann::json prepare(const nlohmann::json& params);
+    nlohmann::json traceTensor(const nlohmann::json& params);
     // Image sets (RemoteSets.cpp): a run on the host, fed a batch per set_add.
     struct SetRun;
     nlohmann::json setStart(const nlohmann::json& params);

@@ -9,6 +9,7 @@
 #include <attnscope/Image.h>
 #include <attnscope/Summary.h>
 
+#include <algorithm>
 #include <map>
 
 namespace attnscope::remote {
@@ -18,9 +19,11 @@ using json = nlohmann::json;
 struct Server::SetRun {
     std::shared_ptr<const Model> model;
     AnalysisRun run;
+    int batch; // images per forward: the host's device's (defaultBatchSize)
     SetRun(std::shared_ptr<const Model> m, AnalysisOptions options)
         : model(m)
         , run(std::move(m), std::move(options))
+        , batch(std::max(1, defaultBatchSize(*model, run.options())))
     {
     }
 };
@@ -35,7 +38,7 @@ json Server::setStart(const json& params)
         throw RequestError { Failed, "this host already runs " + std::to_string(kMaxSetRuns) + " image sets for this window (release one first)" };
     auto set = std::make_shared<SetRun>(model, std::move(*options));
     const int64_t id = m_nextId++;
-    const int batch = defaultBatchSize(*model, set->run.options());
+    const int batch = set->batch;
     m_sets[id] = std::move(set);
     return { { "run", id }, { "batch", batch } };
 }
@@ -56,26 +59,33 @@ json Server::setAdd(const json& params)
     const json& indices = field(params, "indices");
     if (!images.is_array() || !indices.is_array() || images.size() != indices.size() || images.empty() || images.size() > 1024)
         throw RequestError { InvalidParams, "\"images\" and \"indices\" are not two lists of 1 to 1024 entries each" };
-    // An image that cannot be read is left out with why, and the batch goes on (as the CLI and the window do).
+    for (const json& index : indices)
+        if (!isCount(index))
+            throw RequestError { InvalidParams, "\"indices\" holds " + index.dump().substr(0, 40) + ", not an image's index" };
+    // A client far away sends several of the host's batches a request (RemoteBackend's set runner: a round trip is paid
+    // per request); each batch is prepared and run on its own, as the window's worker steps a run here, so that memory
+    // stays one batch's and the forwards are the ones a run on this host makes.
     json skipped = json::array();
-    std::vector<Model::Prepared> prepared;
-    std::vector<int64_t> kept;
-    std::vector<std::string> paths;
-    for (size_t i = 0; i < images.size(); ++i) {
-        if (!isCount(indices[i]))
-            throw RequestError { InvalidParams, "\"indices\" holds " + indices[i].dump().substr(0, 40) + ", not an image's index" };
-        try {
-            Input in = inputOf(*set->model, json { { "image", images[i] } });
-            prepared.push_back(std::move(in.prepared));
-            kept.push_back(indices[i].get<int64_t>());
-            paths.push_back(in.path);
-        } catch (const RequestError& e) {
-            if (e.code != Failed)
-                throw;
-            skipped.push_back({ { "index", indices[i] }, { "message", e.message } });
+    for (size_t from = 0; from < images.size(); from += size_t(set->batch)) {
+        const size_t to = std::min(images.size(), from + size_t(set->batch));
+        // An image that cannot be read is left out with why, and the batch goes on (as the CLI and the window do).
+        std::vector<Model::Prepared> prepared;
+        std::vector<int64_t> kept;
+        std::vector<std::string> paths;
+        for (size_t i = from; i < to; ++i) {
+            try {
+                Input in = inputOf(*set->model, json { { "image", images[i] } });
+                prepared.push_back(std::move(in.prepared));
+                kept.push_back(indices[i].get<int64_t>());
+                paths.push_back(in.path);
+            } catch (const RequestError& e) {
+                if (e.code != Failed)
+                    throw;
+                skipped.push_back({ { "index", indices[i] }, { "message", e.message } });
+            }
         }
-    }
-    if (!prepared.empty()) {
+        if (prepared.empty())
+            continue;
         std::vector<const Model::Prepared*> batch;
         for (const auto& p : prepared)
             batch.push_back(&p);

@@ -1,9 +1,12 @@
 #pragma once
 
-// What the server's methods share (RemoteServer.cpp, RemoteSets.cpp): the error a handler throws for a request it
-// cannot answer, and the checked reading of its params.
+// What the server's methods share (RemoteServer.cpp, RemoteSets.cpp, RemoteTensors.cpp): a trace kept on the host,
+// the error a handler throws for a request it cannot answer, and the checked reading of its params.
 
+#include "RemoteServer.h"
 #include "RemoteWire.h"
+
+#include <attnscope/Analyses.h>
 
 #include <optional>
 #include <string>
@@ -11,6 +14,16 @@
 namespace attnscope::remote {
 
 using json = nlohmann::json;
+
+struct Server::Traced {
+    std::shared_ptr<const Model> model;
+    std::string image;
+    Trace trace;
+    // The last rollout asked of this trace and how it was made: the rollout is a product of depth N x N matrices, and a
+    // click after a click asks for the same one.
+    std::optional<RolloutOptions> rolloutMadeWith;
+    Tensor rollout;
+};
 
 // What a handler throws for a request it cannot answer: the error response's code and one line.
 struct RequestError {

@@ -10,8 +10,17 @@ docs/python.md has the whole API and a worked example.
     >>> trace = model.run(model.prepare("shirt.png"))
     >>> trace.attention(12).shape          # [heads, tokens, tokens], rows sum to 1
     >>> attnscope.token_similarity(trace)   # a dict of numpy columns, named as the CLI's CSVs
+
+On a GPU node, through ssh (docs/python.md, "On a remote engine"): the same calls, run there.
+
+    >>> engine = attnscope.connect("gpu-07")
+    >>> model = engine.load("builtin:fmnist-vit")
+    >>> trace = model.run("shirt.png")          # a file here is sent once; the trace stays on the host
+    >>> attnscope.attention_map(trace, 12)      # its rows cross, the map is made here
 """
 
+import functools as _functools
+import inspect as _inspect
 import os as _os
 import sys as _sys
 
@@ -20,6 +29,9 @@ from . import _native
 from ._summary import Summary
 
 _native._set_error_classes(Error, FileNotFound)
+
+from . import _remote  # noqa: E402 (after the error classes, which its native half raises)
+from ._remote import RemoteEngine, RemoteModel, RemotePrepared, RemoteTrace, connect  # noqa: E402
 
 # A wheel carries the embedded models beside the module; the build tree's module finds them in the sources.
 _resources = _os.path.join(_os.path.dirname(__file__), "resources")
@@ -34,7 +46,7 @@ __all__ = [
     "Error", "FileNotFound", "Model", "Prepared", "Trace", "Summary", "Prediction", "load", "builtins", "analyze", "fashion_mnist",
     "set_threads", "token_similarity", "token_cosine_similarity", "token_cosine_matrix", "attention_map", "rollout",
     "rollout_map", "attention_grid", "attention_similarity", "head_centres", "snr", "token_norms", "head_ablation", "query_key_map", "logit_decomposition",
-    "relevance", "TAPS", "ANALYSES",
+    "relevance", "TAPS", "ANALYSES", "connect", "RemoteEngine", "RemoteModel", "RemoteTrace", "RemotePrepared",
 ]
 
 # The taps a run can record (docs/analyses.md, "Notation"): A_l, U_l, R_l, X_l.
@@ -259,12 +271,29 @@ def set_threads(threads):
     _native.set_threads(threads)
 
 
+def _remote_aware(f):
+    """The function as it is, and for a remote model or trace as first argument (attnscope.connect) the remote
+    engine's own of that name (attnscope/_remote.py), which takes the same arguments."""
+    remote = getattr(_remote, f.__name__)
+    first_name = next(iter(_inspect.signature(f).parameters))
+
+    @_functools.wraps(f)
+    def call(*args, **kwargs):
+        first = args[0] if args else kwargs.get(first_name)
+        if isinstance(first, (RemoteModel, RemoteTrace)):
+            return remote(*args, **kwargs)
+        return f(*args, **kwargs)
+
+    return call
+
+
 def _trace(trace):
     if not isinstance(trace, Trace):
         raise TypeError("expected an attnscope.Trace (Model.run), got %s" % type(trace).__name__)
     return trace
 
 
+@_remote_aware
 def token_similarity(trace):
     """1. Over-smoothing: the mean pairwise cosine of the tokens of every recorded tap and layer, for all tokens and for
     the patches alone. Columns layer, tap, tokens, value."""
@@ -281,32 +310,38 @@ def token_cosine_matrix(tokens):
     return _native.token_cosine_matrix(tokens)
 
 
+@_remote_aware
 def attention_map(trace, layer, head=-1, query=0, renormalise=False):
     """2. Row `query` of A_layer for `head` (-1: the mean of the heads): {"patches": [gh, gw], "prefix_mass": float}."""
     return _native.attention_map(_trace(trace), layer, head, query, renormalise)
 
 
+@_remote_aware
 def rollout(trace, fusion="mean", discard=0.0):
     """Abnar & Zuidema's attention rollout [N, N]; fusion mean|max|min of the heads, `discard` the lowest share first."""
     return _native.rollout(_trace(trace), fusion, discard)
 
 
+@_remote_aware
 def rollout_map(trace, rollout_matrix, query=0):
     """Row `query` of a rollout as a map: {"patches": [gh, gw], "prefix_mass": float}."""
     return _native.rollout_map(_trace(trace), rollout_matrix, query)
 
 
+@_remote_aware
 def attention_grid(trace, query=None, fusion="mean", discard=0.0):
     """The layers x heads figure of one query (None: the CLS token, or the centre patch without one): "maps"
     [L, H + 1, gh, gw] (the head mean last), "prefix_mass" [L, H + 1], "rollout" [gh, gw]."""
     return _native.attention_grid(_trace(trace), -1 if query is None else query, fusion, discard)
 
 
+@_remote_aware
 def attention_similarity(trace):
     """Columns layer, successive_cos (A_l against A_{l+1}), head_redundancy (mean pairwise cosine of the heads)."""
     return _native.attention_similarity(_trace(trace))
 
 
+@_remote_aware
 def head_centres(trace, patch_size, radius=3):
     """3. How convolution-like each head is: one row per layer and head (columns as head_centres.csv), and
     "offset_map" [rows, 2R + 1, 2R + 1]. patch_size: an int, or the Model the trace came from."""
@@ -315,24 +350,28 @@ def head_centres(trace, patch_size, radius=3):
     return _native.head_centres(_trace(trace), patch_size, radius)
 
 
+@_remote_aware
 def snr(clean, noisy, centre=True):
     """4. The signal-to-noise ratio through depth from a clean and a perturbed trace of one image (Model.perturb):
     {"snr": columns layer, tap, snr_db; "diagnostics": columns as snr_diagnostics.csv}."""
     return _native.snr(_trace(clean), _trace(noisy), centre)
 
 
+@_remote_aware
 def token_norms(trace, model, outlier_ratio=4.0):
     """7. Token norms, high-norm outliers and attention sinks per block output (columns as token_norms.csv), with
     "norms" and "attention_received" [rows, N] and "outlier_tokens" (a list of index arrays)."""
     return _native.token_norms(_trace(trace), model._native, outlier_ratio)
 
 
+@_remote_aware
 def logit_decomposition(model, image):
     """5. Layer 1's attention logits split into token-token, token-position, position-token and position-position
     terms: {"tt", "tp", "pt", "pp", "logits"}, each [H, N, N]."""
     return _native.decompose_logits(model._native, model._input(image))
 
 
+@_remote_aware
 def head_ablation(model, image, mode="zero", neutreno=None, boost=None, batch=0):
     """8. Every head of every layer ablated in turn (its output zeroed, or with mode="mean" replaced by the mean of its
     rows): columns layer, head, dlogit, dprob, kl, flip against the clean prediction ("predicted", "probability").
@@ -340,6 +379,7 @@ def head_ablation(model, image, mode="zero", neutreno=None, boost=None, batch=0)
     return _native.head_ablation(model._native, model._input(image), mode, neutreno, boost, batch)
 
 
+@_remote_aware
 def query_key_map(model, images, layer, head, method="pca", seed=0):
     """9. The query-key joint embedding of one head over a set of images (AttentionViz): every token's query and key,
     normalised and projected by `method`, "pca" (exact, signs fixed) or "tsne" (exact, perplexity 30, seeded): columns
@@ -349,6 +389,7 @@ def query_key_map(model, images, layer, head, method="pca", seed=0):
     return _native.query_key_map(model._native, [model._input(i) for i in images], layer, head, method, seed)
 
 
+@_remote_aware
 def relevance(model, image, target_class=-1, gradcam_layer=-1):
     """6. Class relevance: GAE (Chefer et al.) and Grad-CAM of `target_class` (-1: the predicted one)."""
     return _native.relevance(model._native, model._input(image), target_class, gradcam_layer)
@@ -380,6 +421,7 @@ def _progress_bar(progress):
     return update, bar
 
 
+@_remote_aware
 def analyze(model, images, analyses=("similarity", "attention", "centres", "snr"), noise=None, compare=None, batch=None,
             out=None, progress=True, neutreno=None, boost=None, draws=1, seed=0, precision="fp32", analyses_on="auto",
             cuda_graph=False, grid_images=1, query="cls", rollout="mean", discard=0.0, target_class=-1, gradcam_layer=-1,

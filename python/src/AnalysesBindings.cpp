@@ -11,8 +11,6 @@
 
 namespace attnscope::python {
 
-namespace {
-
 py::dict attentionMapDict(const AttentionMap& map)
 {
     py::dict d;
@@ -27,6 +25,156 @@ RolloutOptions rolloutOptions(const std::string& fusion, double discard)
         raise("discard " + std::to_string(discard) + ": expected a share from 0 up to (not including) 1");
     return { take(parseHeadFusion(fusion)), discard };
 }
+
+void checkOutlierRatio(double ratio)
+{
+    if (!(ratio > 1.0))
+        raise("outlier_ratio " + std::to_string(ratio) + ": expected a number above 1");
+}
+
+py::dict attentionGridDict(const AttentionGrid& grid)
+{
+    const size_t layers = grid.maps.size(), columns = layers ? grid.maps.front().size() : 0;
+    const size_t cells = size_t(grid.gridHeight) * size_t(grid.gridWidth);
+    std::vector<double> maps, prefix;
+    for (const auto& row : grid.maps)
+        for (const auto& map : row) {
+            maps.insert(maps.end(), map.patches.data(), map.patches.data() + cells);
+            prefix.push_back(map.prefixMass);
+        }
+    py::dict d;
+    d["query"] = grid.query;
+    d["maps"] = doubles(maps, { py::ssize_t(layers), py::ssize_t(columns), grid.gridHeight, grid.gridWidth });
+    d["prefix_mass"] = doubles(prefix, { py::ssize_t(layers), py::ssize_t(columns) });
+    d["rollout"] = view(grid.rollout.patches);
+    d["rollout_prefix_mass"] = grid.rollout.prefixMass;
+    return d;
+}
+
+py::dict tokenNormsDict(const TokenNorms& norms)
+{
+    std::vector<int64_t> layer, count;
+    std::vector<double> median, maxRatio, cls, reg, outlierAttention, prefixAttention, all, received;
+    py::list outliers;
+    const size_t tokens = norms.layers.empty() ? 0 : norms.layers.front().norms.size();
+    for (const auto& l : norms.layers) {
+        layer.push_back(l.layer);
+        count.push_back(int64_t(l.outliers.size()));
+        median.push_back(l.patchMedian);
+        maxRatio.push_back(l.maxRatio);
+        cls.push_back(l.clsRatio);
+        reg.push_back(l.registerRatio);
+        outlierAttention.push_back(l.outlierAttention);
+        prefixAttention.push_back(l.prefixAttention);
+        all.insert(all.end(), l.norms.begin(), l.norms.end());
+        if (l.attentionReceived.size() == tokens)
+            received.insert(received.end(), l.attentionReceived.begin(), l.attentionReceived.end());
+        else
+            received.insert(received.end(), tokens, std::numeric_limits<double>::quiet_NaN());
+        outliers.append(ints(std::vector<int64_t>(l.outliers.begin(), l.outliers.end())));
+    }
+    const py::ssize_t rows = py::ssize_t(norms.layers.size());
+    py::dict d;
+    d["layer"] = ints(layer);
+    d["outliers"] = ints(count);
+    d["patch_median"] = doubles(median);
+    d["max_ratio"] = doubles(maxRatio);
+    d["cls_ratio"] = doubles(cls);
+    d["register_ratio"] = doubles(reg);
+    d["outlier_attention"] = doubles(outlierAttention);
+    d["prefix_attention"] = doubles(prefixAttention);
+    d["norms"] = doubles(all, { rows, py::ssize_t(tokens) });
+    d["attention_received"] = doubles(received, { rows, py::ssize_t(tokens) });
+    d["outlier_tokens"] = outliers;
+    return d;
+}
+
+py::dict decompositionDict(const LogitDecomposition& result)
+{
+    py::dict d;
+    d["tt"] = view(result.tt);
+    d["tp"] = view(result.tp);
+    d["pt"] = view(result.pt);
+    d["pp"] = view(result.pp);
+    d["logits"] = view(result.logits);
+    return d;
+}
+
+py::dict headAblationDict(const HeadAblation& a)
+{
+    std::vector<int64_t> layer, head, flip, predicted;
+    std::vector<double> dlogit, dprob, kl, probability;
+    for (const auto& e : a.heads) {
+        predicted.push_back(e.predicted);
+        probability.push_back(e.probability);
+        layer.push_back(e.layer);
+        head.push_back(e.head);
+        dlogit.push_back(e.dlogit);
+        dprob.push_back(e.dprob);
+        kl.push_back(e.kl);
+        flip.push_back(e.flip ? 1 : 0);
+    }
+    py::dict d;
+    d["layer"] = ints(layer);
+    d["head"] = ints(head);
+    d["dlogit"] = doubles(dlogit);
+    d["dprob"] = doubles(dprob);
+    d["kl"] = doubles(kl);
+    d["ablated_class"] = ints(predicted);
+    d["ablated_probability"] = doubles(probability);
+    d["flip"] = ints(flip);
+    d["predicted"] = a.predicted;
+    d["probability"] = a.probability;
+    d["mode"] = toString(a.mode);
+    return d;
+}
+
+py::dict queryKeyMapDict(const QueryKeyMap& map)
+{
+    std::vector<int64_t> image, token, row, col;
+    std::vector<std::string> kind;
+    std::vector<double> x, y;
+    for (const auto& p : map.points) {
+        image.push_back(p.image);
+        token.push_back(p.token);
+        kind.push_back(p.key ? "key" : "query");
+        row.push_back(p.row);
+        col.push_back(p.col);
+        x.push_back(p.x);
+        y.push_back(p.y);
+    }
+    py::dict d;
+    d["image"] = ints(image);
+    d["token"] = ints(token);
+    d["kind"] = strings(kind);
+    d["row"] = ints(row);
+    d["col"] = ints(col);
+    d["x"] = doubles(x);
+    d["y"] = doubles(y);
+    d["layer"] = map.layer;
+    d["head"] = map.head;
+    d["scale"] = map.scale;
+    d["agreement"] = map.agreement;
+    d["rotated"] = map.rotated;
+    d["components"] = doubles(map.components, { 2, py::ssize_t(map.components.size() / 2) });
+    d["method"] = toString(map.method);
+    return d;
+}
+
+py::dict relevanceDict(const Relevance& r)
+{
+    py::dict d;
+    d["target_class"] = r.targetClass;
+    d["logit"] = r.logit;
+    d["probability"] = r.probability;
+    d["gradcam_layer"] = r.gradCamLayer;
+    d["gae"] = view(r.gae);
+    d["gae_tokens"] = view(r.gaeTokens);
+    d["gradcam"] = view(r.gradCam);
+    return d;
+}
+
+namespace {
 
 void checkLayer(const Trace& trace, int layer)
 {
@@ -112,22 +260,7 @@ void bindAttentionMaps(py::module_& m)
         [](const Trace& trace, int query, const std::string& fusion, double discard) {
             checkAllAttention(trace, "the attention grid");
             const auto options = rolloutOptions(fusion, discard);
-            const AttentionGrid grid = released([&] { return attentionGrid(trace, query, options); });
-            const size_t layers = grid.maps.size(), columns = layers ? grid.maps.front().size() : 0;
-            const size_t cells = size_t(grid.gridHeight) * size_t(grid.gridWidth);
-            std::vector<double> maps, prefix;
-            for (const auto& row : grid.maps)
-                for (const auto& map : row) {
-                    maps.insert(maps.end(), map.patches.data(), map.patches.data() + cells);
-                    prefix.push_back(map.prefixMass);
-                }
-            py::dict d;
-            d["query"] = grid.query;
-            d["maps"] = doubles(maps, { py::ssize_t(layers), py::ssize_t(columns), grid.gridHeight, grid.gridWidth });
-            d["prefix_mass"] = doubles(prefix, { py::ssize_t(layers), py::ssize_t(columns) });
-            d["rollout"] = view(grid.rollout.patches);
-            d["rollout_prefix_mass"] = grid.rollout.prefixMass;
-            return d;
+            return attentionGridDict(released([&] { return attentionGrid(trace, query, options); }));
         },
         py::arg("trace"), py::arg("query") = -1, py::arg("fusion") = "mean", py::arg("discard") = 0.0);
     m.def("attention_similarity", [](const Trace& trace) {
@@ -251,45 +384,11 @@ void bindTokenNorms(py::module_& m)
     m.def(
         "token_norms",
         [](const Trace& trace, const PyModel& model, double outlierRatio) {
-            if (!(outlierRatio > 1.0))
-                raise("outlier_ratio " + std::to_string(outlierRatio) + ": expected a number above 1");
+            checkOutlierRatio(outlierRatio);
             const TokenNorms norms = released([&] { return tokenNorms(trace, model.model->config(), outlierRatio); });
             if (norms.layers.empty())
                 raise("token norms need the block outputs: run with record=\"all\" or record=[\"blocks\"]");
-            std::vector<int64_t> layer, count;
-            std::vector<double> median, maxRatio, cls, reg, outlierAttention, prefixAttention, all, received;
-            py::list outliers;
-            const size_t tokens = norms.layers.front().norms.size();
-            for (const auto& l : norms.layers) {
-                layer.push_back(l.layer);
-                count.push_back(int64_t(l.outliers.size()));
-                median.push_back(l.patchMedian);
-                maxRatio.push_back(l.maxRatio);
-                cls.push_back(l.clsRatio);
-                reg.push_back(l.registerRatio);
-                outlierAttention.push_back(l.outlierAttention);
-                prefixAttention.push_back(l.prefixAttention);
-                all.insert(all.end(), l.norms.begin(), l.norms.end());
-                if (l.attentionReceived.size() == tokens)
-                    received.insert(received.end(), l.attentionReceived.begin(), l.attentionReceived.end());
-                else
-                    received.insert(received.end(), tokens, std::numeric_limits<double>::quiet_NaN());
-                outliers.append(ints(std::vector<int64_t>(l.outliers.begin(), l.outliers.end())));
-            }
-            const py::ssize_t rows = py::ssize_t(norms.layers.size());
-            py::dict d;
-            d["layer"] = ints(layer);
-            d["outliers"] = ints(count);
-            d["patch_median"] = doubles(median);
-            d["max_ratio"] = doubles(maxRatio);
-            d["cls_ratio"] = doubles(cls);
-            d["register_ratio"] = doubles(reg);
-            d["outlier_attention"] = doubles(outlierAttention);
-            d["prefix_attention"] = doubles(prefixAttention);
-            d["norms"] = doubles(all, { rows, py::ssize_t(tokens) });
-            d["attention_received"] = doubles(received, { rows, py::ssize_t(tokens) });
-            d["outlier_tokens"] = outliers;
-            return d;
+            return tokenNormsDict(norms);
         },
         py::arg("trace"), py::arg("model"), py::arg("outlier_ratio") = kDefaultOutlierRatio);
 }
@@ -301,14 +400,7 @@ void bindLogitDecomposition(py::module_& m)
         "decompose_logits",
         [](const PyModel& model, const py::array& input) {
             const Tensor x = tensorFrom(input);
-            auto result = take(released([&] { return decomposeLogits(*model.model, x); }));
-            py::dict d;
-            d["tt"] = view(result.tt);
-            d["tp"] = view(result.tp);
-            d["pt"] = view(result.pt);
-            d["pp"] = view(result.pp);
-            d["logits"] = view(result.logits);
-            return d;
+            return decompositionDict(take(released([&] { return decomposeLogits(*model.model, x); })));
         },
         py::arg("model"), py::arg("input"));
 }
@@ -327,32 +419,7 @@ void bindHeadAblation(py::module_& m)
             const AblationMode m = take(parseAblationMode(mode));
             if (batch < 0)
                 raise("batch " + std::to_string(batch) + ": expected 0 (every head at once) or a positive count");
-            const HeadAblation a = take(released([&] { return headAblation(*model.model, x, m, run, batch); }));
-            std::vector<int64_t> layer, head, flip, predicted;
-            std::vector<double> dlogit, dprob, kl, probability;
-            for (const auto& e : a.heads) {
-                predicted.push_back(e.predicted);
-                probability.push_back(e.probability);
-                layer.push_back(e.layer);
-                head.push_back(e.head);
-                dlogit.push_back(e.dlogit);
-                dprob.push_back(e.dprob);
-                kl.push_back(e.kl);
-                flip.push_back(e.flip ? 1 : 0);
-            }
-            py::dict d;
-            d["layer"] = ints(layer);
-            d["head"] = ints(head);
-            d["dlogit"] = doubles(dlogit);
-            d["dprob"] = doubles(dprob);
-            d["kl"] = doubles(kl);
-            d["ablated_class"] = ints(predicted);
-            d["ablated_probability"] = doubles(probability);
-            d["flip"] = ints(flip);
-            d["predicted"] = a.predicted;
-            d["probability"] = a.probability;
-            d["mode"] = toString(a.mode);
-            return d;
+            return headAblationDict(take(released([&] { return headAblation(*model.model, x, m, run, batch); })));
         },
         py::arg("model"), py::arg("input"), py::arg("mode") = "zero", py::arg("neutreno") = py::none(), py::arg("boost") = py::none(),
         py::arg("batch") = 0);
@@ -370,35 +437,7 @@ void bindQueryKeyMap(py::module_& m)
             QueryKeyOptions options;
             options.method = take(parseQueryKeyMethod(method));
             options.seed = seed;
-            const QueryKeyMap map = take(released([&] { return queryKeyMap(*model.model, xs, layer, head, options); }));
-            std::vector<int64_t> image, token, row, col;
-            std::vector<std::string> kind;
-            std::vector<double> x, y;
-            for (const auto& p : map.points) {
-                image.push_back(p.image);
-                token.push_back(p.token);
-                kind.push_back(p.key ? "key" : "query");
-                row.push_back(p.row);
-                col.push_back(p.col);
-                x.push_back(p.x);
-                y.push_back(p.y);
-            }
-            py::dict d;
-            d["image"] = ints(image);
-            d["token"] = ints(token);
-            d["kind"] = strings(kind);
-            d["row"] = ints(row);
-            d["col"] = ints(col);
-            d["x"] = doubles(x);
-            d["y"] = doubles(y);
-            d["layer"] = map.layer;
-            d["head"] = map.head;
-            d["scale"] = map.scale;
-            d["agreement"] = map.agreement;
-            d["rotated"] = map.rotated;
-            d["components"] = doubles(map.components, { 2, py::ssize_t(map.components.size() / 2) });
-            d["method"] = toString(map.method);
-            return d;
+            return queryKeyMapDict(take(released([&] { return queryKeyMap(*model.model, xs, layer, head, options); })));
         },
         py::arg("model"), py::arg("inputs"), py::arg("layer"), py::arg("head"), py::arg("method") = "pca", py::arg("seed") = 0);
 }
@@ -413,16 +452,7 @@ void bindRelevance(py::module_& m)
             RelevanceOptions options;
             options.targetClass = targetClass;
             options.gradCamLayer = gradCamLayer;
-            auto r = take(released([&] { return classRelevance(*model.model, x, options); }));
-            py::dict d;
-            d["target_class"] = r.targetClass;
-            d["logit"] = r.logit;
-            d["probability"] = r.probability;
-            d["gradcam_layer"] = r.gradCamLayer;
-            d["gae"] = view(r.gae);
-            d["gae_tokens"] = view(r.gaeTokens);
-            d["gradcam"] = view(r.gradCam);
-            return d;
+            return relevanceDict(take(released([&] { return classRelevance(*model.model, x, options); })));
         },
         py::arg("model"), py::arg("input"), py::arg("target_class") = -1, py::arg("gradcam_layer") = -1);
 }

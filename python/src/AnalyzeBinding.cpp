@@ -19,39 +19,6 @@
 
 namespace attnscope::python {
 
-namespace {
-
-// Runs the Python callbacks of a run with the GIL, and keeps the first exception one raises (a KeyboardInterrupt
-// delivered while it ran, most often) to raise once the run has stopped: nothing may unwind through the engine.
-struct Callbacks {
-    std::thread::id caller = std::this_thread::get_id();
-    std::atomic<bool> stop { false };
-    std::unique_ptr<py::error_already_set> pending;
-
-    template <typename F>
-    void call(F&& f)
-    {
-        py::gil_scoped_acquire gil;
-        if (pending)
-            return;
-        try {
-            f();
-        } catch (py::error_already_set& e) {
-            pending = std::make_unique<py::error_already_set>(std::move(e));
-            stop = true;
-        }
-    }
-    bool cancelled()
-    {
-        if (!stop && std::this_thread::get_id() == caller)
-            call([] {
-                if (PyErr_CheckSignals() != 0)
-                    throw py::error_already_set();
-            });
-        return stop;
-    }
-};
-
 std::string pythonSpelling(const std::string& cliName)
 {
     if (cliName == "class")
@@ -100,6 +67,39 @@ RunSpec specFromKeywords(const py::dict& options)
     }
     return spec;
 }
+
+namespace {
+
+// Runs the Python callbacks of a run with the GIL, and keeps the first exception one raises (a KeyboardInterrupt
+// delivered while it ran, most often) to raise once the run has stopped: nothing may unwind through the engine.
+struct Callbacks {
+    std::thread::id caller = std::this_thread::get_id();
+    std::atomic<bool> stop { false };
+    std::unique_ptr<py::error_already_set> pending;
+
+    template <typename F>
+    void call(F&& f)
+    {
+        py::gil_scoped_acquire gil;
+        if (pending)
+            return;
+        try {
+            f();
+        } catch (py::error_already_set& e) {
+            pending = std::make_unique<py::error_already_set>(std::move(e));
+            stop = true;
+        }
+    }
+    bool cancelled()
+    {
+        if (!stop && std::this_thread::get_id() == caller)
+            call([] {
+                if (PyErr_CheckSignals() != 0)
+                    throw py::error_already_set();
+            });
+        return stop;
+    }
+};
 
 // The table as Python sees it: (keyword, default, help) of each option, for attnscope.analyze's signature check.
 py::list optionTable()

@@ -3,8 +3,10 @@
 // Shared by the files of the Python module attnscope._native (docs/python.md): the engine's Results turned into
 // Python exceptions, and its tensors and images into numpy arrays that view them.
 
+#include <attnscope/Analyses.h>
 #include <attnscope/Image.h>
 #include <attnscope/Model.h>
+#include <attnscope/QueryKey.h>
 #include <attnscope/Result.h>
 #include <attnscope/Tensor.h>
 
@@ -15,6 +17,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+struct RunSpec; // report/RunSpec.h
 
 namespace attnscope::python {
 
@@ -60,8 +64,29 @@ struct PyModel {
     std::string description;
 };
 
+// The dicts the module returns, made in one place for a local model or trace and for a remote one (RemoteBindings.cpp),
+// so that both give the same keys and the same numbers.
+py::dict configDict(const ModelInfo& info);
+py::dict infoDict(const ModelInfo& info);
+Image imageFrom(const py::array& pixels); // uint8 [H, W], [H, W, 1] or [H, W, 3]
+py::dict attentionMapDict(const AttentionMap& map);
+py::dict attentionGridDict(const AttentionGrid& grid);
+py::dict tokenNormsDict(const TokenNorms& norms);
+py::dict decompositionDict(const LogitDecomposition& decomposition);
+py::dict headAblationDict(const HeadAblation& ablation);
+py::dict queryKeyMapDict(const QueryKeyMap& map);
+py::dict relevanceDict(const Relevance& relevance);
+// The checks of the local analyses' arguments, with their messages (AnalysesBindings.cpp).
+RolloutOptions rolloutOptions(const std::string& fusion, double discard);
+void checkOutlierRatio(double ratio);
+// attnscope.analyze's keywords as the run's options (AnalyzeBinding.cpp): TypeError for one the table has not.
+RunSpec specFromKeywords(const py::dict& options);
+std::string pythonSpelling(const std::string& cliName); // "grid-images" -> "grid_images"
+
 void bindModel(py::module_& m);
 void bindAnalyses(py::module_& m);
 void bindAnalyze(py::module_& m);
+void bindRemote(py::module_& m);
+void bindRemoteAnalyze(py::module_& m);
 
 } // namespace attnscope::python

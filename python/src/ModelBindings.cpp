@@ -8,8 +8,6 @@
 
 namespace attnscope::python {
 
-namespace {
-
 py::dict configDict(const ModelInfo& info)
 {
     const ModelConfig& c = info.config;
@@ -81,16 +79,6 @@ py::dict infoDict(const ModelInfo& info)
     return d;
 }
 
-const Tensor& tap(const std::vector<Tensor>& taps, int layer, int first, const Trace& trace, const char* what, const char* record)
-{
-    if (layer < first || layer > trace.depth)
-        raise(std::string(what) + " " + std::to_string(layer) + ": the model's layers are " + std::to_string(first) + ".." + std::to_string(trace.depth));
-    const Tensor& t = taps[size_t(layer)];
-    if (t.empty())
-        raise(std::string(what) + " " + std::to_string(layer) + " was not recorded: run with record=\"all\" or record=[\"" + record + "\"]");
-    return t;
-}
-
 Image imageFrom(const py::array& pixels)
 {
     if (std::string(py::str(pixels.dtype())) != "uint8")
@@ -109,6 +97,18 @@ Image imageFrom(const py::array& pixels)
     image.channels = channels;
     image.pixels.assign(c.data(), c.data() + c.size());
     return image;
+}
+
+namespace {
+
+const Tensor& tap(const std::vector<Tensor>& taps, int layer, int first, const Trace& trace, const char* what, const char* record)
+{
+    if (layer < first || layer > trace.depth)
+        raise(std::string(what) + " " + std::to_string(layer) + ": the model's layers are " + std::to_string(first) + ".." + std::to_string(trace.depth));
+    const Tensor& t = taps[size_t(layer)];
+    if (t.empty())
+        raise(std::string(what) + " " + std::to_string(layer) + " was not recorded: run with record=\"all\" or record=[\"" + record + "\"]");
+    return t;
 }
 
 std::shared_ptr<Model::Prepared> prepared(const PyModel& m, const Image& image)

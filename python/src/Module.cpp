@@ -14,4 +14,6 @@ PYBIND11_MODULE(_native, m)
     python::bindModel(m);
     python::bindAnalyses(m);
     python::bindAnalyze(m);
+    python::bindRemote(m);
+    python::bindRemoteAnalyze(m);
 }
