@@ -387,8 +387,8 @@ TEST(RemoteServer, TheRolloutRowIsTheLocalRolloutsBitForBit)
 }
 
 // A file of the laptop crosses once: an image sent and traced by its sha256 gives what the path gives, a model sent
-// loads, a file of several chunks arrives whole (in the test's cache folder, made 0700), and a second send is one
-// has_file and nothing more.
+// loads, a file of several chunks arrives whole (in the test's cache folder, made 0700); a second send on the same
+// link is nothing at all, and on a new link one has_file and nothing more.
 TEST(RemoteServer, AFileSentOnceIsUsedBySha256)
 {
     auto connection = Connection::open(endpoint());
@@ -402,7 +402,16 @@ TEST(RemoteServer, AFileSentOnceIsUsedBySha256)
     auto again = c.sendFile(kBoot);
     ASSERT_TRUE(again) << again.message();
     EXPECT_EQ(*again, *sent);
-    EXPECT_EQ(c.requestsSent(), before + 1) << "a file the host has is asked about, not sent";
+    EXPECT_EQ(c.requestsSent(), before) << "a file sent on this link is not asked about again";
+    {
+        auto other = Connection::open(endpoint());
+        ASSERT_TRUE(other) << other.message();
+        const int64_t first = (*other)->requestsSent();
+        auto onOther = (*other)->sendFile(kBoot);
+        ASSERT_TRUE(onOther) << onOther.message();
+        EXPECT_EQ(*onOther, *sent);
+        EXPECT_EQ((*other)->requestsSent(), first + 1) << "a file the host has is asked about, not sent";
+    }
 
     // The weights alone (a file sent is kept alone: no config.json beside it on the host), by their path and sent.
     const fs::path weights = standIn.cache / "laptop" / "model.safetensors";
