@@ -75,7 +75,7 @@ bench: deps $(if $(filter libtorch2,$(BENCH_PRESET)),get-libtorch)
 	@./scripts/install-deps.sh $$(grep -v '^#' scripts/bench-packages.txt)
 	cmake --preset $(BENCH_PRESET) $(if $(filter libtorch2,$(BENCH_PRESET)),$(LIBTORCH_ARGS)) \
 	    -DATTNSCOPE_BUILD_BENCHMARKS=ON -DATTNSCOPE_BENCH_BASELINE=OFF
-	cmake --build --preset $(BENCH_PRESET) -j $(JOBS) --target engine_bench dataset_bench click_bench attnscope attnscope-cli
+	cmake --build --preset $(BENCH_PRESET) -j $(JOBS) --target engine_bench dataset_bench click_bench remote_set_bench attnscope attnscope-cli
 	/usr/bin/python3 tests/benchmarks/run_bench.py build/$(BENCH_PRESET) --json build/$(BENCH_PRESET)/bench-results.json $(BENCH_ARGS)
 
 # `make bench-builds`: the CPU forward of the default build (Debian's LibTorch 1.13) and of the LibTorch 2.x build

@@ -93,7 +93,11 @@ json Server::setAdd(const json& params)
             throw RequestError { Failed, (paths.size() == 1 ? paths.front() : "images " + paths.front() + " to " + paths.back()) + ": "
                                              + added.message() };
     }
-    return { { "skipped", skipped }, { "images", set->run.images() } };
+    json out = { { "skipped", skipped }, { "images", set->run.images() } };
+    // The run so far with it, when asked: a client far away saves set_summary's round trip.
+    if (const json& summary = field(params, "summary"); summary.is_boolean() && summary.get<bool>())
+        out.update(setSummary({ { "run", params["run"] } }));
+    return out;
 }
 
 json Server::setSummary(const json& params)

@@ -337,11 +337,13 @@ public:
         if (images.empty())
             return Done {};
         const auto start = std::chrono::steady_clock::now();
-        auto added = m_backend.call("set_add", { { "run", m_run }, { "images", images }, { "indices", sent } });
+        // The statistics so far come with the answer: the worker asks for a summary after most steps.
+        auto added = m_backend.call("set_add", { { "run", m_run }, { "images", images }, { "indices", sent }, { "summary", true } });
         if (!added)
             return added.error();
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         m_secondsPerImage = std::max(seconds - m_roundTrip, 1e-6) / double(images.size()); // the host's work, the link's taken off
+        m_latest = *added;
         // The host names a file it cannot read by its copy's path: say this machine's.
         for (const json& s : added->value("skipped", json::array())) {
             const int64_t index = s.value("index", int64_t(-1));
@@ -356,7 +358,7 @@ public:
     }
     Result<std::shared_ptr<AnalysisSummary>> summary() override
     {
-        auto answer = m_backend.call("set_summary", { { "run", m_run } });
+        auto answer = m_latest.contains("stats") ? Result<json>(m_latest) : m_backend.call("set_summary", { { "run", m_run } });
         if (!answer)
             return answer.error();
         auto stats = remote::decodeStats(answer->value("stats", json()));
@@ -376,6 +378,7 @@ private:
     int m_batch;               // the host's images per forward
     double m_roundTrip;        // seconds, set_start's
     double m_secondsPerImage = 0; // the host's, as the last step took
+    json m_latest;                // the last set_add's answer, with the run's statistics after it
 };
 
 Result<std::unique_ptr<SetRunner>> RemoteBackend::startSet(const EngineModel& model, AnalysisOptions options)
