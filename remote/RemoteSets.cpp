@@ -37,6 +37,16 @@ json Server::setStart(const json& params)
     if (m_sets.size() >= kMaxSetRuns)
         throw RequestError { Failed, "this host already runs " + std::to_string(kMaxSetRuns) + " image sets for this window (release one first)" };
     auto set = std::make_shared<SetRun>(model, std::move(*options));
+    // A run that a dropped link cut, going on: the statistics its last answer carried, and the images behind them.
+    if (const json& restore = field(params, "restore"); !restore.is_null()) {
+        auto stats = restore.is_object() ? decodeStats(field(restore, "stats")) : Result<StatsTable>(Error { "not {\"stats\": ..., \"images\": N}" });
+        if (!stats)
+            throw RequestError { InvalidParams, "\"restore\": " + stats.message() };
+        const json& images = field(restore, "images");
+        if (!isCount(images))
+            throw RequestError { InvalidParams, "\"restore\": images is " + images.dump().substr(0, 40) + ", not a count" };
+        set->run.restore(std::move(*stats), images.get<int64_t>());
+    }
     const int64_t id = m_nextId++;
     const int batch = set->batch;
     m_sets[id] = std::move(set);

@@ -320,6 +320,59 @@ private slots:
         QVERIFY(sameDataFiles(here.path(), there.path()) >= 5);
     }
 
+    // The link drops in the middle of an image set (the server killed): the next step makes it again and the run goes on
+    // on the new server from the statistics the last answer brought; the summary is the local run's, to the bit.
+    void anImageSetCutByADroppedLinkGoesOn()
+    {
+        RemoteEnvironment environment;
+        QTemporaryDir images, pidsDir;
+        QStringList paths;
+        const QStringList samples = QDir(kSamples + "/fashion-mnist").entryList({ "*.png" });
+        for (int i = 0; i < 300; ++i) {
+            const QString path = images.filePath(QStringLiteral("image-%1.png").arg(i, 3, 10, QLatin1Char('0')));
+            QVERIFY(QFile::copy(kSamples + "/fashion-mnist/" + samples[i % samples.size()], path));
+            paths << path;
+        }
+        const QString pids = pidsDir.filePath(QStringLiteral("pids"));
+        qputenv("ATTNSCOPE_TEST_SSH_PIDS", pids.toLocal8Bit());
+        MainWindow local;
+        MainWindow remote(nullptr, remoteEngine());
+        for (MainWindow* w : { &local, &remote }) {
+            QVERIFY(showWithImages(*w, QStringLiteral("builtin:fmnist-vit-d4"), paths));
+            QVERIFY(settled(*w));
+        }
+        QSignalSpy localFinished(&local, &MainWindow::setFinished);
+        local.analyseImageSet();
+        QVERIFY(localFinished.wait(120000));
+        QSignalSpy finished(&remote, &MainWindow::setFinished);
+        remote.analyseImageSet();
+        auto* bar = remote.findChild<QProgressBar*>();
+        QVERIFY(bar);
+        QVERIFY(waitFor([&] { return bar->value() > 0 || !finished.isEmpty(); }, 60000));
+        QVERIFY2(finished.isEmpty() && bar->value() < 300, "the run ended before the link could be dropped: give it more images");
+        QFile f(pids);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(::kill(f.readLine().trimmed().toInt(), SIGKILL), 0);
+        QVERIFY(finished.wait(120000));
+        QVERIFY2(finished.last().at(0).toBool(), qPrintable(remote.shownError()));
+        qunsetenv("ATTNSCOPE_TEST_SSH_PIDS");
+        QFile again(pids);
+        QVERIFY(again.open(QIODevice::ReadOnly));
+        QCOMPARE(again.readAll().trimmed().split('\n').size(), 2); // a second server finished the run
+        const auto& l = *local.setSummary();
+        const auto& r = *remote.setSummary();
+        QCOMPARE(r.images, int64_t(300));
+        QCOMPARE(r.images, l.images);
+        QCOMPARE(r.tokenSimilarity.size(), l.tokenSimilarity.size());
+        for (size_t i = 0; i < l.tokenSimilarity.size(); ++i) {
+            QCOMPARE(r.tokenSimilarity[i].value.mean, l.tokenSimilarity[i].value.mean);
+            QCOMPARE(r.tokenSimilarity[i].value.sd, l.tokenSimilarity[i].value.sd);
+        }
+        QCOMPARE(r.snr.size(), l.snr.size());
+        for (size_t i = 0; i < l.snr.size(); ++i)
+            QCOMPARE(r.snr[i].snrDb.mean, l.snr[i].snrDb.mean);
+    }
+
     // The link drops (the server killed, as a laptop that slept) and cannot be made again (the host unreachable): the
     // window stays with what it had and says the engine is unreachable. Once the host answers, the next click makes the
     // link again, the host loads the model and traces the image anew, and the view is what it was, pixel for pixel.
