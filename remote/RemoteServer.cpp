@@ -84,6 +84,8 @@ Server::Server(ServerOptions options)
                   { "forward", &Server::forward },
                   { "prepare", &Server::prepare },
                   { "trace_tensor", &Server::traceTensor },
+                  { "list_dir", &Server::listDir },
+                  { "thumbnails", &Server::thumbnails },
                   { "set_start", &Server::setStart },
                   { "set_add", &Server::setAdd },
                   { "set_summary", &Server::setSummary },

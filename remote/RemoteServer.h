@@ -70,6 +70,9 @@ private:
     nlohmann::json forward(const nlohmann::json& params);
     nlohmann::json prepare(const nlohmann::json& params);
     nlohmann::json traceTensor(const nlohmann::json& params);
+    // The window's remote file dialog and the image strip's thumbnails of host images (RemoteBrowse.cpp).
+    nlohmann::json listDir(const nlohmann::json& params);
+    nlohmann::json thumbnails(const nlohmann::json& params);
     // Image sets (RemoteSets.cpp): a run on the host, fed a batch per set_add.
     struct SetRun;
     nlohmann::json setStart(const nlohmann::json& params);

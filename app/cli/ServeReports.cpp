@@ -84,7 +84,7 @@ ServeReports::ServeReports(attnscope::remote::Server& server, std::string stagin
     m_server.addMethod("report_release", [this](const json& p) { return release(p); });
     // The run's models are in use on its thread: nothing else may use a model until it ends.
     m_server.setGate([this](const std::string& method) -> std::string {
-        static const std::set<std::string> free { "hello", "shutdown", "has_file", "put_file" };
+        static const std::set<std::string> free { "hello", "shutdown", "has_file", "put_file", "list_dir", "thumbnails" };
         if (!m_run || m_run->ended || free.count(method) || method.rfind("report_", 0) == 0)
             return {};
         return "the host is running Export all (" + std::to_string(m_run->done) + "/" + std::to_string(m_run->total)

@@ -77,6 +77,8 @@ MainWindow::MainWindow(QWidget* parent, std::unique_ptr<EngineBackend> backend)
     setWindowTitle(tr("attnscope"));
     setAcceptDrops(true);
     m_images = new ImageListModel(this);
+    if (m_worker->isRemote()) // a host image's thumbnail is the host's (MainWindowHost.cpp)
+        m_images->setThumbnailSource([this](const QString& path) { askThumbnails(path); });
     m_centre = new QSplitter(Qt::Horizontal, this);
     for (int i = 0; i < 2; ++i) {
         m_slots[i] = new ModelSlot(m_worker.get(), i, this);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "gui/AttentionControls.h"
+#include "gui/HostFileDialog.h"
 #include "gui/ImageSetDock.h"
 #include "gui/ModelSlot.h"
 #include "gui/QueryKeyDock.h"
@@ -96,6 +97,11 @@ public:
     // host's attnscope-cli writes it (docs/remote.md, "Export all") and it is copied into `dir` here, or, with
     // `hostFolder`, left in that folder of the host.
     void exportAll(const QString& dir, const QString& hostFolder = QString());
+    // The window on a remote engine (docs/remote.md): File -> Open images on the host... and Open model on the host...,
+    // and what their dialog lists folders with (the host's list_dir, through the worker).
+    void openImagesOnHost();
+    void openModelOnHost();
+    HostFileDialog::Lister hostLister();
     // On a remote engine (docs/remote.md): make the link again and bring the host back to what the window shows (its
     // models loaded, the image traced again, the view as it was). Any request after a drop does as much; this asks now.
     void reconnect();
@@ -216,9 +222,14 @@ private:
     ErrorOf m_errorKind = ErrorOf::Other; // of the error the status line shows
     quint64 m_exportJob = 0;
     RunSpec shownRunSpec() const;
-    // Follows the export job: its progress in the status bar, then `finish` (an error, or "") and exportFinished.
-    void watchExport(quint64 job, std::function<QString()> finish);
+    // Starts the export job (`start` posts it) and follows it: its progress in the status bar, then `finish` (an
+    // error, or "") and exportFinished.
+    void watchExport(const std::function<quint64()>& start, std::function<QString()> finish);
     void exportAllOnHost(const QString& dir, const QString& hostFolder);
+    // The host's thumbnails of the strip's host images, asked a batch at a time (MainWindowHost.cpp).
+    void askThumbnails(const QString& path);
+    void sendThumbnailRequest(); // the rows asked so far, 64 a request
+    QStringList m_thumbnailsWanted;
 
     attnscope::ImageListModel* m_images = nullptr;
     QListView* m_imageList = nullptr;

@@ -136,11 +136,13 @@ RunSpec MainWindow::shownRunSpec() const
     return spec;
 }
 
-void MainWindow::watchExport(quint64 job, std::function<QString()> finish)
+void MainWindow::watchExport(const std::function<quint64()>& start, std::function<QString()> finish)
 {
-    m_exportJob = job;
+    // Connected before the job is posted: one that fails at once may end before runTask returns, and its signals,
+    // queued to this thread, are read once the job's id is known.
+    auto job = std::make_shared<quint64>(0);
     auto progress = connect(m_worker.get(), &EngineWorker::taskProgress, this, [this, job](quint64 id, int done, int total) {
-        if (id == job)
+        if (id == *job)
             statusBar()->showMessage(tr("Export all: %1/%2 images").arg(done).arg(total));
     });
     auto finished = std::make_shared<QMetaObject::Connection>();
@@ -151,7 +153,7 @@ void MainWindow::watchExport(quint64 job, std::function<QString()> finish)
         QObject::disconnect(*failed);
     };
     *finished = connect(m_worker.get(), &EngineWorker::taskFinished, this, [=](quint64 id) {
-        if (id != job)
+        if (id != *job)
             return;
         disconnectAll();
         const QString error = finish();
@@ -160,12 +162,14 @@ void MainWindow::watchExport(quint64 job, std::function<QString()> finish)
         emit exportFinished(error.isEmpty());
     });
     *failed = connect(m_worker.get(), &EngineWorker::failed, this, [=](quint64 id, const QString& message) {
-        if (id != job)
+        if (id != *job)
             return;
         disconnectAll();
         showError(message);
         emit exportFinished(false);
     });
+    *job = start();
+    m_exportJob = *job;
 }
 
 void MainWindow::exportAll(const QString& dir, const QString& hostFolder)
@@ -198,15 +202,17 @@ void MainWindow::exportAll(const QString& dir, const QString& hostFolder)
     request->formats = { "png", "svg", "pdf" };
     request->formatsText = "png,svg,pdf";
     auto results = std::make_shared<std::shared_ptr<ReportResults>>();
-    const quint64 job = m_worker->runTask([request, results](EngineBackend&, const std::function<bool()>& cancelled, const EngineWorker::Progress& progress) {
-        auto r = analyseReport(*request, cancelled, progress);
-        if (!r)
-            return QString::fromStdString(r.message());
-        *results = *r;
-        return QString();
-    });
     statusBar()->showMessage(tr("Export all: analysing %n image(s)…", nullptr, int(request->images.size())));
-    watchExport(job, [=] {
+    const auto start = [&] {
+        return m_worker->runTask([request, results](EngineBackend&, const std::function<bool()>& cancelled, const EngineWorker::Progress& progress) {
+            auto r = analyseReport(*request, cancelled, progress);
+            if (!r)
+                return QString::fromStdString(r.message());
+            *results = *r;
+            return QString();
+        });
+    };
+    watchExport(start, [=] {
         // Figures are drawn here, on the GUI thread (QCustomPlot is a widget); then the manifest, last.
         QApplication::setOverrideCursor(Qt::BusyCursor);
         auto outcome = finishReport(*request, **results);
@@ -235,19 +241,21 @@ void MainWindow::exportAllOnHost(const QString& dir, const QString& hostFolder)
     request.localFolder = dir;
     request.hostFolder = hostFolder;
     auto outcome = std::make_shared<RemoteBackend::HostExportOutcome>();
-    const quint64 job = m_worker->runTask([request, outcome](EngineBackend& engine, const std::function<bool()>& cancelled,
-                                                             const EngineWorker::Progress& progress) {
-        auto* host = dynamic_cast<RemoteBackend*>(&engine); // the one backend that has a host to write on
-        if (!host)
-            return tr("Export all on a host needs the window on a remote engine (attnscope --remote HOST)");
-        auto r = host->exportAll(request, cancelled, progress);
-        if (!r)
-            return QString::fromStdString(r.message());
-        *outcome = *r;
-        return QString();
-    });
     statusBar()->showMessage(tr("Export all on %1: analysing %n image(s)…", nullptr, int(request.images.size())).arg(m_worker->endpoint()));
-    watchExport(job, [=] {
+    const auto start = [&] {
+        return m_worker->runTask([request, outcome](EngineBackend& engine, const std::function<bool()>& cancelled,
+                                                    const EngineWorker::Progress& progress) {
+            auto* host = dynamic_cast<RemoteBackend*>(&engine); // the one backend that has a host to write on
+            if (!host)
+                return tr("Export all on a host needs the window on a remote engine (attnscope --remote HOST)");
+            auto r = host->exportAll(request, cancelled, progress);
+            if (!r)
+                return QString::fromStdString(r.message());
+            *outcome = *r;
+            return QString();
+        });
+    };
+    watchExport(start, [=] {
         const QString where = hostFolder.isEmpty() ? dir : m_worker->endpoint().section(':', 0, 0) + ":" + hostFolder; // host:folder, as scp writes it
         QString message = tr("Export all: %1 images written to %2").arg(outcome->outcome.done).arg(where);
         if (!outcome->figuresNote.empty())

@@ -33,6 +33,8 @@ void MainWindow::addImages(const QStringList& paths)
             files << found;
         } else if (QFileInfo(p).isFile()) {
             files << QFileInfo(p).absoluteFilePath();
+        } else if (m_worker->isRemote() && !p.isEmpty()) {
+            files << p; // the host's (a file this machine has not): its trace or thumbnail says if it is not there
         } else if (!p.isEmpty()) {
             showError(tr("%1: no such file or folder").arg(p), ErrorOf::Image);
         }

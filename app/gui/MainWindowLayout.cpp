@@ -122,8 +122,11 @@ void MainWindow::buildActions()
         if (!QProcess::startDetached(QCoreApplication::applicationFilePath(), remoteWindowArguments(host, model, m_images->paths())))
             showError(tr("Could not start a window on %1").arg(host));
     });
-    if (m_worker->isRemote())
+    if (m_worker->isRemote()) {
+        file->addAction(tr("Open images on the &host…"), this, &MainWindow::openImagesOnHost);
+        file->addAction(tr("Open model on the h&ost…"), this, &MainWindow::openModelOnHost);
         file->addAction(tr("Reconnect to the &engine"), this, &MainWindow::reconnect);
+    }
     file->addSeparator();
     auto* compare = file->addAction(tr("&Compare with model file…"), this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Compare with"), dialogStart(),

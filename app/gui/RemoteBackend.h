@@ -10,6 +10,8 @@
 #include <Report.h>
 #include <RunSpec.h>
 
+#include <QImage>
+
 #include <map>
 #include <memory>
 
@@ -64,6 +66,21 @@ public:
     };
     Result<HostExportOutcome> exportAll(const HostExport& job, const std::function<bool()>& isCancelled,
                                         const std::function<void(int done, int total)>& progress);
+
+    // The remote file dialog's view of a host folder ("" the home folder), and thumbnails of host images for the
+    // image strip, at most `size` pixels a side (a null image for one the host cannot read).
+    struct HostEntry {
+        QString name;
+        bool folder = false, image = false;
+        qint64 size = 0;
+    };
+    struct HostListing {
+        QString path, parent; // as the host resolved them; parent "" at the root
+        std::vector<HostEntry> entries; // folders first, by name
+        qint64 total = 0;               // entries in the folder (more than listed when it holds over 20,000)
+    };
+    Result<HostListing> listHost(const QString& path);
+    Result<std::vector<QImage>> thumbnails(const QStringList& hostPaths, int size);
 
 private:
     class RemoteSetRunner;

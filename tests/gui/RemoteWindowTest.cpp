@@ -5,8 +5,10 @@
 #include "gui/MainWindow.h"
 #include "gui/ModelSlot.h"
 #include "gui/RemoteBackend.h"
+#include "gui/HostFileDialog.h"
 
 #include <figures/FigurePanel.h>
+#include <io/ImageListModel.h>
 #include <view/QueryKeyMapView.h>
 #include <view/ViewFooter.h>
 
@@ -18,6 +20,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QListWidget>
 #include <QProgressBar>
 #include <QStatusBar>
 #include <QTemporaryDir>
@@ -371,6 +374,61 @@ private slots:
         QCOMPARE(r.snr.size(), l.snr.size());
         for (size_t i = 0; i < l.snr.size(); ++i)
             QCOMPARE(r.snr[i].snrDb.mean, l.snr[i].snrDb.mean);
+    }
+
+    // The host's own files: the remote file dialog lists the host's folders (its home first) as the host sees them,
+    // images only where images are asked for; images that are only on the host (paths this machine has not: relative to
+    // the host's home, where the stand-in runs the server) are traced there and their thumbnails in the strip are the
+    // host's, the same pixels the strip decodes from the file here.
+    void theHostsFilesAreBrowsedAndShownThere()
+    {
+        RemoteEnvironment environment;
+        QTemporaryDir home;
+        QVERIFY(QDir(home.path()).mkpath("pictures/more"));
+        const QStringList names { "test-0000-ankle-boot.png", "test-0001-pullover.png", "test-0002-trouser.png" };
+        for (const QString& name : names)
+            QVERIFY(QFile::copy(kSamples + "/fashion-mnist/" + name, home.filePath("pictures/" + name)));
+        writeFile(home.filePath("pictures/notes.txt"), "not an image");
+        qputenv("ATTNSCOPE_LINK_HOME", home.path().toLocal8Bit());
+        MainWindow remote(nullptr, remoteEngine());
+        QVERIFY(showWithImages(remote, QStringLiteral("builtin:fmnist-vit-d4"), { "pictures/" + names[0], "pictures/" + names[1] }));
+        QVERIFY(settled(remote));
+        QVERIFY2(remote.shownError().isEmpty(), qPrintable(remote.shownError()));
+        QVERIFY(remote.current()); // traced on the host, from the host's file
+
+        for (int r = 0; r < remote.images()->rowCount(); ++r) // asked (the strip may have asked already, when it was drawn)
+            remote.images()->data(remote.images()->index(r), Qt::DecorationRole);
+        QTRY_VERIFY_WITH_TIMEOUT(!remote.images()->thumbnailsPending(), 20000);
+        attnscope::ImageListModel here;
+        here.addPaths({ home.filePath("pictures/" + names[1]) });
+        QSignalSpy decoded(&here, &attnscope::ImageListModel::thumbnailLoaded);
+        here.data(here.index(0), Qt::DecorationRole);
+        QVERIFY(decoded.wait(20000));
+        const QImage fromHost = remote.images()->data(remote.images()->index(1), Qt::DecorationRole).value<QPixmap>().toImage();
+        const QImage fromFile = here.data(here.index(0), Qt::DecorationRole).value<QPixmap>().toImage();
+        QCOMPARE(fromHost.size(), fromFile.size()); // a 28 x 28 image is its own thumbnail: the same pixels
+        QCOMPARE(differingPixels(fromHost.convertToFormat(QImage::Format_RGB32), fromFile.convertToFormat(QImage::Format_RGB32)), 0);
+
+        HostFileDialog dialog(&remote, "localhost", HostFileDialog::Images, remote.hostLister());
+        QSignalSpy listed(&dialog, &HostFileDialog::listed);
+        dialog.list(QString());
+        QVERIFY2(listed.wait(20000), qPrintable(dialog.findChild<QLabel*>()->text()));
+        QCOMPARE(dialog.folder(), QFileInfo(home.path()).canonicalFilePath()); // the host's home
+        dialog.list("pictures");
+        QVERIFY2(listed.wait(20000), qPrintable(dialog.findChild<QLabel*>()->text()));
+        auto* list = dialog.findChild<QListWidget*>();
+        QVERIFY(list);
+        QStringList shown;
+        for (int i = 0; i < list->count(); ++i)
+            shown << list->item(i)->text();
+        QCOMPARE(shown, (QStringList { "more" } + names)); // folders first; no notes.txt among images
+        dialog.select({ names[0], names[2] });
+        QCOMPARE(dialog.selectedPaths(), (QStringList { dialog.folder() + "/" + names[0], dialog.folder() + "/" + names[2] }));
+        dialog.list("no-such-folder");
+        QVERIFY(listed.wait(20000));
+        QCOMPARE(shown.size(), list->count()); // what was shown stays, and the error says why
+        QVERIFY(dialog.findChild<QLabel*>()->text().contains("not a folder on the host"));
+        qunsetenv("ATTNSCOPE_LINK_HOME");
     }
 
     // The link drops (the server killed, as a laptop that slept) and cannot be made again (the host unreachable): the

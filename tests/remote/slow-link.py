@@ -6,7 +6,7 @@ relays its stdin and stdout through a link with a round trip of ATTNSCOPE_LINK_R
 each way) and a bandwidth of ATTNSCOPE_LINK_MBIT megabits per second (default 100) in each direction: every chunk is
 sent once the link has finished sending the ones before it (len / bandwidth) and arrives half a round trip later.
 Stderr is passed through as it is. `tc netem` does this in the kernel where one may use it; this needs no root.
-ATTNSCOPE_LINK_HOME, when set, is the host's home: the command runs there, as sshd runs it in the user's home, so
+ATTNSCOPE_LINK_HOME, when set, is the host's home: HOME, and where the command runs, as sshd runs it, so
 that a relative path is one the host has and this side has not (the benchmark's model).
 """
 
@@ -58,8 +58,10 @@ def main():
     if len(sys.argv) < 3:
         sys.stderr.write("usage: slow-link.py HOST COMMAND...\n")
         return 2
+    home = os.environ.get("ATTNSCOPE_LINK_HOME")
+    env = dict(os.environ, HOME=home) if home else None
     child = subprocess.Popen(["sh", "-c", " ".join(sys.argv[2:])], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
-                             cwd=os.environ.get("ATTNSCOPE_LINK_HOME") or None)
+                             cwd=home or None, env=env)
     up = threading.Thread(target=relay, args=(sys.stdin.fileno(), child.stdin.fileno(), child.stdin.close), daemon=True)
     up.start()
     down = relay(child.stdout.fileno(), sys.stdout.fileno(), lambda: os.close(sys.stdout.fileno()))

@@ -51,6 +51,10 @@ void ImageListModel::requestThumbnail(int row) const
     if (m_loading.contains(path))
         return;
     m_loading.insert(path);
+    if (m_source && !QFileInfo(path).isFile()) {
+        m_source(path);
+        return;
+    }
     auto* self = const_cast<ImageListModel*>(this);
     const int size = m_size;
     m_pool.start([self, path, size] {
@@ -62,24 +66,30 @@ void ImageListModel::requestThumbnail(int row) const
             reader.setScaledSize(full.scaled(size, size, Qt::KeepAspectRatio).expandedTo({ 1, 1 }));
             image = reader.read();
         }
-        if (image.isNull()) { // not an image, or too large to decode for a thumbnail: a crossed box
-            image = QImage(size, size, QImage::Format_ARGB32);
-            image.fill(QColor(0xf4, 0xe0, 0xe0));
-            QPainter p(&image);
-            p.setPen(QPen(QColor(0xb0, 0x30, 0x30), 2));
-            p.drawLine(8, 8, size - 8, size - 8);
-            p.drawLine(size - 8, 8, 8, size - 8);
-        }
-        QMetaObject::invokeMethod(self, [self, path, image] {
-            self->m_loading.remove(path);
-            self->m_thumbnails.insert(path, QPixmap::fromImage(image));
-            const int row = int(self->m_paths.indexOf(path));
-            if (row >= 0) {
-                emit self->dataChanged(self->index(row), self->index(row), { Qt::DecorationRole });
-                emit self->thumbnailLoaded(row);
-            }
-        }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(self, [self, path, image] { self->setThumbnail(path, image); }, Qt::QueuedConnection);
     });
+}
+
+QImage ImageListModel::crossedBox(int size)
+{
+    QImage image(size, size, QImage::Format_ARGB32);
+    image.fill(QColor(0xf4, 0xe0, 0xe0));
+    QPainter p(&image);
+    p.setPen(QPen(QColor(0xb0, 0x30, 0x30), 2));
+    p.drawLine(8, 8, size - 8, size - 8);
+    p.drawLine(size - 8, 8, 8, size - 8);
+    return image;
+}
+
+void ImageListModel::setThumbnail(const QString& path, const QImage& image)
+{
+    m_loading.remove(path);
+    m_thumbnails.insert(path, QPixmap::fromImage(image.isNull() ? crossedBox(m_size) : image));
+    const int row = int(m_paths.indexOf(path));
+    if (row >= 0) {
+        emit dataChanged(index(row), index(row), { Qt::DecorationRole });
+        emit thumbnailLoaded(row);
+    }
 }
 
 void ImageListModel::addPaths(const QStringList& paths)

@@ -6,6 +6,8 @@
 #include <QSet>
 #include <QThreadPool>
 
+#include <functional>
+
 namespace attnscope {
 
 // The image strip: one row per image file, its name, path (tool tip, Qt::UserRole) and a thumbnail that is
@@ -28,12 +30,17 @@ public:
     QString path(int row) const;
     QStringList paths() const { return m_paths; }
     bool thumbnailsPending() const { return !m_loading.isEmpty(); }
+    // Where the thumbnail of a path this machine has not comes from (the window on a remote engine asks its host):
+    // called once for such a path, which later gets its thumbnail through setThumbnail. Unset: the crossed box.
+    void setThumbnailSource(std::function<void(const QString& path)> source) { m_source = std::move(source); }
+    void setThumbnail(const QString& path, const QImage& image); // a null image: the crossed box
 
 signals:
     void thumbnailLoaded(int row);
 
 private:
     void requestThumbnail(int row) const;
+    static QImage crossedBox(int size); // a file that is no image, or too large to decode for a thumbnail
 
     QStringList m_paths;
     QSet<QString> m_known; // the listed paths, cleaned (QDir::cleanPath)
@@ -42,6 +49,7 @@ private:
     mutable QSet<QString> m_loading;
     mutable QThreadPool m_pool;
     QPixmap m_placeholder;
+    std::function<void(const QString& path)> m_source;
 };
 
 } // namespace attnscope
