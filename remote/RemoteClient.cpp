@@ -1,5 +1,7 @@
 #include "RemoteClient.h"
 
+#include <algorithm>
+
 #include <attnscope/Files.h>
 #include <attnscope/Model.h>
 
@@ -197,6 +199,9 @@ Result<json> Connection::call(const std::string& method, json params)
             if (!reply.contains("id") || reply["id"] != id)
                 continue; // a late answer to a request given up on
             m_lastRoundTripMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+            m_recentMs.push_back(m_lastRoundTripMs);
+            if (m_recentMs.size() > 16)
+                m_recentMs.pop_front();
             if (reply.contains("error")) {
                 const json& e = reply["error"];
                 return Error { e.is_object() && e.contains("message") && e["message"].is_string() ? e["message"].get<std::string>()
@@ -224,6 +229,8 @@ Result<json> Connection::call(const std::string& method, json params)
         }
     }
 }
+
+double Connection::roundTripMs() const { return m_recentMs.empty() ? 0.0 : *std::min_element(m_recentMs.begin(), m_recentMs.end()); }
 
 Result<json> Connection::sendFile(const std::string& localPath)
 {

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <deque>
 #include <memory>
 #include <set>
 #include <string>
@@ -41,6 +42,9 @@ public:
     const nlohmann::json& hello() const { return m_hello; } // the server's: protocol, build, device, limits
     const Endpoint& endpoint() const { return m_endpoint; }
     double lastRoundTripMs() const { return m_lastRoundTripMs; }
+    // The link's round trip as the requests show it: the quickest of the last 16 (a request the host answers at once,
+    // such as a click's rows, is mostly the link's; one that runs a forward is not).
+    double roundTripMs() const;
     bool alive() const { return m_pid > 0; }
     // Whether the server (or the ssh that reaches it) still runs: one that has ended is reaped and the link closed, so
     // that the caller makes a new one instead of writing to a dead pipe. (A link that hangs is found by a call.)
@@ -67,6 +71,7 @@ private:
     nlohmann::json m_hello;
     int64_t m_nextId = 1;
     double m_lastRoundTripMs = 0;
+    std::deque<double> m_recentMs; // the last requests' times
     int64_t m_bytesSent = 0, m_bytesReceived = 0;
     std::set<std::string> m_hostHas; // sha256s the host has said it has, or was sent, on this link
 };

@@ -85,7 +85,7 @@ QString RemoteBackend::where() const
     const json& hello = m_connection->hello();
     return QObject::tr("%1 · %2 · LibTorch %3 · %4 ms")
         .arg(host, fromStd(hello.value("device", std::string("?"))), fromStd(hello.value("libtorch", std::string("?"))))
-        .arg(m_connection->lastRoundTripMs(), 0, 'f', m_connection->lastRoundTripMs() < 10 ? 1 : 0);
+        .arg(m_connection->roundTripMs(), 0, 'f', m_connection->roundTripMs() < 10 ? 1 : 0);
 }
 
 Result<remote::Connection*> RemoteBackend::link()

@@ -23,7 +23,8 @@ public:
     explicit RemoteBackend(remote::Endpoint endpoint);
     ~RemoteBackend() override;
 
-    // "gpu-07 · cpu · LibTorch 1.13.1 · 3 ms": the host, its device and build, and the last call's round trip.
+    // "gpu-07 · cpu · LibTorch 1.13.1 · 3 ms": the host, its device and build, and the link's round trip
+    // (Connection::roundTripMs).
     QString where() const override;
     QString endpoint() const override;
     void disconnect() override;

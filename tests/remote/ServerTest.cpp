@@ -195,6 +195,8 @@ TEST(RemoteServer, ThroughTheLinkTheAnswersAreTheLocalEnginesBitForBit)
     ASSERT_FALSE(outside);
     EXPECT_NE(outside.message().find("is not one of the trace's tokens 0 to " + std::to_string(N - 1)), std::string::npos) << outside.message();
     EXPECT_GT(c.lastRoundTripMs(), 0);
+    EXPECT_GT(c.roundTripMs(), 0);
+    EXPECT_LE(c.roundTripMs(), c.lastRoundTripMs()); // the quickest of the recent requests
 }
 
 TEST(RemoteServer, ALinkThatDropsIsSaidAndTheCallReturns)
