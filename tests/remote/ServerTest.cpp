@@ -2,6 +2,8 @@
 // ssh stand-in (ATTNSCOPE_SSH) answers what the local engine computes, bit for bit; versions are stated and a wrong
 // one refused naming both; a server that dies or never starts is said so with its last stderr line; a garbled stream
 // is answered with an error and the server exits, never crashes.
+#include "RemoteTestSupport.h"
+
 #include <RemoteClient.h>
 #include <RemoteServer.h>
 
@@ -169,28 +171,10 @@ TEST(RemoteServer, ThroughTheLinkTheAnswersAreTheLocalEnginesBitForBit)
     auto trace = (*model)->run(prepared->input, run);
     ASSERT_TRUE(trace) << trace.message();
 
-    auto logits = decodeTensor((*traced)["logits"]);
-    ASSERT_TRUE(logits) << logits.message();
-    ASSERT_EQ(logits->numel(), trace->logits.numel());
-    EXPECT_EQ(std::memcmp(logits->data(), trace->logits.data(), size_t(logits->numel()) * 4), 0);
-    auto pixels = decodeBytes((*traced)["shown"]["pixels"]);
-    ASSERT_TRUE(pixels);
-    EXPECT_EQ(*pixels, prepared->shown.pixels);
-
+    remotetest::expectTheLocalTrace(c, *traced, *trace, prepared->shown);
+    if (testing::Test::HasFatalFailure())
+        return;
     const int64_t N = trace->numPrefixTokens + int64_t(trace->gridHeight) * trace->gridWidth;
-    for (int query : { 0, 17, int(N - 1) }) {
-        auto rows = c.call("attention_rows", { { "trace", (*traced)["trace"] }, { "query", query } });
-        ASSERT_TRUE(rows) << rows.message();
-        auto t = decodeTensor((*rows)["rows"]);
-        ASSERT_TRUE(t) << t.message();
-        ASSERT_EQ(t->shape(), (std::vector<int64_t> { trace->depth, trace->numHeads, N }));
-        for (int l = 1; l <= trace->depth; ++l)
-            for (int h = 0; h < trace->numHeads; ++h)
-                ASSERT_EQ(std::memcmp(t->data() + (int64_t(l - 1) * trace->numHeads + h) * N,
-                                      trace->attention[size_t(l)].data() + (int64_t(h) * N + query) * N, size_t(N) * 4),
-                          0)
-                    << "layer " << l << " head " << h << " query " << query;
-    }
     auto outside = c.call("attention_rows", { { "trace", (*traced)["trace"] }, { "query", N } });
     ASSERT_FALSE(outside);
     EXPECT_NE(outside.message().find("is not one of the trace's tokens 0 to " + std::to_string(N - 1)), std::string::npos) << outside.message();

@@ -5,6 +5,8 @@
 // bit the local engine's; then the host's side of the session killed, and the laptop's ssh killed, each said as the
 // host unreachable, with no server left running on the host. Skipped, with the reason in one line, where sshd or ssh
 // is absent, cannot start, or cannot log in (e.g. an account without a passwd entry, or locked, as sshd says).
+#include "RemoteTestSupport.h"
+
 #include <RemoteClient.h>
 
 #include <attnscope/CpuKernels.h>
@@ -436,11 +438,6 @@ private:
     std::string dirError;
 };
 
-bool sameFloats(const Tensor& a, const Tensor& b)
-{
-    return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), size_t(a.numel()) * sizeof(float)) == 0;
-}
-
 // Waits for the link's session to start its server on the host (the first call has answered, so it has).
 std::vector<pid_t> serversOf(LocalSshd& sshd)
 {
@@ -506,26 +503,9 @@ TEST(RemoteSsh, ThroughARealSshdTheAnswersAreTheLocalEnginesAndADropIsSaid)
     ASSERT_TRUE(trace) << trace.message();
     EXPECT_EQ((*loaded)["info"]["layers"], trace->depth);
 
-    auto logits = decodeTensor((*traced)["logits"]);
-    ASSERT_TRUE(logits) << logits.message();
-    EXPECT_TRUE(sameFloats(*logits, trace->logits));
-    auto pixels = decodeBytes((*traced)["shown"]["pixels"]);
-    ASSERT_TRUE(pixels);
-    EXPECT_EQ(*pixels, prepared->shown.pixels);
-    const int64_t N = trace->numPrefixTokens + int64_t(trace->gridHeight) * trace->gridWidth;
-    for (int query : { 0, 17, int(N - 1) }) {
-        auto rows = c.call("attention_rows", { { "trace", (*traced)["trace"] }, { "query", query } });
-        ASSERT_TRUE(rows) << rows.message();
-        auto t = decodeTensor((*rows)["rows"]);
-        ASSERT_TRUE(t) << t.message();
-        ASSERT_EQ(t->shape(), (std::vector<int64_t> { trace->depth, trace->numHeads, N }));
-        for (int l = 1; l <= trace->depth; ++l)
-            for (int h = 0; h < trace->numHeads; ++h)
-                ASSERT_EQ(std::memcmp(t->data() + (int64_t(l - 1) * trace->numHeads + h) * N,
-                              trace->attention[size_t(l)].data() + (int64_t(h) * N + query) * N, size_t(N) * 4),
-                    0)
-                    << "layer " << l << " head " << h << " query " << query;
-    }
+    remotetest::expectTheLocalTrace(c, *traced, *trace, prepared->shown);
+    if (testing::Test::HasFatalFailure())
+        return;
 
     // The host's side of the session killed (its sshd processes gone, as when the host drops the link): the call
     // returns, naming the host, and the server on the host, its input ended, exits.
