@@ -132,7 +132,7 @@ Result<StatsTable> decodeStats(const json& value)
         return Error { "the statistics are not an object" };
     StatsTable out;
     for (const auto& [key, v] : value.items()) {
-        if (!v.is_array() || v.size() != 3 || !isCount(v[0]) || !v[1].is_number() || !v[2].is_number())
+        if (!v.is_array() || v.size() != 3 || !isCountUpTo(v[0], INT64_MAX) || !v[1].is_number() || !v[2].is_number())
             return Error { "the statistic \"" + key.substr(0, 60) + "\" is not [count, mean, m2]" };
         out[key] = RunningStats::fromParts(v[0].get<int64_t>(), v[1].get<double>(), v[2].get<double>());
     }

@@ -404,8 +404,11 @@ void Server::addMethod(const std::string& name, Method method) { m_added[name] =
 
 std::shared_ptr<const Model> Server::model(const json& params, const char* key)
 {
-    const json named = { { "model", field(params, key) } };
-    return modelOf(named);
+    const int64_t id = integer(params, key); // a wrong one is said by its own name ("compare")
+    const auto found = m_models.find(id);
+    if (found == m_models.end())
+        throw RequestError { InvalidParams, std::string("\"") + key + "\": no model " + std::to_string(id) + " (released, or never loaded)" };
+    return found->second;
 }
 
 std::string Server::hostPath(const json& value, const std::string& what) const

@@ -43,7 +43,7 @@ json Server::setStart(const json& params)
         if (!stats)
             throw RequestError { InvalidParams, "\"restore\": " + stats.message() };
         const json& images = field(restore, "images");
-        if (!isCount(images))
+        if (!isCountUpTo(images, INT64_MAX))
             throw RequestError { InvalidParams, "\"restore\": images is " + images.dump().substr(0, 40) + ", not a count" };
         set->run.restore(std::move(*stats), images.get<int64_t>());
     }

@@ -101,7 +101,7 @@ json Server::forward(const json& params)
         run.precision = *p;
     }
     if (const json& ablate = field(params, "ablate"); !ablate.is_null()) {
-        if (!ablate.is_array() || ablate.size() != 2 || !isCount(ablate[0]) || !isCount(ablate[1]))
+        if (!ablate.is_array() || ablate.size() != 2 || !isCountUpTo(ablate[0], INT_MAX) || !isCountUpTo(ablate[1], INT_MAX))
             throw RequestError { InvalidParams,
                 "\"ablate\" is " + ablate.dump().substr(0, 40) + ", not [layer, head]" };
         run.ablatedHeads = { { ablate[0].get<int>(), ablate[1].get<int>() } };

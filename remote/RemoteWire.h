@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -80,5 +81,7 @@ nlohmann::json encodeBytes(const void* data, size_t size);
 Result<std::vector<uint8_t>> decodeBytes(const nlohmann::json& value);
 // A whole number >= 0, however it was encoded (MessagePack gives positive ones as unsigned, a json built in C++ as signed).
 inline bool isCount(const nlohmann::json& v) { return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0); }
+// A count that fits where it goes (an int, an int64_t): one past it would wrap when read, and is refused instead.
+inline bool isCountUpTo(const nlohmann::json& v, uint64_t most) { return isCount(v) && v.get<uint64_t>() <= most; }
 
 } // namespace attnscope::remote

@@ -42,7 +42,7 @@ inline const json& field(const json& params, const char* key)
 inline int64_t integer(const json& params, const char* key)
 {
     const json& v = field(params, key);
-    if (!v.is_number_integer())
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))) // not one that wraps
         throw RequestError { InvalidParams, std::string("\"") + key + "\" is " + (v.is_null() ? "missing" : v.dump().substr(0, 40)) + ", not a whole number" };
     return v.get<int64_t>();
 }

@@ -131,7 +131,9 @@ json ServeReports::start(const json& params)
     if (!spec)
         throw RequestError { InvalidParams, "\"spec\": " + spec.message() };
     const json& resume = field(params, "resume");
-    spec->fresh = !(resume.is_boolean() && resume.get<bool>());
+    if (!resume.is_null() && !resume.is_boolean())
+        throw RequestError { InvalidParams, "\"resume\" is " + resume.dump().substr(0, 40) + ", not true or false" };
+    spec->fresh = !(resume.is_boolean() && resume.get<bool>()); // a fresh run discards the folder's journal
     auto formats = parseFigureFormats(text(params, "formats", false));
     if (!formats)
         throw RequestError { InvalidParams, "\"formats\": " + formats.message() };

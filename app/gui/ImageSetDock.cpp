@@ -67,12 +67,19 @@ void ImageSetDock::follow(ModelSlot* slot, bool primary)
             emit finished(true);
         }
     });
-    connect(slot, &ModelSlot::setCancelled, this, [this] {
-        if (running())
+    // Ended before its last image (cancelled, or an error the window's error line says): said once, whichever of the
+    // two runs (the model's and its variant's) ends last.
+    const auto stopped = [this](const QString& format) {
+        if (running() || m_button->text() != tr("Cancel"))
             return;
         m_button->setText(tr("Analyse image set"));
-        m_progress->setFormat(tr("cancelled at %v/%m"));
+        m_progress->setFormat(format);
         emit finished(false);
+    };
+    connect(slot, &ModelSlot::setCancelled, this, [stopped, this] { stopped(tr("cancelled at %v/%m")); });
+    connect(slot, &ModelSlot::setFailed, this, [stopped, this](const QString& message) {
+        m_progress->setToolTip(message);
+        stopped(tr("stopped at %v/%m: see the error"));
     });
 }
 

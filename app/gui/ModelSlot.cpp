@@ -117,7 +117,8 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
         quint64* jobs[] = { &m_modelJob, &m_traceJob, &m_variantTraceJob, &m_analysisJob, &m_variantAnalysisJob, &m_setJob, &m_variantSetJob,
                             &m_relevanceJob };
         bool ours = false;
-        const Failure what = job == m_modelJob ? Failure::Model : job == m_setJob || job == m_variantSetJob ? Failure::Set : Failure::Image;
+        const bool setJob = job == m_setJob || job == m_variantSetJob;
+        const Failure what = job == m_modelJob ? Failure::Model : setJob ? Failure::Set : Failure::Image;
         for (quint64* j : jobs)
             if (*j == job) {
                 *j = 0;
@@ -141,6 +142,8 @@ ModelSlot::ModelSlot(EngineWorker* worker, int index, QObject* parent)
             m_variantAnalysis = nullptr;
         if (ours)
             emit failed(message, what);
+        if (setJob && !setRunning()) // the run is over: the set dock says so and ends it
+            emit setFailed(message);
         if (image)
             emit imageFailed(message);
         else if (analysis || variantImage || variantAnalysis)

@@ -82,6 +82,7 @@ signals:
     void setProgress(int done, int total, double imagesPerSecond);
     void setUpdated(bool complete);
     void setCancelled();
+    void setFailed(const QString& message); // the run stopped on an error (failed() says it too)
     void setSkipped(const QString& message); // an image of the set that could not be read
     void failed(const QString& message, ModelSlot::Failure what);
     // Instead of failed(): the model could not load because `path` lacks its other half (EngineWorker::Missing: the weights

@@ -54,27 +54,33 @@ public:
             if (auto on = runOnThisLink(); !on)
                 return on;
             json images = json::array(), sent = json::array();
-            for (int i = 0; i < paths.size(); ++i) {
+            bool again = false; // the link dropped while a file went: the step again, on a new link
+            for (int i = 0; i < paths.size() && !again; ++i) {
                 if (isCancelled && isCancelled())
                     return Error::cancel();
                 auto image = m_backend.fileParam(paths[i]);
                 if (!image) {
-                    if (QFileInfo(paths[i]).isFile()) // this machine's file, not sent: the link is gone, the run stops
+                    if (!QFileInfo(paths[i]).isFile()) { // the host's: it is the host that says whether it can read it
+                        skipped(QString::fromStdString(image.message()));
+                        continue;
+                    }
+                    if (!dropped() || attempt > 0) // this machine's file, not sent
                         return image.error();
-                    skipped(QString::fromStdString(image.message()));
+                    again = true; // the link is gone
                     continue;
                 }
                 images.push_back(*image);
                 sent.push_back(indices[size_t(i)]);
             }
+            if (again)
+                continue;
             if (images.empty())
                 return Done {};
             const auto start = std::chrono::steady_clock::now();
             // The statistics so far come with the answer: the worker asks for a summary after most steps.
             auto added = m_backend.call("set_add", { { "run", m_run }, { "images", images }, { "indices", sent }, { "summary", true } });
             if (!added) {
-                const bool dropped = m_generation != m_backend.m_generation || !m_backend.m_connection || !m_backend.m_connection->running();
-                if (dropped && attempt == 0)
+                if (dropped() && attempt == 0)
                     continue; // once: the run goes on, on a new link, from the statistics last sent
                 return added.error();
             }
@@ -101,6 +107,11 @@ public:
     }
 
 private:
+    // The link the run lives on is gone (the backend made another, or it ended).
+    bool dropped() const
+    {
+        return m_generation != m_backend.m_generation || !m_backend.m_connection || !m_backend.m_connection->running();
+    }
     // The run on the link the backend has now: a new link (after a drop) gets the model again and the run started
     // again from the statistics the last answer brought, or from nothing before any.
     Status runOnThisLink()

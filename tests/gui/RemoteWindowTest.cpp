@@ -378,6 +378,38 @@ private slots:
             return;
     }
 
+    // The host goes for good in the middle of an image set: the run stops once the link cannot be made again, the
+    // window says why, and the set dock ends the run (Analyse again) rather than waiting for it forever.
+    void anImageSetWhoseHostIsGoneEndsSayingSo()
+    {
+        RemoteEnvironment environment;
+        QTemporaryDir images, dir;
+        const QStringList paths = copiesOfSample(images.path(), 300);
+        const QString pids = dir.filePath(QStringLiteral("pids"));
+        qputenv("ATTNSCOPE_TEST_SSH_PIDS", pids.toLocal8Bit());
+        MainWindow remote(nullptr, remoteEngine());
+        QVERIFY(showWithImages(remote, QStringLiteral("builtin:fmnist-vit-d4"), paths));
+        QVERIFY(settled(remote));
+        QSignalSpy finished(&remote, &MainWindow::setFinished);
+        remote.analyseImageSet();
+        auto* bar = remote.findChild<QProgressBar*>();
+        QVERIFY(bar);
+        QVERIFY(waitFor([&] { return bar->value() > 0 || !finished.isEmpty(); }, 60000));
+        QVERIFY2(finished.isEmpty(), "the run ended before the host could go: give it more images");
+        const QString refused = dir.filePath(QStringLiteral("no-ssh.sh"));
+        writeFile(refused, "#!/bin/sh\necho 'ssh: connect to host localhost port 22: Connection refused' >&2\nexit 255\n");
+        QFile::setPermissions(refused, QFile::ReadOwner | QFile::ExeOwner);
+        qputenv("ATTNSCOPE_SSH", refused.toLocal8Bit());
+        QFile f(pids);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(::kill(f.readLine().trimmed().toInt(), SIGKILL), 0);
+        QVERIFY(finished.wait(60000));
+        QCOMPARE(finished.last().at(0).toBool(), false);
+        QVERIFY2(remote.shownError().contains("the engine is unreachable"), qPrintable(remote.shownError()));
+        QVERIFY2(bar->text().contains("stopped at"), qPrintable(bar->text()));
+        qunsetenv("ATTNSCOPE_TEST_SSH_PIDS");
+    }
+
     // The host's own files: the remote file dialog lists the host's folders (its home first) as the host sees them,
     // images only where images are asked for; images that are only on the host (paths this machine has not: relative to
     // the host's home, where the stand-in runs the server) are traced there and their thumbnails in the strip are the
