@@ -92,7 +92,7 @@ private slots:
     {
         RemoteEnvironment environment;
         QTemporaryDir images, here, there, pidsDir;
-        const QStringList paths = copiesOfSample(images.path(), 1000);
+        const QStringList paths = copiesOfSample(images.path(), 2000);
         const QString pids = pidsDir.filePath(QStringLiteral("pids"));
         qputenv("ATTNSCOPE_TEST_SSH_PIDS", pids.toLocal8Bit());
         MainWindow local;
@@ -122,7 +122,7 @@ private slots:
         qunsetenv("ATTNSCOPE_TEST_SSH_PIDS");
         const QJsonObject manifest = QJsonDocument::fromJson(readAll(there.filePath("manifest.json"))).object();
         QCOMPARE(manifest["complete"].toBool(), true);
-        QCOMPARE(manifest["images"].toArray().size(), 1000);
+        QCOMPARE(manifest["images"].toArray().size(), 2000);
         QVERIFY2(manifest["resumed_at"].toInt() > 0, "the host's run started again instead of resuming");
 
         QSignalSpy localExported(&local, &MainWindow::exportFinished);
