@@ -165,12 +165,13 @@ json Server::loadModel(const json& params)
     return { { "model", id }, { "info", json::parse(modelInfoJson((*model)->info())) } };
 }
 
-const std::shared_ptr<const Model>& Server::modelOf(const json& params)
+const std::shared_ptr<const Model>& Server::modelOf(const json& params, const char* key)
 {
-    const int64_t id = integer(params, "model");
+    const int64_t id = integer(params, key); // a wrong one is said by its own name ("compare")
     const auto found = m_models.find(id);
     if (found == m_models.end())
-        throw RequestError { InvalidParams, "no model " + std::to_string(id) + " (released, or never loaded)" };
+        throw RequestError { InvalidParams, (std::string(key) == "model" ? "" : "\"" + std::string(key) + "\": ") + "no model "
+                                                + std::to_string(id) + " (released, or never loaded)" };
     return found->second;
 }
 
@@ -402,14 +403,7 @@ json Server::releaseTrace(const json& params)
 
 void Server::addMethod(const std::string& name, Method method) { m_added[name] = std::move(method); }
 
-std::shared_ptr<const Model> Server::model(const json& params, const char* key)
-{
-    const int64_t id = integer(params, key); // a wrong one is said by its own name ("compare")
-    const auto found = m_models.find(id);
-    if (found == m_models.end())
-        throw RequestError { InvalidParams, std::string("\"") + key + "\": no model " + std::to_string(id) + " (released, or never loaded)" };
-    return found->second;
-}
+std::shared_ptr<const Model> Server::model(const json& params, const char* key) { return modelOf(params, key); }
 
 std::string Server::hostPath(const json& value, const std::string& what) const
 {

@@ -53,7 +53,6 @@ public:
     // host from a value as load_model's `path` takes it (a host path, or {"sha256": HEX} of a file sent).
     std::shared_ptr<const Model> model(const nlohmann::json& params, const char* key = "model");
     std::string hostPath(const nlohmann::json& value, const std::string& what) const;
-    const ServerOptions& options() const { return m_options; }
 
 private:
     struct Traced;
@@ -96,7 +95,7 @@ private:
     nlohmann::json hasFile(const nlohmann::json& params);
     nlohmann::json putFile(const nlohmann::json& params);
     nlohmann::json shutdown(const nlohmann::json& params);
-    const std::shared_ptr<const Model>& modelOf(const nlohmann::json& params);
+    const std::shared_ptr<const Model>& modelOf(const nlohmann::json& params, const char* key = "model");
     std::shared_ptr<Traced> traceOf(const nlohmann::json& params);
     // params[key]: a path on the host, or {"sha256": HEX} naming a file the client sent before.
     std::string hostFile(const nlohmann::json& params, const char* key, bool required = true) const;

@@ -59,13 +59,6 @@ attnscope::Status dumpTensors(const std::string& dir, const attnscope::Trace& t)
     return attnscope::Done {};
 }
 
-std::string formatNumber(double v)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
-}
-
 } // namespace
 
 const std::vector<std::string>& DatasetRun::names() const
@@ -110,17 +103,12 @@ attnscope::Status DatasetRun::plan()
         variant.alsoRecord = m_base.alsoRecord; // --dump-tensors writes every run's tensors
         variant.neutrenoLambda = m_request.neutreno;
         variant.boostT = m_request.boost;
-        std::string label = name + " (";
-        if (m_request.neutreno)
-            label += "NeuTRENO " + formatNumber(*m_request.neutreno);
-        if (m_request.boost)
-            label += std::string(m_request.neutreno ? ", " : "") + "Boost " + formatNumber(*m_request.boost);
-        addRun(m_request.model, label + ")", variant);
+        addRun(m_request.model, variantRunLabel(name, m_request.neutreno, m_request.boost), variant);
     }
     if (m_request.compare) {
         attnscope::AnalysisOptions other = m_base;
         other.alsoRecord = m_base.alsoRecord;
-        addRun(m_request.compare, m_request.compareName == name ? name + " (2)" : m_request.compareName, other);
+        addRun(m_request.compare, compareRunLabel(m_request.compareName, name), other);
     }
 
     const auto& paths = m_request.images;

@@ -9,10 +9,31 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 
 namespace fs = std::filesystem;
 using attnscope::Error;
+
+std::string variantRunLabel(const std::string& name, std::optional<double> neutreno, std::optional<double> boost)
+{
+    const auto number = [](double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", v);
+        return std::string(buf);
+    };
+    std::string label = name + " (";
+    if (neutreno)
+        label += "NeuTRENO " + number(*neutreno);
+    if (boost)
+        label += std::string(neutreno ? ", " : "") + "Boost " + number(*boost);
+    return label + ")";
+}
+
+std::string compareRunLabel(const std::string& compareName, const std::string& name)
+{
+    return compareName == name ? name + " (2)" : compareName;
+}
 
 std::string modelNameOf(const std::string& path)
 {

@@ -89,5 +89,10 @@ attnscope::Result<std::shared_ptr<ReportResults>> analyseReport(const ReportRequ
                                                                 const std::function<void(int done, int total)>& progress);
 attnscope::Result<ReportOutcome> finishReport(const ReportRequest& request, const ReportResults& results);
 
+// The labels of a report's runs beside the model's own: its variant ("fmnist-vit (NeuTRENO 0.6, Boost 0)") and the
+// compared model (its name, or "NAME (2)" when that is the model's).
+std::string variantRunLabel(const std::string& name, std::optional<double> neutreno, std::optional<double> boost);
+std::string compareRunLabel(const std::string& compareName, const std::string& name);
+
 // "builtin:fmnist-vit" -> "fmnist-vit", "/m/vit.safetensors" -> "vit", "/m/folder/" -> "folder".
 std::string modelNameOf(const std::string& path);

@@ -2,6 +2,7 @@
 // output folder, through report/).
 #include "gui/MainWindow.h"
 #include "gui/RemoteBackend.h"
+#include "gui/TaskFollow.h"
 
 #include <RunSpec.h>
 #include <figures/FigureCatalog.h>
@@ -138,38 +139,19 @@ RunSpec MainWindow::shownRunSpec() const
 
 void MainWindow::watchExport(const std::function<quint64()>& start, std::function<QString()> finish)
 {
-    // Connected before the job is posted: one that fails at once may end before runTask returns, and its signals,
-    // queued to this thread, are read once the job's id is known.
-    auto job = std::make_shared<quint64>(0);
-    auto progress = connect(m_worker.get(), &EngineWorker::taskProgress, this, [this, job](quint64 id, int done, int total) {
-        if (id == *job)
-            statusBar()->showMessage(tr("Export all: %1/%2 images").arg(done).arg(total));
-    });
-    auto finished = std::make_shared<QMetaObject::Connection>();
-    auto failed = std::make_shared<QMetaObject::Connection>();
-    const auto disconnectAll = [progress, finished, failed] {
-        QObject::disconnect(progress);
-        QObject::disconnect(*finished);
-        QObject::disconnect(*failed);
-    };
-    *finished = connect(m_worker.get(), &EngineWorker::taskFinished, this, [=](quint64 id) {
-        if (id != *job)
-            return;
-        disconnectAll();
-        const QString error = finish();
-        if (!error.isEmpty())
-            showError(error);
-        emit exportFinished(error.isEmpty());
-    });
-    *failed = connect(m_worker.get(), &EngineWorker::failed, this, [=](quint64 id, const QString& message) {
-        if (id != *job)
-            return;
-        disconnectAll();
-        showError(message);
-        emit exportFinished(false);
-    });
-    *job = start();
-    m_exportJob = *job;
+    followTask(
+        m_worker.get(), this, [&] { return m_exportJob = start(); },
+        [this, finish] {
+            const QString error = finish();
+            if (!error.isEmpty())
+                showError(error);
+            emit exportFinished(error.isEmpty());
+        },
+        [this](const QString& message) {
+            showError(message);
+            emit exportFinished(false);
+        },
+        [this](int done, int total) { statusBar()->showMessage(tr("Export all: %1/%2 images").arg(done).arg(total)); });
 }
 
 void MainWindow::exportAll(const QString& dir, const QString& hostFolder)

@@ -2,6 +2,7 @@
 // strip (docs/remote.md), both asked through the worker, as every request to the host is.
 #include "gui/MainWindow.h"
 #include "gui/RemoteBackend.h"
+#include "gui/TaskFollow.h"
 
 #include <QTimer>
 
@@ -21,35 +22,18 @@ template <class T>
 void askHost(EngineWorker* worker, QObject* context, std::function<Result<T>(RemoteBackend&)> ask, std::function<void(Result<T>)> done)
 {
     auto result = std::make_shared<Result<T>>(Error { "the host did not answer" });
-    // Exactly one of the three ends the job (EngineWorker): each answers `done` once and stops listening. Connected
-    // before the job is posted, which may end before runTask returns; its signals are queued to this (the GUI) thread,
-    // which knows the job's id by the time it reads them.
-    auto job = std::make_shared<quint64>(0);
-    auto connections = std::make_shared<std::vector<QMetaObject::Connection>>();
-    const auto end = [connections, done](const Result<T>& answer) {
-        for (const auto& c : *connections)
-            QObject::disconnect(c);
-        done(answer);
-    };
-    connections->push_back(QObject::connect(worker, &EngineWorker::taskFinished, context, [=](quint64 id) {
-        if (id == *job)
-            end(*result);
-    }));
-    connections->push_back(QObject::connect(worker, &EngineWorker::failed, context, [=](quint64 id, const QString& message) {
-        if (id == *job)
-            end(Error { message.toStdString() });
-    }));
-    connections->push_back(QObject::connect(worker, &EngineWorker::cancelled, context, [=](quint64 id) {
-        if (id == *job)
-            end(Error::cancel());
-    }));
-    *job = worker->runTask(
-        [ask, result](EngineBackend& engine, const std::function<bool()>&, const EngineWorker::Progress&) {
-            auto* host = dynamic_cast<RemoteBackend*>(&engine);
-            *result = host ? ask(*host) : Result<T>(Error { "the engine is this machine's: no host to ask" });
-            return QString();
+    followTask(
+        worker, context,
+        [&] {
+            return worker->runTask(
+                [ask, result](EngineBackend& engine, const std::function<bool()>&, const EngineWorker::Progress&) {
+                    auto* host = dynamic_cast<RemoteBackend*>(&engine);
+                    *result = host ? ask(*host) : Result<T>(Error { "the engine is this machine's: no host to ask" });
+                    return QString();
+                },
+                nextHostChannel());
         },
-        nextHostChannel());
+        [result, done] { done(*result); }, [done](const QString& message) { done(Error { message.toStdString() }); });
 }
 
 } // namespace

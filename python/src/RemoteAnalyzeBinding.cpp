@@ -23,14 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// DatasetRun's label of a variant run ("fmnist-vit (NeuTRENO 0.6)").
-std::string formatNumber(double v)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
-}
-
 struct SetRun {
     int64_t id = 0;
     int batch = 1;
@@ -157,16 +149,11 @@ void bindRemoteAnalyze(py::module_& m)
                 AnalysisOptions variant = base;
                 variant.neutrenoLambda = request.neutreno;
                 variant.boostT = request.boost;
-                std::string label = name + " (";
-                if (request.neutreno)
-                    label += "NeuTRENO " + formatNumber(*request.neutreno);
-                if (request.boost)
-                    label += std::string(request.neutreno ? ", " : "") + "Boost " + formatNumber(*request.boost);
-                start(*model, label + ")", variant);
+                start(*model, variantRunLabel(name, request.neutreno, request.boost), variant);
             }
             if (compare) {
                 const std::string compareName = modelNameOf(compare->path);
-                start(*compare, compareName == name ? name + " (2)" : compareName, base);
+                start(*compare, compareRunLabel(compareName, name), base);
             }
 
             // The batches of a local run (its size, or the one the host's device wants), so that the statistics are
