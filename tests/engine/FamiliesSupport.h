@@ -38,7 +38,8 @@ protected:
     // A copy of a family's folder with its config.json edited by `edit`.
     std::string editedCopy(const std::string& family, const std::function<void(json&)>& edit)
     {
-        fs::copy_file(familiesDir() + "/" + family + "/model.safetensors", m_dir / "model.safetensors");
+        fs::copy_file(familiesDir() + "/" + family + "/model.safetensors", m_dir / "model.safetensors",
+                      fs::copy_options::overwrite_existing);
         auto cfg = json::parse(readBytes(familiesDir() + "/" + family + "/config.json"));
         edit(cfg);
         writeBytes(m_dir / "config.json", cfg.dump());

@@ -202,9 +202,8 @@ TEST_F(Families, HuggingFaceTypesAndClassesAttnscopeDoesNotRun)
         writeBytes(m_dir / "config.json", cfg.dump());
         return refusal(m_dir.string());
     };
-    EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "dinov3_vit"; }),
-                    "config.json: model_type \"dinov3_vit\": attnscope does not run Hugging Face's DINOv3 layout (timm's "
-                    "DINOv3 runs)");
+    EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "dinov3_convnext"; }),
+                    "config.json: model_type \"dinov3_convnext\" is not a vision transformer attnscope runs");
     EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "swinv2"; }),
                     "config.json: model_type \"swinv2\": attnscope does not run hierarchical windowed attention (Swin v2)");
     EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "levit"; }),

@@ -71,6 +71,38 @@ TEST(DinoV3, TheRotaryEmbeddingIsStatedAndTheQueryKeyMapUsesTheRotatedVectors)
     expectRunsAt24By20(**model);
 }
 
+// transformers' DINOv3ViTModel as save_pretrained writes it (the hub's `layer.N.` names): its rotary embedding stated by
+// config.json's model_type and rope_theta, the pooled output (CLS after the final norm), every map and hidden state to
+// 1e-4 of transformers' (tests/golden/make_hf_dinov3.py, transformers 5.24 on torch 2.12); with registers and no key
+// bias, and gated (SwiGLU) with a key bias and another rope_theta. A config that says the MLP is gated over a plain one,
+// or a rope_theta that is not a positive number, is refused.
+TEST_F(Families, HuggingFaceDinoV3GivesTransformersNumbers)
+{
+    for (const char* name : { "hf_dinov3", "hf_dinov3_gated" }) {
+        SCOPED_TRACE(name);
+        const std::string dir = familiesDir() + "/" + name;
+        auto model = Model::load(dir);
+        ASSERT_TRUE(model.ok()) << model.message();
+        const ModelInfo& info = (*model)->info();
+        EXPECT_EQ(info.family, "dinov3");
+        EXPECT_EQ(info.naming, "huggingface");
+        EXPECT_EQ(info.config.rope, ModelConfig::Rope::DinoV3);
+        EXPECT_STREQ(info.config.positionScheme(), "rotary");
+        EXPECT_EQ(info.config.pooling, Pooling::Token);
+        EXPECT_EQ(info.config.numClasses, 0);
+        const bool gated = std::string(name) == "hf_dinov3_gated";
+        EXPECT_EQ(info.config.mlpGated, gated);
+        EXPECT_EQ(info.config.numRegisters, gated ? 0 : 2);
+        EXPECT_EQ(info.config.ropeTemperature, gated ? 50.0 : 100.0);
+        expectReferenceNumbers(**model, dir);
+        expectQueryKeyRowsMakeTheMaps(**model, dir, 2);
+    }
+    EXPECT_CONTAINS(refusal(editedCopy("hf_dinov3", [](json& cfg) { cfg["use_gated_mlp"] = true; })),
+                    "the architecture has a gated MLP (SwiGLU), but blocks.0.mlp.fc1.weight is not twice as wide");
+    EXPECT_CONTAINS(refusal(editedCopy("hf_dinov3", [](json& cfg) { cfg["rope_theta"] = -1; })),
+                    "config.json: rope_theta must be a positive number");
+}
+
 // EVA-02, timm's RoPE ViTs (axial and mixed, with and without a learned table beside the rotation, a register without a
 // CLS token) and DINOv3 with SwiGLU, each from the folder timm writes: timm's logits, maps and block outputs; the query-
 // key map's rows are the rotated vectors in every layer (RoPE-Mixed's differ per layer); another input size runs with

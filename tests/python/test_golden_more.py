@@ -143,8 +143,8 @@ def test_query_key_map(name):
 
 def test_families_open_as_in_the_engine():
     """The folders of tests/golden/families open in Python as in the CLI (docs/models.md, "Families"): vit-pytorch's
-    SimpleViT by its tensor names with vit-pytorch's logits, timm's RoPE-Mixed ViT and EVA-02 with timm's logits, and a
-    timm Swin refused naming what it lacks."""
+    SimpleViT by its tensor names with vit-pytorch's logits, timm's RoPE-Mixed ViT and EVA-02 with timm's logits,
+    Hugging Face's DINOv3 with transformers' pooled output, and a timm Swin refused naming what it lacks."""
     folder = os.path.join(GOLDEN, "families", "vitpytorch_simplevit")
     model = attnscope.load(os.path.join(folder, "model.pt"))
     assert model.info["family"] == "vit-pytorch SimpleViT"
@@ -152,7 +152,7 @@ def test_families_open_as_in_the_engine():
     assert model.config["position"] == "sincos2d" and model.config["attention_width"] == 48
     x = numpy.load(os.path.join(folder, "input.npy"))[0]
     close(model.run(x, record="none").logits, numpy.load(os.path.join(folder, "logits.npy")))
-    for name, position in (("timm_vit_rope_mixed", "rotary"), ("timm_eva02", "learned+rotary")):
+    for name, position in (("timm_vit_rope_mixed", "rotary"), ("timm_eva02", "learned+rotary"), ("hf_dinov3", "rotary")):
         folder = os.path.join(GOLDEN, "families", name)
         model = attnscope.load(folder)
         assert model.config["position"] == position

@@ -232,6 +232,38 @@ TensorMap fromHuggingFaceVit(TensorMap t, NamingHints& hints, const std::string&
     return t;
 }
 
+// transformers' DINOv3ViTModel (or its Backbone): `layer.N.` (the hub's files; `model.layer.N.` in memory since
+// transformers 5), q/k/v projections apart (a key bias only where key_bias), layer scales, an MLP of up/down projections
+// or a gated one (act(gate_proj) * up_proj: timm's SwiGLU fc1_g and fc1_x), a mask token used only in pre-training. Its
+// rotary embedding has no tensor: config.json's model_type states it (readConfigJson).
+TensorMap fromHuggingFaceDinov3(TensorMap t, NamingHints& hints, const std::string& prefix, const std::string& path)
+{
+    const std::string p = std::regex_replace(prefix, std::regex("\\."), "\\.");
+    const bool gated = has(t, prefix + "layer.0.mlp.gate_proj.weight") || has(t, prefix + "model.layer.0.mlp.gate_proj.weight");
+    t = applyRules(std::move(t), {
+        drop("^" + p + "embeddings\\.mask_token$"),
+        rename("^" + p + "embeddings\\.cls_token$", "cls_token"),
+        rename("^" + p + "embeddings\\.register_tokens$", "reg_token"),
+        rename("^" + p + "embeddings\\.patch_embeddings\\.", "patch_embed.proj."),
+        rename("^" + p + "(model\\.)?layer\\.(\\d+)\\.", "blocks.$2."),
+        rename("^(blocks\\.\\d+\\.)attention\\.o_proj\\.", "$1attn.proj."),
+        rename("^(blocks\\.\\d+\\.)attention\\.", "$1attn."),
+        rename("^(blocks\\.\\d+\\.)layer_scale1\\.lambda1$", "$1ls1.gamma"),
+        rename("^(blocks\\.\\d+\\.)layer_scale2\\.lambda1$", "$1ls2.gamma"),
+        rename("^(blocks\\.\\d+\\.mlp\\.)gate_proj\\.", "$1fc1_g."),
+        rename("^(blocks\\.\\d+\\.mlp\\.)up_proj\\.", gated ? "$1fc1_x." : "$1fc1."),
+        rename("^(blocks\\.\\d+\\.mlp\\.)down_proj\\.", "$1fc2."),
+        rename("^" + p + "norm\\.", "norm."),
+    });
+    if (has(t, "reg_token") && t.at("reg_token").numel() == 0)
+        t.erase("reg_token"); // num_register_tokens 0 saves a [1, 0, D] tensor
+    fuseQkv(t, "attn.q_proj.", "attn.k_proj.", "attn.v_proj.", "attn.qkv.", path);
+    stackGateAndValue(t, path);
+    hints.naming = "huggingface";
+    hints.family = "dinov3";
+    return t;
+}
+
 TensorMap fromHuggingFaceClip(TensorMap t, NamingHints& hints, const std::string& path)
 {
     const bool classifier = has(t, "classifier.weight");
@@ -507,6 +539,9 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
         hints.family = "beit";
         return fromHuggingFaceVit(std::move(t), hints, *p, path);
     }
+    if (auto p = prefixOf(t, "embeddings.patch_embeddings.weight", { "" });
+        p && (has(t, *p + "layer.0.attention.q_proj.weight") || has(t, *p + "model.layer.0.attention.q_proj.weight")))
+        return fromHuggingFaceDinov3(std::move(t), hints, *p, path);
     if (auto p = prefixOf(t, "encoder.layer.0.layer_scale1.lambda1", { "dinov2_with_registers.", "dinov2.", "" })) {
         hints.naming = "huggingface";
         hints.family = "dinov2";

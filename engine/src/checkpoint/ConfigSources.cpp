@@ -207,11 +207,13 @@ void readConfigJson(const ConfigSources& src, const TensorMap& tensors, StatedCo
             static const std::map<std::string, double> epsDefault { { "vit", 1e-12 }, { "deit", 1e-12 }, { "dinov2", 1e-6 },
                                                                     { "beit", 1e-12 }, { "data2vec-vision", 1e-12 },
                                                                     { "dinov2_with_registers", 1e-6 }, { "clip_vision_model", 1e-5 }, { "clip", 1e-5 },
-                                                                    { "siglip", 1e-6 }, { "siglip_vision_model", 1e-6 } };
+                                                                    { "siglip", 1e-6 }, { "siglip_vision_model", 1e-6 },
+                                                                    { "dinov3_vit", 1e-5 } };
             const std::vector<std::string> classes = classNames(cfgTop); // checked by checkNamedFamily
             out.family = type.rfind("clip", 0) == 0 ? "clip" : type.rfind("siglip", 0) == 0 ? "siglip"
                          : type == "dinov2_with_registers" ? "dinov2"
                          : type == "data2vec-vision"                                        ? "beit"
+                         : type == "dinov3_vit"                                             ? "dinov3"
                                                                                             : type;
             const bool beit = out.family == "beit";
             if (beit) {
@@ -219,6 +221,17 @@ void readConfigJson(const ConfigSources& src, const TensorMap& tensors, StatedCo
                 if (cfg.value("use_shared_relative_position_bias", false))
                     fail(cp, "use_shared_relative_position_bias: attnscope does not run a relative position bias shared by all layers");
                 c.pooling = cfg.value("use_mean_pooling", true) ? Pooling::PatchMean : Pooling::Token;
+            }
+            const bool dinov3 = out.family == "dinov3";
+            if (dinov3) {
+                // DINOv3's rotary embedding and its gated MLP have no tensor of their own: the config states them.
+                c.rope = ModelConfig::Rope::DinoV3;
+                c.ropeTemperature = cfg.value("rope_theta", 100.0);
+                if (!std::isfinite(c.ropeTemperature) || c.ropeTemperature <= 0)
+                    fail(cp, "rope_theta must be a positive number");
+                stated.position = "rotary";
+                stated.positionSource = "config.json (Hugging Face dinov3_vit, rope_theta)";
+                stated.gatedMlp = cfg.value("use_gated_mlp", false);
             }
             out.recognition = "Hugging Face " + type + (classes.empty() ? std::string() : " " + classes.front())
                               + " (config.json model_type)";
@@ -263,6 +276,10 @@ void readConfigJson(const ConfigSources& src, const TensorMap& tensors, StatedCo
                                                         "image_size" };
             if (beit)
                 visionKeys.insert(visionKeys.end(), { "use_shared_relative_position_bias", "use_mean_pooling" });
+            if (dinov3) // the biases and layer scales are tensors; the position augmentations act in training only
+                visionKeys.insert(visionKeys.end(), { "rope_theta", "use_gated_mlp", "query_bias", "key_bias", "value_bias",
+                                                      "proj_bias", "mlp_bias", "layerscale_value", "pos_embed_shift",
+                                                      "pos_embed_jitter", "pos_embed_rescale" });
             std::vector<std::string> topKeys { "model_type", "architectures", "id2label", "attnscope" };
             if (&cfg != &cfgTop) {
                 topKeys.push_back("vision_config");

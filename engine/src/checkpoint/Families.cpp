@@ -20,7 +20,6 @@ constexpr TimmArchitecture kTimm[] = {
 const std::map<std::string, std::string>& unsupportedFamilies()
 {
     static const std::map<std::string, std::string> table {
-        { "dinov3_vit", "Hugging Face's DINOv3 layout (timm's DINOv3 runs)" },
         { "eva", "EVA blocks (query and value biases without a key bias)" },
         { "eva02", "rotary position embedding (RoPE) and the SwiGLU MLP" },
         { "siglip2", "the attention-pool head (\"map\") and variable-resolution patches" },
@@ -42,7 +41,7 @@ const std::map<std::string, std::string>& huggingFaceClasses()
     static const std::map<std::string, std::string> table {
         { "vit", "ViT" }, { "deit", "DeiT" }, { "dinov2", "Dinov2" }, { "dinov2_with_registers", "Dinov2WithRegisters" },
         { "clip", "CLIP" }, { "clip_vision_model", "CLIP" }, { "beit", "Beit" }, { "data2vec-vision", "Data2VecVision" },
-        { "siglip", "Siglip" }, { "siglip_vision_model", "Siglip" },
+        { "siglip", "Siglip" }, { "siglip_vision_model", "Siglip" }, { "dinov3_vit", "DINOv3ViT" },
     };
     return table;
 }
@@ -134,8 +133,8 @@ std::vector<std::string> supportedFamilies()
         "deit, deit3: timm deit_*/deit3_* (distilled heads, layer scale), Hugging Face DeiT",
         "dino, dinov2: timm vit_*_dinov2 and registers (layer scale), Hugging Face Dinov2 (with registers), "
         "the original DINOv2 repository",
-        "dinov3: timm vit_*_patch16_dinov3 and _qkvb, vit_*_lingbot (DINOv3's rotary embedding, registers, layer scale, "
-        "SwiGLU in the plus and 7b sizes)",
+        "dinov3: timm vit_*_patch16_dinov3 and _qkvb, vit_*_lingbot, Hugging Face DINOv3ViT (DINOv3's rotary embedding, "
+        "registers, layer scale, SwiGLU in the plus and 7b sizes)",
         "eva02: timm eva02_* but enormous (an axial rotary embedding beside the learned table, SwiGLU MLPs, q/k/v apart)",
         "rope-vit: timm vit_*_patch16_rope_* (RoPE-Axial, RoPE-Mixed, with or without a learned table) and "
         "vit_*_rope_reg*_gap_256",
