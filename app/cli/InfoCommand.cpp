@@ -55,6 +55,7 @@ int InfoCommand::run() const
     attnscope::LoadOptions options;
     options.device = device;
     options.descriptionPath = description;
+    options.acceptHierarchical = true; // info reads no trace
     auto loaded = attnscope::Model::load(model, options);
     if (!loaded)
         return fail(loaded.message());
@@ -84,9 +85,29 @@ int InfoCommand::run() const
             std::cout << (k ? ", " : " ") << keys[k];
         std::cout << '\n';
     }
-    std::cout << "layers       " << c.depth << "\nheads        " << c.numHeads << " (head width " << c.headDim()
+    if (c.hierarchical()) {
+        // Per stage: its blocks, heads, width and window, and the grid its blocks see at this input size.
+        const auto blocks = attnscope::windowBlocks(c);
+        std::cout << "stages       " << c.stages.size() << " (" << toString(c.hierarchy) << ", blocks " << c.depth << ")\n";
+        size_t first = 0;
+        for (size_t s = 0; s < c.stages.size(); ++s) {
+            const auto& st = c.stages[s];
+            const auto& g = blocks[first];
+            std::cout << "  stage " << s + 1 << "    " << st.depth << " blocks, " << st.heads << " heads, width " << st.width
+                      << " (MLP " << st.mlpHidden << "), grid " << g.gridH << "x" << g.gridW << ", window " << g.windowH << "x"
+                      << g.windowW << " (" << g.numWindows() << " windows"
+                      << (st.window != g.windowH || st.window != g.windowW ? ", the grid clips the window " + std::to_string(st.window) : std::string())
+                      << (blocks.size() > first + 1 && (blocks[first + 1].shiftH || blocks[first + 1].shiftW)
+                              ? ", odd blocks shifted by " + std::to_string(blocks[first + 1].shiftH)
+                              : std::string(", not shifted"))
+                      << (st.pretrainedWindow ? ", pretraining window " + std::to_string(st.pretrainedWindow) : std::string()) << ")\n";
+            first += size_t(st.depth);
+        }
+    }
+    const std::string lastStage = c.hierarchical() ? "the last stage's; " : "";
+    std::cout << "layers       " << c.depth << "\nheads        " << c.numHeads << " (" << lastStage << "head width " << c.headDim()
               << (c.attnWidth() != c.width ? ", attention width " + std::to_string(c.attnWidth()) : std::string()) << ")\n"
-              << "width        " << c.width << " (MLP " << c.mlpHidden << ", " << (c.mlpGated ? "gated, " : "") << toString(c.activation) << ")\n"
+              << "width        " << c.width << " (" << lastStage << "MLP " << c.mlpHidden << ", " << (c.mlpGated ? "gated, " : "") << toString(c.activation) << ")\n"
               << "patch size   " << c.patchSize
               << (c.patchEmbedding != attnscope::PatchEmbedding::Convolution
                       ? std::string(" (") + toString(c.patchEmbedding) + (c.patchNormIn ? ", normed first" : "") + ")"
@@ -104,7 +125,10 @@ int InfoCommand::run() const
               << "norms        " << toString(c.blockNorm) << "-norm blocks, eps " << c.layerNormEps << ", final norm "
               << toString(c.finalNorm) << (c.preNorm ? ", pre-LN" : "") << (c.layerScale ? ", layer scale" : "") << '\n'
               << "pooling      " << toString(c.pooling) << '\n'
-              << "attention    " << toString(c.attention) << (c.block == attnscope::BlockKind::AttentionOnly ? ", attention-only blocks" : "")
+              << "attention    " << toString(c.attention)
+              << (c.hierarchy == attnscope::Hierarchy::Swin     ? ", in windows, with a relative position bias table"
+                  : c.hierarchy == attnscope::Hierarchy::SwinV2 ? ", in windows, cosine logits with a continuous position bias"
+                                                                : "") << (c.block == attnscope::BlockKind::AttentionOnly ? ", attention-only blocks" : "")
               << (c.neutrenoLambda != 0 ? ", NeuTRENO lambda " + std::to_string(c.neutrenoLambda) : std::string())
               << (c.boostT != 0 ? ", Boost t " + std::to_string(c.boostT) : std::string()) << '\n'
               << "preprocess   " << j["preprocessing"].dump() << '\n';

@@ -2,6 +2,7 @@
 
 #include "checkpoint/SafeTensors.h"
 #include "io/AtomicFile.h"
+#include "swin/SwinTransformer.h"
 #include "train/ModelWriter.h"
 #include "vit/VisionTransformer.h"
 
@@ -128,6 +129,47 @@ std::string familyFolder(const Family& f)
 std::shared_ptr<const Model> loadFamily(const Family& f)
 {
     auto loaded = Model::load(familyFolder(f));
+    if (!loaded) {
+        std::fprintf(stderr, "bench: %s\n", loaded.message().c_str());
+        std::exit(1);
+    }
+    return *loaded;
+}
+
+std::string swinTinyFolder()
+{
+    const std::string dir = (fs::temp_directory_path() / "attnscope-bench-swin_tiny").string();
+    if (fs::exists(dir + "/model.safetensors"))
+        return dir;
+    ModelConfig c;
+    c.hierarchy = Hierarchy::Swin;
+    c.patchSize = 4;
+    c.numClasses = 1000;
+    c.imageHeight = c.imageWidth = 224;
+    for (int s = 0; s < 4; ++s)
+        c.stages.push_back({ s == 2 ? 6 : 2, 3 << s, 96 << s, 4 * (96 << s), 7, 0 });
+    SwinTransformer net(c);
+    TensorMap tensors;
+    {
+        torch::NoGradGuard g;
+        at::manual_seed(0);
+        for (auto& p : net->named_parameters()) {
+            p.value().normal_(0, 0.02);
+            tensors[p.key()] = p.value().detach();
+        }
+    }
+    fs::create_directories(dir);
+    writeSafetensors(dir + "/model.safetensors", tensors, { { "format", "pt" } });
+    const nlohmann::json config = { { "architecture", "swin_tiny_patch4_window7_224" }, { "num_classes", 1000 } };
+    writeFileAtomically(dir + "/config.json", config.dump(2) + "\n");
+    return dir;
+}
+
+std::shared_ptr<const Model> loadSwinTiny()
+{
+    LoadOptions options;
+    options.acceptHierarchical = true;
+    auto loaded = Model::load(swinTinyFolder(), options);
     if (!loaded) {
         std::fprintf(stderr, "bench: %s\n", loaded.message().c_str());
         std::exit(1);

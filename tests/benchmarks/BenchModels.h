@@ -50,6 +50,11 @@ inline constexpr Family kFamilies[] = { { "beit_small", "beit_base_patch16_224" 
                                         { "eva02_small_p16", "eva02_small_patch14_224" },
                                         { "rope_mixed_small", "vit_small_patch16_rope_mixed_224" } };
 std::shared_ptr<const Model> loadFamily(const Family& family);
+// Swin-T (timm's swin_tiny_patch4_window7_224: 224 x 224, patch 4, window 7, blocks 2, 2, 6, 2, widths 96 to 768) with
+// random weights, written as timm's hub folder; its folder for tests/benchmarks/swin_peer.py, which times timm's forward
+// of the same weights.
+std::string swinTinyFolder();
+std::shared_ptr<const Model> loadSwinTiny();
 
 // resources/samples/photos/chelsea.png, decoded once.
 const Image& sampleImage();

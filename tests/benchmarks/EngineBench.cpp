@@ -67,6 +67,16 @@ void BM_FamilyForward(benchmark::State& state)
     timeForward(state, *loadFamily(f), state.range(1) != 0, kShapes[1], f.name);
 }
 BENCHMARK(BM_FamilyForward)->ArgsProduct({ { 0, 1, 2, 3 }, { 0, 1 } })->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Swin-T (timm's swin_tiny_patch4_window7_224, random weights): the logits alone and recording every block's maps per
+// window and tokens; tests/benchmarks/swin_peer.py times timm's forward of the same folder (docs/performance.md, Swin).
+void BM_SwinForward(benchmark::State& state)
+{
+    const Shape swinTiny { "swin_tiny", 0, 0, 0 }; // FLOPs not counted: the ViT formula does not fit it
+    timeForward(state, *loadSwinTiny(), state.range(0) != 0, swinTiny, "swin_tiny");
+    state.counters.erase("GFLOP/s");
+}
+BENCHMARK(BM_SwinForward)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
 
 #ifndef ATTNSCOPE_BENCH_BASELINE // the engine before Model::runBatch (docs/performance.md, before/after)

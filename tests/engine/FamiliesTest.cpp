@@ -30,7 +30,8 @@ using namespace attnscope::test::families;
 TEST_F(Families, EachFamilyAttnscopeDoesNotRunIsRefusedNamingWhatItLacks)
 {
     const std::pair<const char*, const char*> cases[] = {
-        { "timm_swin", "config.json: swin_tiny_patch4_window7_224: attnscope does not run hierarchical windowed attention (Swin)" },
+        { "timm_relpos", "config.json: vit_relpos_small_patch16_224: attnscope does not run relative position embedding "
+                         "(timm's relpos ViT)" },
     };
     for (const auto& [folder, expected] : cases) {
         SCOPED_TRACE(folder);
@@ -204,8 +205,13 @@ TEST_F(Families, HuggingFaceTypesAndClassesAttnscopeDoesNotRun)
     };
     EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "dinov3_convnext"; }),
                     "config.json: model_type \"dinov3_convnext\" is not a vision transformer attnscope runs");
-    EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "swinv2"; }),
-                    "config.json: model_type \"swinv2\": attnscope does not run hierarchical windowed attention (Swin v2)");
+    EXPECT_CONTAINS(hf([](json& c) {
+                        c["model_type"] = "swinv2";
+                        c["architectures"] = { "Swinv2Model" };
+                    }),
+                    "config.json: model_type \"swinv2\" names a Swin, but the tensors are not a Swin's");
+    EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "vitdet"; }),
+                    "config.json: model_type \"vitdet\": attnscope does not run windowed attention with relative positions");
     EXPECT_CONTAINS(hf([](json& c) { c["model_type"] = "levit"; }),
                     "config.json: model_type \"levit\" is not a vision transformer attnscope runs");
     EXPECT_CONTAINS(hf([](json& c) { c["architectures"] = { "Dinov2WithRegistersBackboneHybrid" }; }),

@@ -24,9 +24,16 @@ from timm.models import save_for_hf
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "families")
 
 # name -> (timm architecture, small keyword arguments)
-REFUSED = {
+# Written first, as when Swin was refused, so that the seeded weights of every folder after it stay what they were; Swin
+# runs now (its goldens are tests/golden/swin, make_swin.py).
+FIRST = {
     "timm_swin": ("swin_tiny_patch4_window7_224", dict(img_size=56, embed_dim=8, depths=(1, 1), num_heads=(1, 2),
                                                        num_classes=5)),
+}
+# Families attnscope refuses, written last.
+REFUSED = {
+    "timm_relpos": ("vit_relpos_small_patch16_224", dict(img_size=16, patch_size=4, embed_dim=24, depth=2, num_heads=6,
+                                                          num_classes=5)),
 }
 # Families attnscope runs, under their registry names, as save_for_hf writes them. Each folder also has input.npy and
 # what timm computes: logits.npy, attn_L{l}.npy (every layer's softmax, with BEiT's relative position bias inside) and
@@ -146,9 +153,18 @@ def main():
     torch.set_num_threads(1)
     timm.layers.set_fused_attn(False)  # the softmax explicit, so that its maps can be recorded (the same numbers)
     if os.path.isdir(OUT):
-        for name in list(REFUSED) + list(RUNS):
+        for name in list(FIRST) + list(RUNS) + list(REFUSED):
             shutil.rmtree(os.path.join(OUT, name), ignore_errors=True)
-    for name, (arch, kwargs) in list(REFUSED.items()) + list(RUNS.items()):
+    timm_folders(list(FIRST.items()) + list(RUNS.items()))
+    hugging_face_beit()
+    hugging_face_siglip()
+    timm_folders(list(REFUSED.items()))
+    print("timm", timm.__version__, "torch", torch.__version__, file=sys.stderr)
+
+
+def timm_folders(items):
+    """timm hub folders of `items` (name, (architecture, keyword arguments)); for those of RUNS, timm's numbers."""
+    for name, (arch, kwargs) in items:
         model = timm.create_model(arch, pretrained=False, **kwargs).eval()
         with torch.no_grad():
             for p in model.parameters():
@@ -186,9 +202,6 @@ def main():
         with open(os.path.join(folder, "config.json")) as f:
             cfg = json.load(f)
         print(name, cfg["architecture"], sorted(os.listdir(folder)), file=sys.stderr)
-    hugging_face_beit()
-    hugging_face_siglip()
-    print("timm", timm.__version__, "torch", torch.__version__, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,10 @@ struct LoadOptions {
     // calling Model::withInputSize(inputHeight, inputWidth).
     int inputHeight = 0;
     int inputWidth = 0;
+    // A hierarchical model (Swin, ModelConfig::hierarchical) loads only where the caller takes its traces: per-window
+    // maps [nW, H, w*w, w*w] and blocks over each stage's grid, which the token analyses, the window and Python do not
+    // read yet. Elsewhere it is refused in one line saying so (attnscope-cli info and the engine's own run take it).
+    bool acceptHierarchical = false;
 };
 
 // Everything `attnscope-cli info` shows.

@@ -39,6 +39,37 @@ const char* toString(AttentionKind k);
 const char* toString(BlockKind k);
 const char* toString(PatchEmbedding p);
 
+// Hierarchical windowed attention (docs/models.md, "Swin"): stages of blocks over ever coarser grids, each block
+// attending within windows of its stage's grid (every other block's windows shifted by half a window), 2 x 2 patches
+// merged into one token between stages. Swin: scaled dot-product logits plus a learned relative position bias table per
+// block; SwinV2: cosine logits times a learned per-head scale plus a bias made by a small MLP from log-spaced relative
+// coordinates, and the block's norms after its attention and MLP instead of before.
+enum class Hierarchy { None, Swin, SwinV2 };
+const char* toString(Hierarchy h); // none | swin | swinv2
+// One stage of a hierarchical model.
+struct SwinStage {
+    int depth = 0;     // blocks
+    int heads = 0;
+    int width = 0;     // the tokens' width C in this stage
+    int mlpHidden = 0;
+    int window = 0;    // the window's side as the model was built for (before it is clipped to a smaller grid)
+    int pretrainedWindow = 0; // SwinV2: the window its position bias's coordinates are scaled to (0: the window)
+};
+// One block of a hierarchical model at the model's input size: its stage (0-based), index in the stage, the stage's
+// grid, its window (clipped to the grid, as timm does) and its shift (0, or half the stage's window in odd blocks where
+// the grid is larger than the window), and the windows of the grid padded to a multiple of the window.
+struct WindowBlock {
+    int stage = 0, index = 0;
+    int gridH = 0, gridW = 0;
+    int windowH = 0, windowW = 0;
+    int shiftH = 0, shiftW = 0;
+    int heads = 0, width = 0;
+    int windowsDown() const { return (gridH + windowH - 1) / windowH; }
+    int windowsAcross() const { return (gridW + windowW - 1) / windowW; }
+    int numWindows() const { return windowsDown() * windowsAcross(); }
+    int windowArea() const { return windowH * windowW; }
+};
+
 // The architecture of one vision transformer, whatever checkpoint convention it came from.
 struct ModelConfig {
     int width = 768;        // D
@@ -113,6 +144,12 @@ struct ModelConfig {
     double neutrenoLambda = 0.0; // NeuTRENO: O_l = A_l V_l + lambda (V_1 - V_l)
     double boostT = 0.0;         // Boost: R_l = U_l + t X_0 + (1 - t) X_{l-1}
 
+    // Hierarchical models (Swin): the stages; width, numHeads and mlpHidden are then the last stage's, depth the blocks
+    // of every stage, and gridHeight/gridWidth the first stage's grid. No prefix tokens, no position table.
+    Hierarchy hierarchy = Hierarchy::None;
+    std::vector<SwinStage> stages;
+    bool hierarchical() const { return hierarchy != Hierarchy::None; }
+
     int attnWidth() const { return attentionWidth > 0 ? attentionWidth : width; }
     int headDim() const { return attnWidth() / numHeads; }
     // How positions enter: "learned", "sincos2d" (a fixed table), "rotary", "relative-bias" (with "learned+" before it
@@ -124,6 +161,10 @@ struct ModelConfig {
     int numPatches() const { return gridHeight() * gridWidth(); }
     int numTokens() const { return numPrefixTokens() + numPatches(); }
 };
+
+// Every block of a hierarchical model at its input size, in order (block l of Trace is windowBlocks(c)[l - 1]); empty
+// for a model without stages.
+std::vector<WindowBlock> windowBlocks(const ModelConfig& c);
 
 // ShortestEdge: the shorter side to resizeShortest, the aspect ratio kept. Exact: to resizeHeight x resizeWidth (the
 // aspect ratio not kept). Cover: the smallest size of the image's aspect ratio that covers resizeHeight x resizeWidth

@@ -1,5 +1,7 @@
 #include "checkpoint/CheckpointNaming.h"
 
+#include "checkpoint/NamingRules.h"
+#include "checkpoint/SwinCheckpoint.h"
 #include "io/LoadError.h"
 
 #include <ATen/ATen.h>
@@ -9,7 +11,7 @@
 
 namespace attnscope {
 
-namespace {
+namespace naming {
 
 bool has(const TensorMap& t, const std::string& key) { return t.count(key) != 0; }
 
@@ -24,12 +26,6 @@ std::optional<std::string> prefixOf(const TensorMap& t, const std::string& suffi
 
 // Applies ordered regex rules to every key; keys matching no rule keep their name. A rule with an empty
 // replacement drops the tensor.
-struct Rule {
-    std::regex pattern;
-    std::string replacement;
-    bool drop = false;
-};
-
 TensorMap applyRules(TensorMap in, const std::vector<Rule>& rules)
 {
     TensorMap out;
@@ -78,6 +74,12 @@ void fuseQkv(TensorMap& t, const std::string& q, const std::string& k, const std
         t.erase(n);
     t.insert(fused.begin(), fused.end());
 }
+
+} // namespace naming
+
+using namespace naming;
+
+namespace {
 
 std::string listSome(const TensorMap& t, size_t n)
 {
@@ -539,6 +541,8 @@ TensorMap toCanonicalNames(TensorMap t, NamingHints& hints, const std::string& p
         hints.family = "beit";
         return fromHuggingFaceVit(std::move(t), hints, *p, path);
     }
+    if (isSwinLayout(t))
+        return fromSwin(std::move(t), hints, path);
     if (auto p = prefixOf(t, "embeddings.patch_embeddings.weight", { "" });
         p && (has(t, *p + "layer.0.attention.q_proj.weight") || has(t, *p + "model.layer.0.attention.q_proj.weight")))
         return fromHuggingFaceDinov3(std::move(t), hints, *p, path);

@@ -2,6 +2,7 @@
 
 #include "checkpoint/ConfigFields.h"
 #include "checkpoint/ConfigSources.h"
+#include "checkpoint/SwinCheckpoint.h"
 #include "io/LoadError.h"
 
 #include <ATen/ATen.h>
@@ -25,41 +26,6 @@ std::optional<int> perfectSquareRoot(int64_t n)
         return std::nullopt;
     const auto r = int64_t(std::llround(std::sqrt(double(n))));
     return r * r == n ? std::optional<int>(int(r)) : std::nullopt;
-}
-
-// Mean/std lists fit the model's channel count: one value per channel, a single value broadcast.
-void fitChannels(PreprocessConfig& p, int channels, const std::string& path)
-{
-    for (auto* v : { &p.mean, &p.std }) {
-        if (int(v->size()) == channels)
-            continue;
-        if (v->size() == 1)
-            v->assign(size_t(channels), v->front());
-        else if (channels == 1) // a grey model with RGB statistics: the luma-weighted mean is the closest
-            *v = { 0.299 * (*v)[0] + 0.587 * (*v)[1] + 0.114 * (*v)[2] };
-        else
-            throw LoadError(path + ": preprocessing mean/std have " + std::to_string(v->size()) + " values for "
-                            + std::to_string(channels) + " channels");
-    }
-    for (double s : p.std)
-        if (!(s > 0))
-            throw LoadError(path + ": preprocessing std must be positive");
-}
-
-PreprocessConfig defaultPreprocess(int height, int width)
-{
-    // docs/design.md section 4: absent any config, resize the shortest edge to image_size / 0.875, bicubic, centre
-    // crop, ImageNet mean/std (timm's defaults).
-    PreprocessConfig p;
-    p.resize = ResizeMode::ShortestEdge;
-    p.resizeShortest = int(std::floor(std::min(height, width) / 0.875));
-    p.cropPct = 0.875;
-    p.cropHeight = height;
-    p.cropWidth = width;
-    p.centerCrop = true;
-    p.interpolation = Interpolation::Bicubic;
-    p.source = "default (no preprocessing config)";
-    return p; // resolveConfig fits mean/std to the channel count for every source
 }
 
 // What the tensors say: the architecture, as far as the parameters show it.
@@ -409,6 +375,42 @@ void settleLinearPatch(const TensorMap& t, const std::string& where, const State
 
 } // namespace
 
+// Mean/std lists fit the model's channel count: one value per channel, a single value broadcast.
+void fitChannels(PreprocessConfig& p, int channels, const std::string& path)
+{
+    for (auto* v : { &p.mean, &p.std }) {
+        if (int(v->size()) == channels)
+            continue;
+        if (v->size() == 1)
+            v->assign(size_t(channels), v->front());
+        else if (channels == 1) // a grey model with RGB statistics: the luma-weighted mean is the closest
+            *v = { 0.299 * (*v)[0] + 0.587 * (*v)[1] + 0.114 * (*v)[2] };
+        else
+            throw LoadError(path + ": preprocessing mean/std have " + std::to_string(v->size()) + " values for "
+                            + std::to_string(channels) + " channels");
+    }
+    for (double s : p.std)
+        if (!(s > 0))
+            throw LoadError(path + ": preprocessing std must be positive");
+}
+
+PreprocessConfig defaultPreprocess(int height, int width)
+{
+    // docs/design.md section 4: absent any config, resize the shortest edge to image_size / 0.875, bicubic, centre
+    // crop, ImageNet mean/std (timm's defaults).
+    PreprocessConfig p;
+    p.resize = ResizeMode::ShortestEdge;
+    p.resizeShortest = int(std::floor(std::min(height, width) / 0.875));
+    p.cropPct = 0.875;
+    p.cropHeight = height;
+    p.cropWidth = width;
+    p.centerCrop = true;
+    p.interpolation = Interpolation::Bicubic;
+    p.source = "default (no preprocessing config)";
+    return p; // resolveConfig fits mean/std to the channel count for every source
+}
+
+
 PreprocessConfig preprocessFromTimm(const json& cfg, int channels)
 {
     const std::string path = "pretrained_cfg";
@@ -527,6 +529,8 @@ PreprocessConfig preprocessFromHuggingFace(const json& pre, const std::string& p
 
 ResolvedConfig resolveConfig(const TensorMap& t, const NamingHints& hints, const ConfigSources& src, const std::string& weightsPath)
 {
+    if (hints.family == "swin" || hints.family == "swinv2")
+        return resolveSwinConfig(t, hints, src, weightsPath);
     ResolvedConfig out;
     StatedConfig stated;
     readTensors(t, hints, weightsPath, stated, out);

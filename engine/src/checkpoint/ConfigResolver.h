@@ -45,6 +45,10 @@ ResolvedConfig resolveConfig(const TensorMap& tensors, const NamingHints& hints,
 
 // The preprocessing of a timm pretrained_cfg and of a Hugging Face preprocessor_config.json (docs/models.md,
 // "Preprocessing"); exposed for tests.
+// timm's defaults for a model of this input size when no file gives its preprocessing.
+PreprocessConfig defaultPreprocess(int height, int width);
+// Fits the mean and std to the model's channels (one value for a grey model), or throws LoadError naming `path`.
+void fitChannels(PreprocessConfig& p, int channels, const std::string& path);
 PreprocessConfig preprocessFromTimm(const nlohmann::json& pretrainedCfg, int channels);
 PreprocessConfig preprocessFromHuggingFace(const nlohmann::json& pre, const std::string& path);
 

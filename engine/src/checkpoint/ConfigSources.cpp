@@ -112,6 +112,8 @@ static bool readTimmConfig(const ConfigSources& src, ModelConfig& c, StatedConfi
         stated.positionSource = "timm's " + arch;
     }
     stated.gatedMlp = entry && std::string_view(entry->activation) == "silu" && entry->rope && *entry->rope;
+    if (entry && (std::string_view(entry->family) == "swin" || std::string_view(entry->family) == "swinv2"))
+        fail(cp, arch + " is a Swin, but the tensors are not a Swin's"); // a Swin's are read by resolveSwinConfig
     if (entry) {
         out.family = entry->family;
         out.recognition = std::string("timm ") + entry->name + " (config.json architecture, timm " + timmRegistryVersion()
@@ -203,6 +205,8 @@ void readConfigJson(const ConfigSources& src, const TensorMap& tensors, StatedCo
         std::vector<std::string> ignored; // the keys nothing below reads (ModelInfo::ignoredConfigKeys)
         if (cfgTop.contains("model_type")) {
             const std::string type = cfgTop["model_type"].get<std::string>();
+            if (type == "swin" || type == "swinv2") // a Swin's tensors are read by resolveSwinConfig
+                fail(cp, "model_type \"" + type + "\" names a Swin, but the tensors are not a Swin's");
             const json& cfg = ((type == "clip" || type == "siglip") && cfgTop.contains("vision_config")) ? cfgTop["vision_config"] : cfgTop;
             static const std::map<std::string, double> epsDefault { { "vit", 1e-12 }, { "deit", 1e-12 }, { "dinov2", 1e-6 },
                                                                     { "beit", 1e-12 }, { "data2vec-vision", 1e-12 },

@@ -24,8 +24,6 @@ const std::map<std::string, std::string>& unsupportedFamilies()
         { "eva02", "rotary position embedding (RoPE) and the SwiGLU MLP" },
         { "siglip2", "the attention-pool head (\"map\") and variable-resolution patches" },
         { "siglip2_vision_model", "the attention-pool head (\"map\") and variable-resolution patches" },
-        { "swin", "hierarchical windowed attention (Swin)" },
-        { "swinv2", "hierarchical windowed attention (Swin v2)" },
         { "vit_hybrid", "a convolutional (ResNet) stem before the transformer" },
         { "vit_mae", "random patch masking inside its forward (MAE pre-training)" },
         { "vitdet", "windowed attention with relative positions (ViTDet)" },
@@ -42,6 +40,7 @@ const std::map<std::string, std::string>& huggingFaceClasses()
         { "vit", "ViT" }, { "deit", "DeiT" }, { "dinov2", "Dinov2" }, { "dinov2_with_registers", "Dinov2WithRegisters" },
         { "clip", "CLIP" }, { "clip_vision_model", "CLIP" }, { "beit", "Beit" }, { "data2vec-vision", "Data2VecVision" },
         { "siglip", "Siglip" }, { "siglip_vision_model", "Siglip" }, { "dinov3_vit", "DINOv3ViT" },
+        { "swin", "Swin" }, { "swinv2", "Swinv2" },
     };
     return table;
 }
@@ -66,7 +65,7 @@ const char* unsupportedByName(std::string_view name)
         { "rope", "rotary position embedding (RoPE)" },
         { "eva", "EVA blocks (rotary position embedding, SwiGLU MLP, q/v biases)" },
         { "relpos", "relative position embedding" },
-        { "swin", "hierarchical windowed attention (Swin)" },
+        { "swin", "hierarchical windowed attention (Swin) outside timm's registry" },
         { "samvit", "windowed attention with relative positions (SAM's encoder)" },
         { "naflex", "NaFlex variable-resolution patches" },
     };
@@ -111,6 +110,9 @@ void checkDescribedFamily(const std::string& family, const std::string& file)
     if (family == "dinov3")
         throw LoadError(file + ": family \"dinov3\": its rotary position embedding has no tensor; open timm's DINOv3 hub "
                                "folder (its config.json names the architecture) rather than a description");
+    if (family == "swin" || family == "swinv2")
+        throw LoadError(file + ": family \"" + family + "\": a Swin is read from timm's or Hugging Face's folder (its "
+                               "config.json), not through a model description");
     if (std::find(runs.begin(), runs.end(), family) != runs.end())
         return;
     if (auto it = unsupportedFamilies().find(family); it != unsupportedFamilies().end())
@@ -144,6 +146,9 @@ std::vector<std::string> supportedFamilies()
         "vit_*_siglip_gap_* (mean-pooled), Hugging Face SiglipVisionModel and SiglipModel's vision tower",
         "beit, beitv2: timm beit_*/beitv2_*, Hugging Face Beit and Data2VecVision (a relative position bias in every "
         "layer, q and v biases, layer scale, mean pooling with fc_norm)",
+        "swin, swinv2: timm swin_* and swinv2_* (not swinv2_cr_*), Hugging Face Swin and Swinv2 (hierarchical windowed "
+        "attention: stages, shifted windows, patch merging; at the trained input size): loaded and run exactly, shown by "
+        "info; the analyses, the window and Python do not take them yet",
         "vit-pytorch: lucidrains' ViT and SimpleViT, by their tensor names (a description gives heads and image size)",
         "described: any ViT of these blocks in another layout, through a model description (docs/model-description.md)",
     };

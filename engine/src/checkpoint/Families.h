@@ -17,7 +17,7 @@ struct TimmArchitecture {
     const char* name;
     const char* module;      // timm.models.<module>
     const char* unsupported; // empty: attnscope runs it exactly; otherwise what it lacks ("rotary position ...")
-    const char* family = "";  // vit | deit | deit3 | dinov2 | clip | siglip | dino | mae | beit | beitv2 | dinov3 | eva02 | rope-vit
+    const char* family = "";  // vit | deit | deit3 | dinov2 | clip | siglip | dino | mae | beit | beitv2 | dinov3 | eva02 | rope-vit | swin | swinv2
     int heads = 0;
     const char* activation = "gelu"; // gelu | gelu_tanh | quick_gelu | silu
     double layerNormEps = 1e-6;
@@ -32,6 +32,10 @@ struct TimmArchitecture {
     bool ropeHalf = false;
     int ropeReferenceH = 0, ropeReferenceW = 0;
     bool ropeWithTable = false;
+    // Swin (family "swin", "swinv2"): the window of each stage, and Swin v2's pretraining window (0: none), as timm's
+    // entry point passes them.
+    int windows[4] = {};
+    int pretrainedWindows[4] = {};
 };
 
 // The entry for a timm architecture name (a pretrained tag after a '.' is ignored); nullptr for a name timm 1.0.31 does

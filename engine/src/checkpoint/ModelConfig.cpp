@@ -1,6 +1,8 @@
 // The names of ModelConfig.h's enumerations (config.json, info and the manifest spell them so).
 #include "attnscope/ModelConfig.h"
 
+#include <algorithm>
+
 namespace attnscope {
 
 const char* toString(Activation a)
@@ -75,8 +77,44 @@ const char* toString(Interpolation i)
     return "?";
 }
 
+const char* toString(Hierarchy h) { return h == Hierarchy::Swin ? "swin" : h == Hierarchy::SwinV2 ? "swinv2" : "none"; }
+
+std::vector<WindowBlock> windowBlocks(const ModelConfig& c)
+{
+    std::vector<WindowBlock> out;
+    int gh = c.gridHeight(), gw = c.gridWidth();
+    for (size_t s = 0; s < c.stages.size(); ++s) {
+        const SwinStage& stage = c.stages[s];
+        if (s > 0) { // patch merging pads an odd side by one
+            gh = (gh + 1) / 2;
+            gw = (gw + 1) / 2;
+        }
+        for (int b = 0; b < stage.depth; ++b) {
+            WindowBlock w;
+            w.stage = int(s);
+            w.index = b;
+            w.gridH = gh;
+            w.gridW = gw;
+            // timm's _calc_window_shift: a grid no larger than the window is one window, and is not shifted
+            w.windowH = std::min(gh, stage.window);
+            w.windowW = std::min(gw, stage.window);
+            const int shift = b % 2 == 1 ? stage.window / 2 : 0;
+            w.shiftH = gh <= w.windowH ? 0 : shift;
+            w.shiftW = gw <= w.windowW ? 0 : shift;
+            w.heads = stage.heads;
+            w.width = stage.width;
+            out.push_back(w);
+        }
+    }
+    return out;
+}
+
 const char* ModelConfig::positionScheme() const
 {
+    if (hierarchy == Hierarchy::Swin)
+        return "relative-bias";
+    if (hierarchy == Hierarchy::SwinV2)
+        return "continuous-relative-bias";
     if (rope != Rope::None)
         return posEmbed ? "learned+rotary" : "rotary";
     if (relativePositionBias)

@@ -96,10 +96,63 @@ std::string embeddedModelFolder(const std::string& given)
 void makeGridTables(Model::Impl& impl)
 {
     const ModelConfig& c = impl.info.config;
+    if (impl.swin) // its position biases and masks are made for the one input size it runs at (loadHierarchical)
+        return;
     torch::NoGradGuard noGrad;
     if (c.posEmbed)
         impl.positions = impl.net->tokenPositions(c.gridHeight(), c.gridWidth());
     impl.rope = ropeAngles(c, c.gridHeight(), c.gridWidth(), impl.net->ropeFreqs, impl.device);
+}
+
+// The parameters of `module` from `tensors`, each checked finite, as set_data (no copy on the CPU); the count.
+int64_t loadParameters(torch::nn::Module& module, const TensorMap& tensors, const std::string& weightsPath, const at::Device& device)
+{
+    std::map<std::string, std::vector<int64_t>> expected;
+    for (const auto& p : module.named_parameters())
+        expected[p.key()] = p.value().sizes().vec();
+    checkTensorsAgainst(expected, tensors, weightsPath);
+    int64_t count = 0;
+    for (auto& p : module.named_parameters()) {
+        const at::Tensor& src = tensors.at(p.key());
+        if (!allFinite(src))
+            throw LoadError(weightsPath + ": " + p.key() + " holds NaN or Inf values");
+        p.value().set_data(src.to(device, at::kFloat));
+        p.value().set_requires_grad(false);
+        count += src.numel();
+    }
+    return count;
+}
+
+// A hierarchical model (Swin): its module, its weights, and its blocks' position biases and masks for its input size,
+// the one size it runs at.
+std::unique_ptr<Model::Impl> loadHierarchical(std::unique_ptr<Model::Impl> impl, const TensorMap& tensors,
+                                              const std::string& weightsPath, const at::Device& device,
+                                              const LoadOptions& options)
+{
+    ModelInfo& info = impl->info;
+    if (!options.acceptHierarchical)
+        throw LoadError(info.path + ": a " + (info.config.hierarchy == Hierarchy::SwinV2 ? "Swin v2" : "Swin")
+                        + " (hierarchical windowed attention): attnscope-cli info shows it and the engine runs it "
+                          "exactly, but the analyses, the window and Python do not take it yet");
+    if ((options.inputHeight != 0 || options.inputWidth != 0)
+        && (options.inputHeight != info.config.imageHeight || options.inputWidth != info.config.imageWidth))
+        throw LoadError(info.path + ": a Swin runs at its input size " + std::to_string(info.config.imageHeight) + "x"
+                        + std::to_string(info.config.imageWidth) + " only (its windows and masks are made for that grid)");
+    {
+        SkipParameterInit uninitialised;
+        impl->swin = SwinTransformer(info.config);
+    }
+    info.parameterCount = loadParameters(*impl->swin, tensors, weightsPath, device);
+    impl->swin->eval();
+    {
+        torch::NoGradGuard noGrad;
+        impl->swin->makeBlockTables(device);
+    }
+    impl->device = device;
+    info.trainedHeight = info.config.imageHeight;
+    info.trainedWidth = info.config.imageWidth;
+    impl->trainedPreprocess = info.preprocess;
+    return impl;
 }
 
 } // namespace
@@ -193,6 +246,8 @@ Result<std::shared_ptr<const Model>> Model::load(const std::string& path, const 
         info.labels = resolved.labels;
         info.device = device.str();
 
+        if (info.config.hierarchical())
+            return std::shared_ptr<const Model>(new Model(loadHierarchical(std::move(impl), tensors, files.weights, device, options)));
         {
             SkipParameterInit uninitialised; // every parameter is replaced below: no random initialisation
             impl->net = VisionTransformer(info.config);
@@ -276,6 +331,9 @@ Result<std::shared_ptr<const Model>> Model::withInputSize(int height, int width)
     if (height <= 0 || width <= 0 || height % p != 0 || width % p != 0 || height > kMaxSide || width > kMaxSide)
         return Error { "input size " + size + ": height and width must be multiples of the patch size " + std::to_string(p)
                        + " from " + std::to_string(p) + " to " + std::to_string(kMaxSide - kMaxSide % p) };
+    if (from.swin && (height != from.info.trainedHeight || width != from.info.trainedWidth))
+        return Error { "input size " + size + ": a Swin runs at its input size " + std::to_string(from.info.trainedHeight) + "x"
+                       + std::to_string(from.info.trainedWidth) + " only (its windows and masks are made for that grid)" };
     if (trained.relativePositionBias && (height != from.info.trainedHeight || width != from.info.trainedWidth))
         return Error { "input size " + size + ": this model's relative position bias tables are for its trained "
                        + std::to_string(from.info.trainedHeight) + "x" + std::to_string(from.info.trainedWidth)
@@ -284,6 +342,7 @@ Result<std::shared_ptr<const Model>> Model::withInputSize(int height, int width)
         auto impl = std::make_unique<Impl>();
         impl->info = from.info;
         impl->net = from.net; // the same module: weights, and the trained position table, shared
+        impl->swin = from.swin;
         impl->device = from.device;
         impl->linears = from.linears;
         impl->products = from.products;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "swin/SwinTransformer.h"
 #include "vit/AttentionProducts.h"
 #include "vit/PackedLinear.h"
 #include "vit/VisionTransformer.h"
@@ -17,6 +18,7 @@ namespace attnscope {
 struct Model::Impl {
     ModelInfo info;
     VisionTransformer net { nullptr };
+    SwinTransformer swin { nullptr }; // a hierarchical model (ModelConfig::hierarchical) has this instead of `net`
     at::Device device = at::kCPU;
     // Shared by the models made from this one at other input sizes (Model::withInputSize), as `net` is.
     std::shared_ptr<PackedLinears> linears = std::make_shared<PackedLinears>(); // the inference forward's

@@ -218,7 +218,27 @@ ModelConfig readConfig(const Reader& r)
     c.block = r.choice("block", { BlockKind::Standard, BlockKind::AttentionOnly }, named<BlockKind>);
     c.neutrenoLambda = r.real("neutreno_lambda");
     c.boostT = r.real("boost_t");
+    c.hierarchy = r.choice("hierarchy", { Hierarchy::None, Hierarchy::Swin, Hierarchy::SwinV2 }, named<Hierarchy>);
+    const json& stages = r.at("stages");
+    if (!stages.is_array())
+        r.bad("stages", stages, "a list of stages");
+    for (const json& s : stages) {
+        if (!s.is_object())
+            r.bad("stages", s, "{depth, heads, width, mlp_hidden, window, pretrained_window}");
+        const Reader st(s, "stages.");
+        c.stages.push_back({ st.whole("depth"), st.whole("heads"), st.whole("width"), st.whole("mlp_hidden"), st.whole("window"),
+                             st.whole("pretrained_window") });
+    }
     return c;
+}
+
+json stagesJson(const ModelConfig& c)
+{
+    json out = json::array();
+    for (const SwinStage& s : c.stages)
+        out.push_back({ { "depth", s.depth }, { "heads", s.heads }, { "width", s.width }, { "mlp_hidden", s.mlpHidden },
+                        { "window", s.window }, { "pretrained_window", s.pretrainedWindow } });
+    return out;
 }
 
 PreprocessConfig readPreprocessing(const Reader& top)
@@ -305,6 +325,7 @@ std::string modelInfoJson(const ModelInfo& i)
         { "rope_reference_grid", { c.ropeReferenceGridH, c.ropeReferenceGridW } },
         { "attention", toString(c.attention) }, { "block", toString(c.block) },
         { "neutreno_lambda", c.neutrenoLambda }, { "boost_t", c.boostT },
+        { "hierarchy", toString(c.hierarchy) }, { "stages", stagesJson(c) },
         { "labels", i.labels }, { "quadratic_heads", quadraticHeads(i) },
         { "preprocessing", preprocessing(i.preprocess) },
     };

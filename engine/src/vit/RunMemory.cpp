@@ -26,8 +26,41 @@ int64_t add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b
 
 } // namespace
 
+namespace {
+
+// A hierarchical model at its input size: each block's maps per window and its stage's tokens.
+RunMemory hierarchicalMemory(const ModelConfig& c, const RecordSpec& record)
+{
+    RunMemory m;
+    const std::vector<WindowBlock> blocks = windowBlocks(c);
+    m.tokens = int64_t(c.gridHeight()) * c.gridWidth();
+    int64_t taps = 0, working = 0, params = 0;
+    if (record.blocks && record.wants(0))
+        taps = mul(m.tokens, c.stages.front().width);
+    for (size_t i = 0; i < blocks.size(); ++i) {
+        const WindowBlock& g = blocks[i];
+        const int l = int(i) + 1;
+        const int64_t maps = mul(mul(int64_t(g.numWindows()) * g.heads, g.windowArea()), g.windowArea());
+        const int64_t stream = mul(int64_t(g.gridH) * g.gridW, g.width);
+        const int64_t mlp = c.stages[size_t(g.stage)].mlpHidden;
+        if (record.wants(l))
+            taps = add(taps, add(record.attention ? maps : 0,
+                                 mul(stream, int64_t(record.attnBranch) + int64_t(record.residual) + int64_t(record.blocks))));
+        working = std::max(working, add(mul(3, maps), add(mul(stream, 8), mul(int64_t(g.gridH) * g.gridW, mlp))));
+        params = add(params, int64_t(g.width) * (4 * g.width + 2 * mlp + 8));
+    }
+    m.weights = mul(params, kFloat);
+    m.taps = mul(taps, kFloat);
+    m.working = mul(working, kFloat);
+    return m;
+}
+
+} // namespace
+
 RunMemory estimateRunMemory(const ModelConfig& c, const RecordSpec& record, int64_t imageHeight, int64_t imageWidth)
 {
+    if (c.hierarchical())
+        return hierarchicalMemory(c, record);
     RunMemory m;
     const int64_t p = std::max(c.patchSize, 1);
     const int64_t h = imageHeight > 0 ? imageHeight : c.imageHeight;

@@ -244,8 +244,8 @@ def make_models():
     model_folder("model_config_rope_variant_unknown", "config: model_args naming a rotary variant attnscope does not know",
                  'model_args.rope_type = "spiral" changes the model in a way attnscope does not run',
                  config=dict(CONFIG, model_args=dict(CONFIG["model_args"], rope_type="spiral")))
-    model_folder("model_family_hf_swin", "config: a Hugging Face model_type with hierarchical windows (Swin)",
-                 'model_type "swin": attnscope does not run hierarchical windowed attention (Swin)',
+    model_folder("model_family_hf_swin", "config: a Hugging Face model_type naming a Swin over a ViT's tensors",
+                 'model_type "swin" names a Swin, but the tensors are not a Swin\'s',
                  config=dict(hf, patch_size=P, model_type="swin"))
     model_folder("model_config_model_args_unsupported", "config: a timm model_args key the tensors do not show (qk_norm)",
                  "model_args.qk_norm = true changes the model in a way attnscope does not run",

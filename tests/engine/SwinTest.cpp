@@ -1,0 +1,134 @@
+// Swin and Swin v2 (docs/models.md, "Swin"), each from the folder its own code writes (tests/golden/make_swin.py:
+// timm's save_for_hf, transformers' save_pretrained): that code's logits, every block's attention per window (the
+// relative position bias and the shifted windows' mask inside the softmax) and every block's output, to 1e-4 of the
+// largest.
+#include "FamiliesSupport.h"
+#include "TestSupport.h"
+
+#include <attnscope/Model.h>
+
+using namespace attnscope;
+using namespace attnscope::test;
+using namespace attnscope::test::families;
+
+namespace {
+
+std::string swinDir() { return ATTNSCOPE_TEST_SOURCE_DIR "/golden/swin"; }
+
+Result<std::shared_ptr<const Model>> loadSwin(const std::string& path)
+{
+    LoadOptions options;
+    options.acceptHierarchical = true;
+    return Model::load(path, options);
+}
+
+void expectSwinReferenceNumbers(const Model& model, const std::string& dir)
+{
+    RunOptions options;
+    options.record = RecordSpec::everything();
+    auto trace = model.run(loadNpy(dir + "/input.npy"), options);
+    ASSERT_TRUE(trace.ok()) << trace.message();
+    EXPECT_TRUE(closeTo(trace->logits, loadNpy(dir + "/logits.npy"), 1e-4)) << "logits";
+    const int depth = model.config().depth;
+    ASSERT_EQ(int(trace->attention.size()), depth + 1);
+    for (int l = 1; l <= depth; ++l)
+        EXPECT_TRUE(closeTo(trace->attention[size_t(l)], loadNpy(dir + "/attn_L" + std::to_string(l) + ".npy"), 1e-4))
+            << "attention " << l;
+    for (int l = 0; l <= depth; ++l)
+        EXPECT_TRUE(closeTo(trace->blocks[size_t(l)], loadNpy(dir + "/block_L" + std::to_string(l) + ".npy"), 1e-4))
+            << "block " << l;
+}
+
+} // namespace
+
+TEST(Swin, TimmAndHuggingFaceSwinsGiveTheirOwnCodesNumbers)
+{
+    struct Case {
+        const char* folder;
+        Hierarchy hierarchy;
+        const char* naming;
+    };
+    for (const Case& c : { Case { "timm_swin", Hierarchy::Swin, "timm" },
+             Case { "timm_swin_pad", Hierarchy::Swin, "timm" }, Case { "timm_swinv2", Hierarchy::SwinV2, "timm" },
+             Case { "timm_swinv2_pw", Hierarchy::SwinV2, "timm" }, Case { "hf_swin", Hierarchy::Swin, "huggingface" },
+             Case { "hf_swinv2", Hierarchy::SwinV2, "huggingface" } }) {
+        SCOPED_TRACE(c.folder);
+        const std::string dir = swinDir() + "/" + c.folder;
+        auto model = loadSwin(dir);
+        ASSERT_TRUE(model.ok()) << model.message();
+        const ModelInfo& info = (*model)->info();
+        EXPECT_EQ(info.config.hierarchy, c.hierarchy);
+        EXPECT_EQ(info.family, c.hierarchy == Hierarchy::Swin ? "swin" : "swinv2");
+        EXPECT_EQ(info.naming, c.naming);
+        EXPECT_EQ(info.config.numClasses, 5);
+        EXPECT_EQ(info.config.numPrefixTokens(), 0);
+        expectSwinReferenceNumbers(**model, dir);
+    }
+}
+
+// The blocks of timm_swin (a 64-pixel input at patch 4, window 4, two blocks in each of three stages): 16, 4 and 1
+// windows; the odd blocks' windows shifted by 2 but in the last stage, whose 4 x 4 grid is one window.
+TEST(Swin, BlocksHaveTheirStagesGridWindowAndShift)
+{
+    auto model = loadSwin(swinDir() + "/timm_swin");
+    ASSERT_TRUE(model.ok()) << model.message();
+    const auto blocks = windowBlocks((*model)->config());
+    ASSERT_EQ(blocks.size(), 6u);
+    const int grids[] = { 16, 16, 8, 8, 4, 4 }, shifts[] = { 0, 2, 0, 2, 0, 0 }, windows[] = { 16, 16, 4, 4, 1, 1 };
+    for (size_t i = 0; i < 6; ++i) {
+        EXPECT_EQ(blocks[i].gridH, grids[i]) << i;
+        EXPECT_EQ(blocks[i].shiftH, shifts[i]) << i;
+        EXPECT_EQ(blocks[i].numWindows(), windows[i]) << i;
+        EXPECT_EQ(blocks[i].windowArea(), 16) << i;
+        EXPECT_EQ(blocks[i].heads, 2 << (i / 2)) << i;
+    }
+    const ModelInfo& info = (*model)->info();
+    EXPECT_NE(
+        std::find(info.inferred.begin(), info.inferred.end(), "windows 4, 4, 4: config.json model_args.window_size"),
+        info.inferred.end());
+    auto other = (*model)->withInputSize(96, 96);
+    ASSERT_FALSE(other.ok());
+    EXPECT_CONTAINS(other.message(), "a Swin runs at its input size 64x64 only");
+}
+
+TEST_F(Families, SwinsThatCannotBeRunAsTheySayAreRefused)
+{
+    const auto copy = [&](const std::string& folder, const std::function<void(json&)>& edit) {
+        fs::remove_all(m_dir);
+        fs::create_directories(m_dir);
+        fs::copy_file(swinDir() + "/" + folder + "/model.safetensors", m_dir / "model.safetensors");
+        auto cfg = json::parse(readBytes(swinDir() + "/" + folder + "/config.json"));
+        if (edit)
+            edit(cfg);
+        writeBytes(m_dir / "config.json", cfg.dump());
+        return refusal(m_dir.string());
+    };
+    EXPECT_CONTAINS(copy("timm_swin", [](json& c) { c["model_args"]["window_size"] = 8; }),
+        "layers.0.blocks.0.attn.relative_position_bias_table: shape [49, 2], expected [225, 2] for a 8x8 window");
+    EXPECT_CONTAINS(copy("timm_swin", [](json& c) { c["model_args"]["ape"] = true; }),
+        "model_args.ape = true changes the model in a way attnscope does not run");
+    EXPECT_CONTAINS(copy("timm_swin",
+                        [](json& c) {
+                            c["model_args"]["depths"] = { 2, 2, 6 };
+                        }),
+        "depths [2,2,6] contradicts the checkpoint's blocks per stage (2, 2, 2)");
+    EXPECT_CONTAINS(copy("timm_swin", [](json& c) { c["architecture"] = "swinv2_tiny_window8_256"; }),
+        "architecture \"swinv2_tiny_window8_256\" is not one of timm 1.0.31's swin models");
+    EXPECT_CONTAINS(copy("timm_swin", [](json& c) { c["model_args"]["img_size"] = 66; }),
+        "image size 66x66 is not a positive multiple of the patch size 4");
+    EXPECT_CONTAINS(copy("timm_swin", [](json& c) { c["architecture"] = "swinv2_cr_tiny_224"; }),
+        "swinv2_cr_tiny_224: attnscope does not run timm's SwinTransformerV2Cr");
+    EXPECT_CONTAINS(copy("hf_swinv2",
+                        [](json& c) {
+                            c["model_type"] = "swin";
+                            c["architectures"] = { "SwinForImageClassification" };
+                        }),
+        "model_type \"swin\", but the tensors are a Swin v2's");
+    // where traces are read as a ViT's (the analyses, the window, Python), a Swin is refused saying so
+    EXPECT_CONTAINS(refusal(swinDir() + "/timm_swin"),
+        "timm_swin: a Swin (hierarchical windowed attention): attnscope-cli "
+        "info shows it and the engine runs it exactly, but the analyses");
+    // a Swin v2's tensors alone do not say its windows
+    fs::remove(m_dir / "config.json");
+    EXPECT_CONTAINS(refusal(m_dir.string()), "a Swin v2 checkpoint alone does not say its windows");
+}
