@@ -100,27 +100,33 @@ ModelConfig familyConfig(const std::string& name)
     return c;
 }
 
-std::string familyFolder(const Family& f)
+// `net`'s parameters drawn from N(0, 0.02) (seed 0), written as dir/model.safetensors beside dir/config.json.
+void writeRandomFolder(const std::string& dir, torch::nn::Module& net, const nlohmann::json& config)
 {
-    const std::string dir = (fs::temp_directory_path() / ("attnscope-bench-" + std::string(f.name))).string();
-    if (fs::exists(dir + "/model.safetensors"))
-        return dir;
-    VisionTransformer net(familyConfig(f.name));
     TensorMap tensors;
     {
         torch::NoGradGuard g;
         at::manual_seed(0);
-        for (auto& p : net->named_parameters()) {
+        for (auto& p : net.named_parameters()) {
             p.value().normal_(0, 0.02);
             tensors[p.key()] = p.value().detach();
         }
     }
     fs::create_directories(dir);
     writeSafetensors(dir + "/model.safetensors", tensors, { { "format", "pt" } });
+    writeFileAtomically(dir + "/config.json", config.dump(2) + "\n");
+}
+
+std::string familyFolder(const Family& f)
+{
+    const std::string dir = (fs::temp_directory_path() / ("attnscope-bench-" + std::string(f.name))).string();
+    if (fs::exists(dir + "/model.safetensors"))
+        return dir;
+    VisionTransformer net(familyConfig(f.name));
     const nlohmann::json config = { { "architecture", f.architecture },
                                     { "num_classes", 1000 },
                                     { "model_args", { { "num_heads", 6 }, { "img_size", 224 } } } };
-    writeFileAtomically(dir + "/config.json", config.dump(2) + "\n");
+    writeRandomFolder(dir, *net, config);
     return dir;
 }
 
@@ -149,19 +155,7 @@ std::string swinTinyFolder()
     for (int s = 0; s < 4; ++s)
         c.stages.push_back({ s == 2 ? 6 : 2, 3 << s, 96 << s, 4 * (96 << s), 7, 0 });
     SwinTransformer net(c);
-    TensorMap tensors;
-    {
-        torch::NoGradGuard g;
-        at::manual_seed(0);
-        for (auto& p : net->named_parameters()) {
-            p.value().normal_(0, 0.02);
-            tensors[p.key()] = p.value().detach();
-        }
-    }
-    fs::create_directories(dir);
-    writeSafetensors(dir + "/model.safetensors", tensors, { { "format", "pt" } });
-    const nlohmann::json config = { { "architecture", "swin_tiny_patch4_window7_224" }, { "num_classes", 1000 } };
-    writeFileAtomically(dir + "/config.json", config.dump(2) + "\n");
+    writeRandomFolder(dir, *net, { { "architecture", "swin_tiny_patch4_window7_224" }, { "num_classes", 1000 } });
     return dir;
 }
 

@@ -17,26 +17,26 @@ std::string swinDir() { return ATTNSCOPE_TEST_SOURCE_DIR "/golden/swin"; }
 
 Result<std::shared_ptr<const Model>> loadSwin(const std::string& path)
 {
-    LoadOptions options;
-    options.acceptHierarchical = true;
-    return Model::load(path, options);
+LoadOptions options;
+options.acceptHierarchical = true;
+return Model::load(path, options);
 }
 
 void expectSwinReferenceNumbers(const Model& model, const std::string& dir)
 {
-    RunOptions options;
-    options.record = RecordSpec::everything();
-    auto trace = model.run(loadNpy(dir + "/input.npy"), options);
-    ASSERT_TRUE(trace.ok()) << trace.message();
-    EXPECT_TRUE(closeTo(trace->logits, loadNpy(dir + "/logits.npy"), 1e-4)) << "logits";
-    const int depth = model.config().depth;
-    ASSERT_EQ(int(trace->attention.size()), depth + 1);
-    for (int l = 1; l <= depth; ++l)
-        EXPECT_TRUE(closeTo(trace->attention[size_t(l)], loadNpy(dir + "/attn_L" + std::to_string(l) + ".npy"), 1e-4))
-            << "attention " << l;
-    for (int l = 0; l <= depth; ++l)
-        EXPECT_TRUE(closeTo(trace->blocks[size_t(l)], loadNpy(dir + "/block_L" + std::to_string(l) + ".npy"), 1e-4))
-            << "block " << l;
+RunOptions options;
+options.record = RecordSpec::everything();
+auto trace = model.run(loadNpy(dir + "/input.npy"), options);
+ASSERT_TRUE(trace.ok()) << trace.message();
+EXPECT_TRUE(closeTo(trace->logits, loadNpy(dir + "/logits.npy"), 1e-4)) << "logits";
+const int depth = model.config().depth;
+ASSERT_EQ(int(trace->attention.size()), depth + 1);
+for (int l = 1; l <= depth; ++l)
+    EXPECT_TRUE(closeTo(trace->attention[size_t(l)], loadNpy(dir + "/attn_L" + std::to_string(l) + ".npy"), 1e-4))
+        << "attention " << l;
+for (int l = 0; l <= depth; ++l)
+    EXPECT_TRUE(closeTo(trace->blocks[size_t(l)], loadNpy(dir + "/block_L" + std::to_string(l) + ".npy"), 1e-4))
+        << "block " << l;
 }
 
 } // namespace

@@ -1,5 +1,7 @@
 #include "checkpoint/ConfigFields.h"
 
+#include <map>
+
 #include "io/LoadError.h"
 
 #include <algorithm>
@@ -89,6 +91,21 @@ std::vector<double> doubles(const json& v, const std::string& path, const char* 
         out.push_back(x.get<double>());
     }
     return out;
+}
+
+std::vector<std::string> labelsFromId2Label(const json& config)
+{
+    std::vector<std::string> labels;
+    if (!config.contains("id2label") || !config["id2label"].is_object())
+        return labels;
+    std::map<int, std::string> byId;
+    for (const auto& [k, v] : config["id2label"].items())
+        if (v.is_string())
+            byId[std::atoi(k.c_str())] = v.get<std::string>();
+    for (const auto& [id, name] : byId)
+        if (id == int(labels.size()))
+            labels.push_back(name);
+    return labels;
 }
 
 void listUnread(const json& object, const std::vector<std::string>& read, const std::string& prefix,

@@ -34,6 +34,9 @@ Activation activationFromName(const std::string& name, const std::string& path);
 Interpolation interpolationFromName(const std::string& name); // PIL's and timm's names
 // Appends the keys of `object` that are not in `read` to `out`, after `prefix` ("pretrained_cfg."): the keys of a
 // foreign config that attnscope ignores (ModelInfo::ignoredConfigKeys).
+// Hugging Face's id2label ({"0": "cat", ...}) as class names in index order, up to the first index missing; empty when
+// there is none.
+std::vector<std::string> labelsFromId2Label(const json& config);
 void listUnread(const json& object, const std::vector<std::string>& read, const std::string& prefix, std::vector<std::string>& out);
 
 } // namespace attnscope::fields

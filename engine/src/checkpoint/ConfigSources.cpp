@@ -263,15 +263,8 @@ void readConfigJson(const ConfigSources& src, const TensorMap& tensors, StatedCo
             const bool siglip = out.family == "siglip";
             c.activation = activationFromName(cfg.value("hidden_act", clip ? "quick_gelu" : siglip ? "gelu_pytorch_tanh" : "gelu"), cp);
             imageSize = sizePair(cfg.value("image_size", json(224)), cp, "image_size");
-            if (cfgTop.contains("id2label") && cfgTop["id2label"].is_object()) {
-                std::map<int, std::string> byId;
-                for (const auto& [k, v] : cfgTop["id2label"].items())
-                    if (v.is_string())
-                        byId[std::atoi(k.c_str())] = v.get<std::string>();
-                for (const auto& [id, name] : byId)
-                    if (id == int(out.labels.size()))
-                        out.labels.push_back(name);
-            }
+            if (const auto labels = labelsFromId2Label(cfgTop); !labels.empty())
+                out.labels = labels;
             // Every key read above; the rest (dropouts, initializer_range, label2id; qkv_bias,
             // which the tensors tell; ...) is listed as ignored.
             std::vector<std::string> visionKeys { "hidden_size", "num_hidden_layers", "num_channels",

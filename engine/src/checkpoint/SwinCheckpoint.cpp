@@ -15,226 +15,218 @@ using namespace naming;
 
 namespace {
 
-    std::string block(int s, int b) { return "layers." + std::to_string(s) + ".blocks." + std::to_string(b) + "."; }
+std::string block(int s, int b) { return "layers." + std::to_string(s) + ".blocks." + std::to_string(b) + "."; }
 
-    std::string joined(const std::vector<int>& v)
-    {
-        std::string s;
-        for (int x : v)
-            s += (s.empty() ? "" : ", ") + std::to_string(x);
-        return s;
+std::string joined(const std::vector<int>& v)
+{
+    std::string s;
+    for (int x : v)
+        s += (s.empty() ? "" : ", ") + std::to_string(x);
+    return s;
+}
+
+// A per-stage list ([7, 7, 14, 7]) or one value for every stage.
+std::vector<int> perStage(const json& v, size_t stages, const std::string& path, const std::string& what)
+{
+    std::vector<int> out;
+    if (v.is_array()) {
+        for (const auto& x : v)
+            out.push_back(intField(x, path, what));
+        if (out.size() != stages)
+            fail(path,
+                what + " has " + std::to_string(out.size()) + " values for " + std::to_string(stages) + " stages");
+    } else {
+        out.assign(stages, intField(v, path, what));
     }
+    return out;
+}
 
-    // A per-stage list ([7, 7, 14, 7]) or one value for every stage.
-    std::vector<int> perStage(const json& v, size_t stages, const std::string& path, const std::string& what)
-    {
-        std::vector<int> out;
-        if (v.is_array()) {
-            for (const auto& x : v)
-                out.push_back(intField(x, path, what));
-            if (out.size() != stages)
-                fail(path,
-                    what + " has " + std::to_string(out.size()) + " values for " + std::to_string(stages) + " stages");
-        } else {
-            out.assign(stages, intField(v, path, what));
+// What the tensors say: the stages, their widths, heads and MLPs; v1's windows from its tables (square windows).
+void readSwinTensors(
+    const TensorMap& t, const std::string& weightsPath, ModelConfig& c, std::vector<int>& tableWindows)
+{
+    const at::Tensor& pe = t.at("patch_embed.proj.weight");
+    if (pe.dim() != 4 || pe.size(2) != pe.size(3))
+        fail(weightsPath, "patch_embed.proj.weight: shape " + shapeString(pe) + ", expected [C, channels, P, P]");
+    c.patchSize = int(pe.size(2));
+    c.channels = int(pe.size(1));
+    const bool v2 = c.hierarchy == Hierarchy::SwinV2;
+    for (int s = 0; has(t, block(s, 0) + "norm1.weight"); ++s) {
+        SwinStage st;
+        while (has(t, block(s, st.depth) + "norm1.weight"))
+            ++st.depth;
+        const std::string p = block(s, 0);
+        st.width = int(t.at(p + "norm1.weight").size(0));
+        st.mlpHidden = int(t.at(p + "mlp.fc1.weight").size(0));
+        const std::string headsFrom = p + (v2 ? "attn.logit_scale" : "attn.relative_position_bias_table");
+        if (!has(t, headsFrom))
+            fail(weightsPath, "a Swin" + std::string(v2 ? " v2" : "") + " block without " + headsFrom);
+        const at::Tensor& h = t.at(headsFrom);
+        st.heads = int(v2 ? h.size(0) : h.size(1));
+        if (st.heads <= 0 || st.width % st.heads != 0)
+            fail(weightsPath,
+                headsFrom + ": " + std::to_string(st.heads) + " heads do not divide the width "
+                    + std::to_string(st.width));
+        const at::Tensor& qkv = t.at(p + "attn.qkv.weight");
+        if (qkv.dim() != 2 || qkv.size(0) != 3 * st.width)
+            fail(weightsPath,
+                p + "attn.qkv.weight: shape " + shapeString(qkv) + ", expected [" + std::to_string(3 * st.width)
+                    + ", " + std::to_string(st.width) + "] (an attention width of its own is not supported)");
+        if (!v2) {
+            const int64_t rows = h.size(0);
+            const int side = int(std::lround(std::sqrt(double(rows))));
+            tableWindows.push_back(int64_t(side) * side == rows && side % 2 == 1 ? (side + 1) / 2 : 0);
         }
-        return out;
-    }
-
-    // What the tensors say: the stages, their widths, heads and MLPs; v1's windows from its tables (square windows).
-    void readSwinTensors(
-        const TensorMap& t, const std::string& weightsPath, ModelConfig& c, std::vector<int>& tableWindows)
-    {
-        const at::Tensor& pe = t.at("patch_embed.proj.weight");
-        if (pe.dim() != 4 || pe.size(2) != pe.size(3))
-            fail(weightsPath, "patch_embed.proj.weight: shape " + shapeString(pe) + ", expected [C, channels, P, P]");
-        c.patchSize = int(pe.size(2));
-        c.channels = int(pe.size(1));
-        const bool v2 = c.hierarchy == Hierarchy::SwinV2;
-        for (int s = 0; has(t, block(s, 0) + "norm1.weight"); ++s) {
-            SwinStage st;
-            while (has(t, block(s, st.depth) + "norm1.weight"))
-                ++st.depth;
-            const std::string p = block(s, 0);
-            st.width = int(t.at(p + "norm1.weight").size(0));
-            st.mlpHidden = int(t.at(p + "mlp.fc1.weight").size(0));
-            const std::string headsFrom = p + (v2 ? "attn.logit_scale" : "attn.relative_position_bias_table");
-            if (!has(t, headsFrom))
-                fail(weightsPath, "a Swin" + std::string(v2 ? " v2" : "") + " block without " + headsFrom);
-            const at::Tensor& h = t.at(headsFrom);
-            st.heads = int(v2 ? h.size(0) : h.size(1));
-            if (st.heads <= 0 || st.width % st.heads != 0)
+        if (s > 0) {
+            const std::string r = "layers." + std::to_string(s) + ".downsample.reduction.weight";
+            const int in = c.stages.back().width;
+            if (!has(t, r) || t.at(r).dim() != 2 || t.at(r).size(0) != st.width || t.at(r).size(1) != 4 * in)
                 fail(weightsPath,
-                    headsFrom + ": " + std::to_string(st.heads) + " heads do not divide the width "
-                        + std::to_string(st.width));
-            const at::Tensor& qkv = t.at(p + "attn.qkv.weight");
-            if (qkv.dim() != 2 || qkv.size(0) != 3 * st.width)
-                fail(weightsPath,
-                    p + "attn.qkv.weight: shape " + shapeString(qkv) + ", expected [" + std::to_string(3 * st.width)
-                        + ", " + std::to_string(st.width) + "] (an attention width of its own is not supported)");
-            if (!v2) {
-                const int64_t rows = h.size(0);
-                const int side = int(std::lround(std::sqrt(double(rows))));
-                tableWindows.push_back(int64_t(side) * side == rows && side % 2 == 1 ? (side + 1) / 2 : 0);
-            }
-            if (s > 0) {
-                const std::string r = "layers." + std::to_string(s) + ".downsample.reduction.weight";
-                const int in = c.stages.back().width;
-                if (!has(t, r) || t.at(r).dim() != 2 || t.at(r).size(0) != st.width || t.at(r).size(1) != 4 * in)
-                    fail(weightsPath,
-                        r + ": expected [" + std::to_string(st.width) + ", " + std::to_string(4 * in)
-                            + "] between stages of widths " + std::to_string(in) + " and " + std::to_string(st.width));
-            }
-            c.stages.push_back(st);
+                    r + ": expected [" + std::to_string(st.width) + ", " + std::to_string(4 * in)
+                        + "] between stages of widths " + std::to_string(in) + " and " + std::to_string(st.width));
         }
-        if (c.stages.empty())
-            fail(weightsPath, "a Swin without layers.0.blocks.0");
-        if (has(t, "absolute_pos_embed"))
-            fail(weightsPath, "absolute_pos_embed: a Swin with an absolute position embedding (ape) is not supported");
-        c.qkvBias = has(t, "layers.0.blocks.0.attn.qkv.bias");
-        c.numClasses = has(t, "head.weight") ? int(t.at("head.weight").size(0)) : 0;
-        c.width = c.stages.back().width;
-        c.numHeads = c.stages.back().heads;
-        c.mlpHidden = c.stages.back().mlpHidden;
-        c.depth = 0;
-        for (const auto& st : c.stages)
-            c.depth += st.depth;
-        c.classToken = false;
-        c.posEmbed = false;
-        c.pooling = Pooling::PatchMean;
-        c.finalNorm = FinalNorm::AllTokens;
-        c.layerNormEps = 1e-5;
-        c.activation = Activation::Gelu;
-        c.blockNorm
-            = c.hierarchy == Hierarchy::SwinV2 ? BlockNorm::Post : BlockNorm::Pre; // v2 normalises after each branch
+        c.stages.push_back(st);
     }
+    if (c.stages.empty())
+        fail(weightsPath, "a Swin without layers.0.blocks.0");
+    if (has(t, "absolute_pos_embed"))
+        fail(weightsPath, "absolute_pos_embed: a Swin with an absolute position embedding (ape) is not supported");
+    c.qkvBias = has(t, "layers.0.blocks.0.attn.qkv.bias");
+    c.numClasses = has(t, "head.weight") ? int(t.at("head.weight").size(0)) : 0;
+    c.width = c.stages.back().width;
+    c.numHeads = c.stages.back().heads;
+    c.mlpHidden = c.stages.back().mlpHidden;
+    c.depth = 0;
+    for (const auto& st : c.stages)
+        c.depth += st.depth;
+    c.classToken = false;
+    c.posEmbed = false;
+    c.pooling = Pooling::PatchMean;
+    c.finalNorm = FinalNorm::AllTokens;
+    c.layerNormEps = 1e-5;
+    c.activation = Activation::Gelu;
+    c.blockNorm
+        = c.hierarchy == Hierarchy::SwinV2 ? BlockNorm::Post : BlockNorm::Pre; // v2 normalises after each branch
+}
 
-    // What a config states of the stages (depths, heads, embed_dim, patch size) must be what the tensors say.
-    void checkStages(const json& cfg, const ModelConfig& c, const std::string& path, const char* depthsKey,
-        const char* headsKey, const char* widthKey, const char* patchKey)
-    {
-        std::vector<int> depths, heads;
-        for (const auto& st : c.stages) {
-            depths.push_back(st.depth);
-            heads.push_back(st.heads);
-        }
-        if (cfg.contains(depthsKey) && perStage(cfg[depthsKey], c.stages.size(), path, depthsKey) != depths)
-            fail(path,
-                std::string(depthsKey) + " " + cfg[depthsKey].dump()
-                    + " contradicts the checkpoint's blocks per stage (" + joined(depths) + ")");
-        if (cfg.contains(headsKey) && perStage(cfg[headsKey], c.stages.size(), path, headsKey) != heads)
-            fail(path,
-                std::string(headsKey) + " " + cfg[headsKey].dump() + " contradicts the checkpoint's heads per stage ("
-                    + joined(heads) + ")");
-        if (cfg.contains(widthKey) && intField(cfg[widthKey], path, widthKey) != c.stages.front().width)
-            fail(path,
-                std::string(widthKey) + " " + cfg[widthKey].dump() + " contradicts the checkpoint's first width "
-                    + std::to_string(c.stages.front().width));
-        if (cfg.contains(patchKey) && sideField(cfg[patchKey], path, patchKey) != c.patchSize)
-            fail(path,
-                std::string(patchKey) + " " + cfg[patchKey].dump() + " contradicts patch_embed.proj.weight's "
-                    + std::to_string(c.patchSize));
+// What a config states of the stages (depths, heads, embed_dim, patch size) must be what the tensors say.
+void checkStages(const json& cfg, const ModelConfig& c, const std::string& path, const char* depthsKey,
+    const char* headsKey, const char* widthKey, const char* patchKey)
+{
+    std::vector<int> depths, heads;
+    for (const auto& st : c.stages) {
+        depths.push_back(st.depth);
+        heads.push_back(st.heads);
     }
+    if (cfg.contains(depthsKey) && perStage(cfg[depthsKey], c.stages.size(), path, depthsKey) != depths)
+        fail(path,
+            std::string(depthsKey) + " " + cfg[depthsKey].dump()
+                + " contradicts the checkpoint's blocks per stage (" + joined(depths) + ")");
+    if (cfg.contains(headsKey) && perStage(cfg[headsKey], c.stages.size(), path, headsKey) != heads)
+        fail(path,
+            std::string(headsKey) + " " + cfg[headsKey].dump() + " contradicts the checkpoint's heads per stage ("
+                + joined(heads) + ")");
+    if (cfg.contains(widthKey) && intField(cfg[widthKey], path, widthKey) != c.stages.front().width)
+        fail(path,
+            std::string(widthKey) + " " + cfg[widthKey].dump() + " contradicts the checkpoint's first width "
+                + std::to_string(c.stages.front().width));
+    if (cfg.contains(patchKey) && sideField(cfg[patchKey], path, patchKey) != c.patchSize)
+        fail(path,
+            std::string(patchKey) + " " + cfg[patchKey].dump() + " contradicts patch_embed.proj.weight's "
+                + std::to_string(c.patchSize));
+}
 
-    struct SwinStated {
-        std::vector<int> windows, pretrained;
-        std::optional<std::pair<int, int>> imageSize;
-        std::string windowSource;
-    };
+struct SwinStated {
+    std::vector<int> windows, pretrained;
+    std::optional<std::pair<int, int>> imageSize;
+    std::string windowSource;
+};
 
-    void readTimmSwinConfig(const ConfigSources& src, ResolvedConfig& out, SwinStated& stated)
-    {
-        const json& cfg = *src.config;
-        const std::string& cp = src.configPath;
-        const std::string arch = cfg["architecture"].get<std::string>();
-        const TimmArchitecture* entry = findTimmArchitecture(arch);
-        const std::string family = out.model.hierarchy == Hierarchy::SwinV2 ? "swinv2" : "swin";
-        if (!entry || entry->family != family)
+void readTimmSwinConfig(const ConfigSources& src, ResolvedConfig& out, SwinStated& stated)
+{
+    const json& cfg = *src.config;
+    const std::string& cp = src.configPath;
+    const std::string arch = cfg["architecture"].get<std::string>();
+    const TimmArchitecture* entry = findTimmArchitecture(arch);
+    const std::string family = out.model.hierarchy == Hierarchy::SwinV2 ? "swinv2" : "swin";
+    if (!entry || entry->family != family)
+        fail(cp,
+            "architecture \"" + arch + "\" is not one of timm " + timmRegistryVersion() + "'s " + family
+                + " models, but the tensors are a " + (family == "swin" ? "Swin" : "Swin v2") + "'s");
+    const json args = cfg.value("model_args", json::object());
+    static const std::vector<std::string> known { "img_size", "patch_size", "window_size", "embed_dim", "depths",
+        "num_heads", "num_classes", "in_chans", "global_pool", "pretrained_window_sizes", "mlp_ratio", "qkv_bias",
+        "drop_rate", "proj_drop_rate", "attn_drop_rate", "drop_path_rate" };
+    for (const auto& [key, value] : args.items())
+        if (std::find(known.begin(), known.end(), key) == known.end())
             fail(cp,
-                "architecture \"" + arch + "\" is not one of timm " + timmRegistryVersion() + "'s " + family
-                    + " models, but the tensors are a " + (family == "swin" ? "Swin" : "Swin v2") + "'s");
-        const json args = cfg.value("model_args", json::object());
-        static const std::vector<std::string> known { "img_size", "patch_size", "window_size", "embed_dim", "depths",
-            "num_heads", "num_classes", "in_chans", "global_pool", "pretrained_window_sizes", "mlp_ratio", "qkv_bias",
-            "drop_rate", "proj_drop_rate", "attn_drop_rate", "drop_path_rate" };
-        for (const auto& [key, value] : args.items())
-            if (std::find(known.begin(), known.end(), key) == known.end())
-                fail(cp,
-                    "model_args." + key + " = " + value.dump() + " changes the model in a way attnscope does not run");
-        const size_t n = out.model.stages.size();
-        checkStages(args, out.model, cp, "depths", "num_heads", "embed_dim", "patch_size");
-        const std::string pool = args.value("global_pool", cfg.value("global_pool", std::string("avg")));
-        if (pool != "avg")
-            fail(cp, "global_pool \"" + pool + "\": attnscope runs Swin's average pooling only");
-        if (args.contains("window_size")) {
-            stated.windows = perStage(args["window_size"], n, cp, "model_args.window_size");
-            stated.windowSource = "config.json model_args.window_size";
-        } else {
-            stated.windows.assign(entry->windows, entry->windows + std::min<size_t>(n, 4));
-            stated.windowSource = "timm's " + arch;
-        }
-        if (args.contains("pretrained_window_sizes"))
-            stated.pretrained = perStage(args["pretrained_window_sizes"], n, cp, "model_args.pretrained_window_sizes");
-        else
-            stated.pretrained.assign(entry->pretrainedWindows, entry->pretrainedWindows + std::min<size_t>(n, 4));
-        if (args.contains("img_size"))
-            stated.imageSize = sizePair(args["img_size"], cp, "model_args.img_size");
-        const json pc = cfg.value("pretrained_cfg", json::object());
-        if (pc.is_object() && !pc.empty()) {
-            out.preprocess = preprocessFromTimm(pc, out.model.channels);
-            if (!stated.imageSize && pc.contains("input_size") && pc["input_size"].is_array()
-                && pc["input_size"].size() == 3)
-                stated.imageSize = std::make_pair(intField(pc["input_size"][1], cp, "pretrained_cfg.input_size"),
-                    intField(pc["input_size"][2], cp, "pretrained_cfg.input_size"));
-        }
-        out.family = family;
-        out.recognition = "timm " + std::string(entry->name) + " (config.json architecture, timm "
-            + timmRegistryVersion() + "'s registry)";
-        out.source = "config.json (timm " + arch + ")";
+                "model_args." + key + " = " + value.dump() + " changes the model in a way attnscope does not run");
+    const size_t n = out.model.stages.size();
+    checkStages(args, out.model, cp, "depths", "num_heads", "embed_dim", "patch_size");
+    const std::string pool = args.value("global_pool", cfg.value("global_pool", std::string("avg")));
+    if (pool != "avg")
+        fail(cp, "global_pool \"" + pool + "\": attnscope runs Swin's average pooling only");
+    if (args.contains("window_size")) {
+        stated.windows = perStage(args["window_size"], n, cp, "model_args.window_size");
+        stated.windowSource = "config.json model_args.window_size";
+    } else {
+        stated.windows.assign(entry->windows, entry->windows + std::min<size_t>(n, 4));
+        stated.windowSource = "timm's " + arch;
     }
+    if (args.contains("pretrained_window_sizes"))
+        stated.pretrained = perStage(args["pretrained_window_sizes"], n, cp, "model_args.pretrained_window_sizes");
+    else
+        stated.pretrained.assign(entry->pretrainedWindows, entry->pretrainedWindows + std::min<size_t>(n, 4));
+    if (args.contains("img_size"))
+        stated.imageSize = sizePair(args["img_size"], cp, "model_args.img_size");
+    const json pc = cfg.value("pretrained_cfg", json::object());
+    if (pc.is_object() && !pc.empty()) {
+        out.preprocess = preprocessFromTimm(pc, out.model.channels);
+        if (!stated.imageSize && pc.contains("input_size") && pc["input_size"].is_array()
+            && pc["input_size"].size() == 3)
+            stated.imageSize = std::make_pair(intField(pc["input_size"][1], cp, "pretrained_cfg.input_size"),
+                intField(pc["input_size"][2], cp, "pretrained_cfg.input_size"));
+    }
+    out.family = family;
+    out.recognition = "timm " + std::string(entry->name) + " (config.json architecture, timm "
+        + timmRegistryVersion() + "'s registry)";
+    out.source = "config.json (timm " + arch + ")";
+}
 
-    void readHuggingFaceSwinConfig(const ConfigSources& src, ResolvedConfig& out, SwinStated& stated)
-    {
-        const json& cfg = *src.config;
-        const std::string& cp = src.configPath;
-        const std::string type = cfg["model_type"].get<std::string>();
-        const std::string family = out.model.hierarchy == Hierarchy::SwinV2 ? "swinv2" : "swin";
-        if (type != family)
-            fail(cp,
-                "model_type \"" + type + "\", but the tensors are a " + (family == "swin" ? "Swin" : "Swin v2") + "'s");
-        const size_t n = out.model.stages.size();
-        checkStages(cfg, out.model, cp, "depths", "num_heads", "embed_dim", "patch_size");
-        if (cfg.value("use_absolute_embeddings", false))
-            fail(cp, "use_absolute_embeddings: a Swin with an absolute position embedding is not supported");
-        out.model.activation = activationFromName(cfg.value("hidden_act", std::string("gelu")), cp);
-        if (out.model.activation != Activation::Gelu)
-            fail(cp, "hidden_act \"" + cfg.value("hidden_act", std::string()) + "\": attnscope runs Swin with GELU");
-        out.model.layerNormEps = cfg.value("layer_norm_eps", 1e-5);
-        stated.windows = perStage(cfg.value("window_size", json(7)), n, cp, "window_size");
-        stated.windowSource = "config.json window_size";
-        if (family == "swinv2")
-            stated.pretrained
-                = perStage(cfg.value("pretrained_window_sizes", json(0)), n, cp, "pretrained_window_sizes");
-        stated.imageSize = sizePair(cfg.value("image_size", json(224)), cp, "image_size");
-        if (cfg.contains("id2label") && cfg["id2label"].is_object()) {
-            std::map<int, std::string> byId;
-            for (const auto& [k, v] : cfg["id2label"].items())
-                if (v.is_string())
-                    byId[std::atoi(k.c_str())] = v.get<std::string>();
-            for (const auto& [id, name] : byId)
-                if (id == int(out.labels.size()))
-                    out.labels.push_back(name);
-        }
-        if (src.preprocessor)
-            out.preprocess = preprocessFromHuggingFace(*src.preprocessor, src.preprocessorPath);
-        out.family = family;
-        const auto classes = cfg.value("architectures", json::array());
-        out.recognition = "Hugging Face " + type
-            + (classes.is_array() && !classes.empty() && classes[0].is_string() ? " " + classes[0].get<std::string>()
-                                                                                : std::string())
-            + " (config.json model_type)";
-        out.source = "config.json (Hugging Face " + type + ")";
-    }
+void readHuggingFaceSwinConfig(const ConfigSources& src, ResolvedConfig& out, SwinStated& stated)
+{
+    const json& cfg = *src.config;
+    const std::string& cp = src.configPath;
+    const std::string type = cfg["model_type"].get<std::string>();
+    const std::string family = out.model.hierarchy == Hierarchy::SwinV2 ? "swinv2" : "swin";
+    if (type != family)
+        fail(cp,
+            "model_type \"" + type + "\", but the tensors are a " + (family == "swin" ? "Swin" : "Swin v2") + "'s");
+    const size_t n = out.model.stages.size();
+    checkStages(cfg, out.model, cp, "depths", "num_heads", "embed_dim", "patch_size");
+    if (cfg.value("use_absolute_embeddings", false))
+        fail(cp, "use_absolute_embeddings: a Swin with an absolute position embedding is not supported");
+    out.model.activation = activationFromName(cfg.value("hidden_act", std::string("gelu")), cp);
+    if (out.model.activation != Activation::Gelu)
+        fail(cp, "hidden_act \"" + cfg.value("hidden_act", std::string()) + "\": attnscope runs Swin with GELU");
+    out.model.layerNormEps = cfg.value("layer_norm_eps", 1e-5);
+    stated.windows = perStage(cfg.value("window_size", json(7)), n, cp, "window_size");
+    stated.windowSource = "config.json window_size";
+    if (family == "swinv2")
+        stated.pretrained
+            = perStage(cfg.value("pretrained_window_sizes", json(0)), n, cp, "pretrained_window_sizes");
+    stated.imageSize = sizePair(cfg.value("image_size", json(224)), cp, "image_size");
+    out.labels = labelsFromId2Label(cfg);
+    if (src.preprocessor)
+        out.preprocess = preprocessFromHuggingFace(*src.preprocessor, src.preprocessorPath);
+    out.family = family;
+    const auto classes = cfg.value("architectures", json::array());
+    out.recognition = "Hugging Face " + type
+        + (classes.is_array() && !classes.empty() && classes[0].is_string() ? " " + classes[0].get<std::string>()
+                                                                            : std::string())
+        + " (config.json model_type)";
+    out.source = "config.json (Hugging Face " + type + ")";
+}
 
 } // namespace
 

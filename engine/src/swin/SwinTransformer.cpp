@@ -12,64 +12,64 @@ namespace attnscope {
 
 namespace {
 
-    at::Tensor param(torch::nn::Module& m, const std::string& name, at::IntArrayRef shape)
-    {
-        return m.register_parameter(name, at::empty(shape), /*requires_grad=*/false);
-    }
+at::Tensor param(torch::nn::Module& m, const std::string& name, at::IntArrayRef shape)
+{
+    return m.register_parameter(name, at::empty(shape), /*requires_grad=*/false);
+}
 
-    torch::nn::Module& child(torch::nn::Module& parent, const std::string& name)
-    {
-        return *parent.register_module(name, std::make_shared<torch::nn::Module>());
-    }
+torch::nn::Module& child(torch::nn::Module& parent, const std::string& name)
+{
+    return *parent.register_module(name, std::make_shared<torch::nn::Module>());
+}
 
-    // Row-major windows of [B, H, W, C] (H, W multiples of the window) -> [B * nW, wh * ww, C].
-    at::Tensor partition(const at::Tensor& x, int wh, int ww)
-    {
-        const int64_t b = x.size(0), h = x.size(1), w = x.size(2), c = x.size(3);
-        return x.view({ b, h / wh, wh, w / ww, ww, c })
-            .permute({ 0, 1, 3, 2, 4, 5 })
-            .reshape({ -1, int64_t(wh) * ww, c });
-    }
+// Row-major windows of [B, H, W, C] (H, W multiples of the window) -> [B * nW, wh * ww, C].
+at::Tensor partition(const at::Tensor& x, int wh, int ww)
+{
+    const int64_t b = x.size(0), h = x.size(1), w = x.size(2), c = x.size(3);
+    return x.view({ b, h / wh, wh, w / ww, ww, c })
+        .permute({ 0, 1, 3, 2, 4, 5 })
+        .reshape({ -1, int64_t(wh) * ww, c });
+}
 
-    // The inverse of partition, for a batch of `b`.
-    at::Tensor unpartition(const at::Tensor& windows, int64_t b, int64_t h, int64_t w, int wh, int ww)
-    {
-        const int64_t c = windows.size(-1);
-        return windows.view({ b, h / wh, w / ww, wh, ww, c }).permute({ 0, 1, 3, 2, 4, 5 }).reshape({ b, h, w, c });
-    }
+// The inverse of partition, for a batch of `b`.
+at::Tensor unpartition(const at::Tensor& windows, int64_t b, int64_t h, int64_t w, int wh, int ww)
+{
+    const int64_t c = windows.size(-1);
+    return windows.view({ b, h / wh, w / ww, wh, ww, c }).permute({ 0, 1, 3, 2, 4, 5 }).reshape({ b, h, w, c });
+}
 
-    // The relative position index of a wh x ww window [N, N] (timm's: (dy + wh - 1) * (2 ww - 1) + dx + ww - 1).
-    at::Tensor relativeIndex(int wh, int ww)
-    {
-        const int64_t n = int64_t(wh) * ww;
-        at::Tensor index = at::empty({ n, n }, at::kLong);
-        auto a = index.accessor<int64_t, 2>();
-        for (int64_t i = 0; i < n; ++i)
-            for (int64_t j = 0; j < n; ++j) {
-                const int64_t dy = i / ww - j / ww, dx = i % ww - j % ww;
-                a[i][j] = (dy + wh - 1) * (2 * ww - 1) + dx + ww - 1;
-            }
-        return index;
-    }
+// The relative position index of a wh x ww window [N, N] (timm's: (dy + wh - 1) * (2 ww - 1) + dx + ww - 1).
+at::Tensor relativeIndex(int wh, int ww)
+{
+    const int64_t n = int64_t(wh) * ww;
+    at::Tensor index = at::empty({ n, n }, at::kLong);
+    auto a = index.accessor<int64_t, 2>();
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            const int64_t dy = i / ww - j / ww, dx = i % ww - j % ww;
+            a[i][j] = (dy + wh - 1) * (2 * ww - 1) + dx + ww - 1;
+        }
+    return index;
+}
 
-    // The shifted windows' mask [nW, N, N]: 0 between tokens of one region of the rolled grid, -100 across regions
-    // (timm's get_attn_mask over the padded grid hp x wp).
-    at::Tensor shiftMask(const WindowBlock& g)
-    {
-        const int hp = g.windowsDown() * g.windowH, wp = g.windowsAcross() * g.windowW;
-        at::Tensor regions = at::zeros({ 1, hp, wp, 1 }, at::kFloat);
-        const int hs[4] = { 0, hp - g.windowH, hp - g.shiftH, hp };
-        const int ws[4] = { 0, wp - g.windowW, wp - g.shiftW, wp };
-        float label = 0;
-        for (int i = 0; i < 3; ++i)
-            for (int j = 0; j < 3; ++j) {
-                regions.slice(1, hs[i], hs[i + 1]).slice(2, ws[j], ws[j + 1]).fill_(label);
-                label += 1;
-            }
-        const at::Tensor m = partition(regions, g.windowH, g.windowW).squeeze(-1); // [nW, N]
-        const at::Tensor diff = m.unsqueeze(1) - m.unsqueeze(2);
-        return at::where(diff != 0, at::full({}, -100.0f), at::zeros({}, at::kFloat));
-    }
+// The shifted windows' mask [nW, N, N]: 0 between tokens of one region of the rolled grid, -100 across regions
+// (timm's get_attn_mask over the padded grid hp x wp).
+at::Tensor shiftMask(const WindowBlock& g)
+{
+    const int hp = g.windowsDown() * g.windowH, wp = g.windowsAcross() * g.windowW;
+    at::Tensor regions = at::zeros({ 1, hp, wp, 1 }, at::kFloat);
+    const int hs[4] = { 0, hp - g.windowH, hp - g.shiftH, hp };
+    const int ws[4] = { 0, wp - g.windowW, wp - g.shiftW, wp };
+    float label = 0;
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            regions.slice(1, hs[i], hs[i + 1]).slice(2, ws[j], ws[j + 1]).fill_(label);
+            label += 1;
+        }
+    const at::Tensor m = partition(regions, g.windowH, g.windowW).squeeze(-1); // [nW, N]
+    const at::Tensor diff = m.unsqueeze(1) - m.unsqueeze(2);
+    return at::where(diff != 0, at::full({}, -100.0f), at::zeros({}, at::kFloat));
+}
 
 } // namespace
 
