@@ -7,6 +7,12 @@
 
 #include <attnscope/Model.h>
 
+#include "checkpoint/SafeTensors.h"
+
+#include <ATen/ATen.h>
+
+#include <regex>
+
 using namespace attnscope;
 using namespace attnscope::test;
 using namespace attnscope::test::families;
@@ -89,6 +95,40 @@ TEST(Swin, BlocksHaveTheirStagesGridWindowAndShift)
     auto other = (*model)->withInputSize(96, 96);
     ASSERT_FALSE(other.ok());
     EXPECT_CONTAINS(other.message(), "a Swin runs at its input size 64x64 only");
+}
+
+// The original release's layout (microsoft/Swin-Transformer, timm before 0.9): patch merging at the end of a stage,
+// the masks and indices saved as buffers. Made from timm_swin's tensors: the same numbers. A bare file: the windows come
+// from the tables' sizes and the input size is a guess, said as one.
+TEST_F(Families, TheOriginalSwinLayoutGivesTheSameNumbers)
+{
+    TensorMap moved;
+    for (auto& [name, tensor] : readSafetensors(swinDir() + "/timm_swin/model.safetensors").tensors) {
+        std::smatch m;
+        static const std::regex down("^layers\\.(\\d+)\\.downsample\\.(.*)$");
+        if (std::regex_match(name, m, down))
+            moved["layers." + std::to_string(std::stoi(m[1]) - 1) + ".downsample." + m[2].str()] = tensor;
+        else
+            moved[name] = tensor;
+    }
+    moved["layers.0.blocks.1.attn_mask"] = at::zeros({ 16, 16, 16 });
+    moved["layers.0.blocks.0.attn.relative_position_index"] = at::zeros({ 16, 16 });
+    ASSERT_TRUE(moved.count("layers.0.downsample.reduction.weight"));
+    writeSafetensors((m_dir / "swin_tiny_patch4_window7_224.safetensors").string(), moved);
+    LoadOptions options;
+    options.acceptHierarchical = true;
+    auto model = Model::load((m_dir / "swin_tiny_patch4_window7_224.safetensors").string(), options);
+    ASSERT_TRUE(model.ok()) << model.message();
+    ASSERT_EQ((*model)->info().guesses.size(), 1u);
+    EXPECT_CONTAINS((*model)->info().guesses[0], "input size 224x224: no config.json states it");
+    auto at64 = (*model)->withInputSize(64, 64);
+    EXPECT_FALSE(at64.ok()); // a Swin runs at the size it was made for: a config must say 64
+    writeBytes(m_dir / "config.json", json({ { "architecture", "swin_tiny_patch4_window7_224" },
+                                             { "model_args", { { "img_size", 64 }, { "window_size", 4 } } } })
+                                          .dump());
+    model = Model::load(m_dir.string(), options);
+    ASSERT_TRUE(model.ok()) << model.message();
+    expectSwinReferenceNumbers(**model, swinDir() + "/timm_swin");
 }
 
 TEST_F(Families, SwinsThatCannotBeRunAsTheySayAreRefused)

@@ -228,6 +228,23 @@ void readHuggingFaceSwinConfig(const ConfigSources& src, ResolvedConfig& out, Sw
     out.source = "config.json (Hugging Face " + type + ")";
 }
 
+// Takes the tensors of stage i's patch merging (`down` matches their names: the stage, then the rest of the name) out
+// of `t` as layers.(i+1).downsample.*: where timm merges, at the start of the next stage.
+TensorMap takeDownsamples(TensorMap& t, const std::regex& down)
+{
+    TensorMap moved;
+    for (auto it = t.begin(); it != t.end();) {
+        std::smatch m;
+        if (std::regex_match(it->first, m, down)) {
+            moved["layers." + std::to_string(std::stoi(m[1]) + 1) + ".downsample." + m[2].str()] = it->second;
+            it = t.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return moved;
+}
+
 } // namespace
 
 bool isSwinLayout(const TensorMap& t)
@@ -246,17 +263,7 @@ TensorMap fromSwin(TensorMap t, NamingHints& hints, const std::string& path)
     if (hf) {
         const std::string p = *hf == "" ? "" : (*hf).substr(0, hf->size() - 1) + "\\.";
         // transformers merges patches at the end of a stage, timm at the start of the next: layers.i -> layers.i+1
-        TensorMap moved;
-        const std::regex down("^" + p + "encoder\\.layers\\.(\\d+)\\.downsample\\.(.*)$");
-        for (auto it = t.begin(); it != t.end();) {
-            std::smatch m;
-            if (std::regex_match(it->first, m, down)) {
-                moved["layers." + std::to_string(std::stoi(m[1]) + 1) + ".downsample." + m[2].str()] = it->second;
-                it = t.erase(it);
-            } else {
-                ++it;
-            }
-        }
+        const TensorMap moved = takeDownsamples(t, std::regex("^" + p + "encoder\\.layers\\.(\\d+)\\.downsample\\.(.*)$"));
         t = applyRules(std::move(t),
             {
                 drop("^" + p + "embeddings\\.mask_token$"),
@@ -283,6 +290,12 @@ TensorMap fromSwin(TensorMap t, NamingHints& hints, const std::string& path)
         fuseQkv(t, "attn.q.", "attn.k.", "attn.v.", "attn.qkv.", path);
         hints.naming = "huggingface";
     } else {
+        // The original release (microsoft/Swin-Transformer; timm before 0.9) merges at the end of a stage too: a stage-0
+        // downsample says so.
+        if (has(t, "layers.0.downsample.reduction.weight")) {
+            const TensorMap moved = takeDownsamples(t, std::regex("^layers\\.(\\d+)\\.downsample\\.(.*)$"));
+            t.insert(moved.begin(), moved.end());
+        }
         t = applyRules(std::move(t),
             {
                 drop("\\.attn\\.(relative_position_index|relative_coords_table|k_bias)$"),
