@@ -2,7 +2,7 @@
 
 #include "checkpoint/SafeTensors.h"
 #include "io/AtomicFile.h"
-#include "swin/SwinTransformer.h"
+#include "vit/SwinTransformer.h"
 #include "train/ModelWriter.h"
 #include "vit/VisionTransformer.h"
 

@@ -1,8 +1,8 @@
 #pragma once
 
-#include "swin/SwinTransformer.h"
 #include "vit/AttentionProducts.h"
 #include "vit/PackedLinear.h"
+#include "vit/SwinTransformer.h"
 #include "vit/VisionTransformer.h"
 #include "attnscope/Model.h"
 

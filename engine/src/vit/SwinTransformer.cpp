@@ -1,6 +1,6 @@
 // Swin and Swin v2's forward (docs/models.md, "Swin"), in timm's order of operations, so that its numbers are timm's
 // (and transformers', whose arithmetic is the same) to float rounding: tests/engine/SwinTest.cpp.
-#include "swin/SwinTransformer.h"
+#include "vit/SwinTransformer.h"
 
 #include "vit/VisionTransformer.h"
 
