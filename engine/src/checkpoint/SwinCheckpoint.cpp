@@ -380,7 +380,6 @@ ResolvedConfig resolveSwinConfig(
     c.imageWidth = size.second;
     // Each v1 table must be its block's window's, as the grid clips it.
     if (c.hierarchy == Hierarchy::Swin) {
-        int l = 0;
         for (const WindowBlock& g : windowBlocks(c)) {
             const std::string name = block(g.stage, g.index) + "attn.relative_position_bias_table";
             const int64_t rows = int64_t(2 * g.windowH - 1) * (2 * g.windowW - 1);
@@ -390,7 +389,6 @@ ResolvedConfig resolveSwinConfig(
                         + std::to_string(g.heads) + "] for a " + std::to_string(g.windowH) + "x"
                         + std::to_string(g.windowW) + " window (" + stated.windowSource + ", a "
                         + std::to_string(g.gridH) + "x" + std::to_string(g.gridW) + " grid)");
-            ++l;
         }
     }
     std::vector<int> depths, heads, windows;
