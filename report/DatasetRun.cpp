@@ -94,8 +94,37 @@ attnscope::Result<std::shared_ptr<ReportResults>> DatasetRun::run()
 
 // --- plan: the runs, the images of this shard, the journal, the figures of the images behind a resumed run
 
+// What a hierarchical model (Swin) takes so far (docs/analyses.md, "Hierarchical models"): the token similarity, the
+// attention analyses and grids, the head centres, the SNR and head ablation; the rest is refused in one line.
+static attnscope::Status hierarchicalRefusal(const ReportRequest& r)
+{
+    for (const auto* m : { r.model.get(), r.compare.get() }) {
+        if (!m || !m->config().hierarchical())
+            continue;
+        const auto& o = r.options;
+        std::string refused;
+        const auto add = [&](bool on, const char* what) { refused += on ? std::string(refused.empty() ? "" : ", ") + what : ""; };
+        add(o.decomposition, "decomposition");
+        add(o.relevance, "relevance");
+        add(o.norms, "norms");
+        add(r.queryKey.enabled, "qkmap");
+        const std::string what = m->info().path + ": a Swin (hierarchical windowed attention) ";
+        if (!refused.empty())
+            return Error { what + "takes the analyses similarity, attention, centres, snr and ablation so far, not " + refused + " (docs/analyses.md, \"Hierarchical models\")" };
+        if (o.analysesOnDevice.value_or(false))
+            return Error { what + "runs its analyses on the host (--analyses-on host or auto)" };
+        if (r.neutreno || r.boost)
+            return Error { what + "runs without the NeuTRENO and Boost variants" };
+        if (o.alsoRecord.attention || o.alsoRecord.blocks || o.alsoRecord.attnBranch || o.alsoRecord.residual)
+            return Error { what + "has no tensor dump yet (--dump-tensors)" };
+    }
+    return attnscope::Done {};
+}
+
 attnscope::Status DatasetRun::plan()
 {
+    if (auto refused = hierarchicalRefusal(m_request); !refused)
+        return refused.error();
     const std::string& name = m_request.modelName;
     addRun(m_request.model, name, m_base);
     if (m_request.neutreno || m_request.boost) {
@@ -175,6 +204,12 @@ void DatasetRun::addRun(std::shared_ptr<const attnscope::Model> m, const std::st
                        { "attention", toString(i.config.attention) },
                        { "input_size", { i.config.imageHeight, i.config.imageWidth } },
                        { "trained_input_size", { i.trainedHeight, i.trainedWidth } } };
+    if (i.config.hierarchical()) { // the stage of every block, 1-based: the CSVs' stage column (summaryOf)
+        std::vector<int> stages;
+        for (const auto& b : attnscope::windowBlocks(i.config))
+            stages.push_back(b.stage + 1);
+        r.output.model["block_stages"] = stages;
+    }
     r.output.options = { { "neutreno_lambda", o.neutrenoLambda.value_or(i.config.neutrenoLambda) },
                          { "boost_t", o.boostT.value_or(i.config.boostT) }, { "seed", o.seed }, { "draws", o.draws } };
     std::string noises;

@@ -27,6 +27,9 @@ attnscope::AnalysisSummary summaryOf(const RunOutput& run)
     s.model = run.model.value("name", run.label);
     s.label = run.label;
     s.patchSize = run.patchSize;
+    if (run.model.contains("block_stages") && run.model["block_stages"].is_array())
+        for (const auto& stage : run.model["block_stages"])
+            s.blockStages.push_back(stage.is_number_integer() ? stage.get<int>() : 0);
     // Only what differs from a plain run, so that figure subtitles stay short.
     std::string opts;
     const auto add = [&](const std::string& text) { opts += (opts.empty() ? "" : ", ") + text; };

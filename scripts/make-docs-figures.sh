@@ -25,7 +25,12 @@ trap 'rm -rf "$tmp"' EXIT
     --out "$tmp/ablation" --analyses ablation --formats png
 "$build/app/attnscope-cli" analyze --model builtin:fmnist-vit --images "$tmp/images" --out "$tmp/qkmap" --analyses qkmap \
     --grid-images 0 --formats png
+# A Swin's attention grid: the Swin test fixture (tests/golden/swin/timm_swin: 3 stages over a 16x16 grid, windows of
+# 4, seeded random weights: no trained Swin can be downloaded here) on a photo, for a patch near the cat's eye.
+"$build/app/attnscope-cli" analyze --model tests/golden/swin/timm_swin --images resources/samples/photos/chelsea.png \
+    --out "$tmp/swin" --analyses attention --query 6,9 --formats png
 mkdir -p docs/figures
+cp "$tmp/swin/figures/attention_grid.png" docs/figures/swin_attention_grid.png
 cp "$tmp/ablation/figures/head_ablation.png" docs/figures/
 cp "$tmp/qkmap/figures/qkmap.png" "$tmp/qkmap/figures/qkmap_grid.png" docs/figures/
 cp "$tmp/size/figures/attention_grid.png" docs/figures/input_size_grid.png

@@ -29,6 +29,9 @@ run_small compare-variant-1280x800.png builtin:fmnist-vit $samples --compare bui
 run_small snr-diagnostics-1280x800.png builtin:fmnist-vit $samples --compare builtin:fmnist-quadratic --variant 0.6,0.3 --figure 2
 run_small head-kernels-1280x800.png builtin:fmnist-vit $samples --figure 7
 run_small tiles-12-layers-1280x800.png builtin:fmnist-vit $samples --layer 7 --head 2 --query 24
+# A Swin (issue 46): the test fixture tests/golden/swin/timm_swin (seeded random weights: no trained Swin can be
+# downloaded here) on a photo; block 2 (shifted), head 1, the patch (5, 6): its shifted window, the tiles per stage.
+run_small swin-window-1280x800.png tests/golden/swin/timm_swin resources/samples/photos/chelsea.png --layer 2 --head 1 --query 86
 # Head importance (issue 35): the set's ablation on the tiles, one head ablated, the Query-key map dock; and at 1600 x 1000.
 run_small head-importance-1280x800.png builtin:fmnist-vit $samples --analyse-set --set-ablation --set-figure 8 --layer 2 --head 0 \
     --ablate 1,0 --query-key-map

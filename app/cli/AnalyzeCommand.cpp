@@ -97,6 +97,7 @@ int AnalyzeCommand::run() const
     attnscope::LoadOptions loadOptions;
     loadOptions.device = device;
     loadOptions.descriptionPath = description;
+    loadOptions.acceptHierarchical = true; // the run refuses, in one line, the analyses a Swin does not take yet
     auto loaded = attnscope::Model::load(model, loadOptions);
     if (!loaded)
         return fail(loaded.message());
@@ -110,6 +111,7 @@ int AnalyzeCommand::run() const
     if (!compare.empty()) {
         attnscope::LoadOptions compareOptions;
         compareOptions.device = device;
+        compareOptions.acceptHierarchical = true;
         auto second = attnscope::Model::load(compare, compareOptions);
         if (!second)
             return fail(second.message());

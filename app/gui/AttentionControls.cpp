@@ -241,8 +241,13 @@ void AttentionControls::announce()
     emit gridToggled(m_grid->isChecked());
 }
 
-void AttentionControls::setModel(int depth, int heads, double trainedLambda, double trainedBoost, bool pool)
+void AttentionControls::setModel(int depth, int heads, double trainedLambda, double trainedBoost, bool pool, bool variants)
 {
+    for (QDoubleSpinBox* box : { m_lambda, m_boost }) {
+        box->setEnabled(variants);
+        box->setToolTip(variants ? (box == m_lambda ? tr("NeuTRENO: O = A V + λ (V₁ − V)") : tr("Boost: R = U + t X₀ + (1 − t) X"))
+                                 : tr("Not of a Swin: its windows and merges have no single V₁ or X₀ to mix in"));
+    }
     m_layer->blockSignals(true);
     static_cast<LayerSpinBox*>(m_layer)->poolLayer = pool ? depth + 1 : 0;
     m_layer->setRange(1, pool ? depth + 1 : depth);

@@ -30,8 +30,9 @@ public:
     explicit AttentionControls(QWidget* parent = nullptr);
 
     // A new model: its depth and heads, and its own variant values (what "no variant" means).
-    // `pool`: the model has an attention-pool head, whose map is the layer after the last, shown as "pool".
-    void setModel(int depth, int heads, double trainedLambda, double trainedBoost, bool pool = false);
+    // `pool`: the model has an attention-pool head, whose map is the layer after the last, shown as "pool". Without
+    // `variants` (a Swin), NeuTRENO and Boost are disabled, saying why.
+    void setModel(int depth, int heads, double trainedLambda, double trainedBoost, bool pool = false, bool variants = true);
     void setLayer(int layer);
     void setHead(HeadChoice head);
     void setClasses(const QStringList& labels); // the model's class names, for the relevance's class picker

@@ -68,6 +68,25 @@ QString describeQuery(int query, const Trace& t)
     return QObject::tr("patch (%1, %2)").arg((query - t.numPrefixTokens) / t.gridWidth).arg((query - t.numPrefixTokens) % t.gridWidth);
 }
 
+// A Swin's query at block `layer`: its token at the block's stage and the window it is in (docs/analyses.md,
+// "Hierarchical models").
+QString describeWindowQuery(int query, const Trace& t, int layer, const AttentionMap& map)
+{
+    const WindowBlock& b = t.windows.at(size_t(layer - 1));
+    const int y = (query / t.gridWidth) >> b.stage, x = (query % t.gridWidth) >> b.stage;
+    QString text = QObject::tr("%1 · %2 · token (%3, %4) of %5×%6, window %7 of %8")
+                       .arg(describeQuery(query, t), QString::fromStdString(blockName(b)))
+                       .arg(y)
+                       .arg(x)
+                       .arg(b.gridH)
+                       .arg(b.gridW)
+                       .arg(b.place(y, x).window)
+                       .arg(b.numWindows());
+    if (map.paddingMass > 0)
+        text += QObject::tr(" · padding share %1").arg(map.paddingMass, 0, 'f', 3);
+    return text;
+}
+
 } // namespace
 
 MainWindow::MainWindow(QWidget* parent, std::unique_ptr<EngineBackend> backend)
@@ -165,7 +184,7 @@ void MainWindow::connectSlot(int index)
         statusBar()->showMessage(tr("Loaded %1").arg(path), 5000);
         if (index == 0) {
             const auto& c = model->config();
-            m_controls->setModel(c.depth, c.numHeads, c.neutrenoLambda, c.boostT, c.pooling == Pooling::AttentionPool);
+            m_controls->setModel(c.depth, c.maxHeads(), c.neutrenoLambda, c.boostT, c.pooling == Pooling::AttentionPool, !c.hierarchical());
             QStringList labels;
             for (int k = 0; k < c.numClasses; ++k)
                 labels << (size_t(k) < model->info().labels.size() ? QString::fromStdString(model->info().labels[size_t(k)]) : QString());
@@ -286,8 +305,9 @@ void MainWindow::refreshMaps()
         const Trace& t = current->trace;
         const int query = i == 0 ? m_view.query : mapQuery(m_view.query, primary->trace, t);
         const int layer = std::clamp(m_view.layer, 1, lastMapLayer(t)); // past the depth: an attention-pool head's map
-        // A head the compared model has not: the mean of its heads.
-        const HeadChoice head = m_view.head.isSingle() && m_view.head.head >= t.numHeads ? HeadChoice() : m_view.head;
+        // A head the compared model (or a Swin's block, its stage's heads) has not: the mean of its heads.
+        const int heads = t.hierarchical() ? t.windows[size_t(std::min(layer, t.depth) - 1)].heads : t.numHeads;
+        const HeadChoice head = m_view.head.isSingle() && m_view.head.head >= heads ? HeadChoice() : m_view.head;
         // The query's rows, at hand for a trace held here, asked of the host for a remote one (the image alone until
         // they come: ModelSlot::rowsReady redraws).
         RowsRequest request;
@@ -354,12 +374,18 @@ void MainWindow::refreshMaps()
                           .arg(r->relevance.probability, 0, 'f', 3)
                           .arg(method)
                     : tr("computing the relevance…"));
+        } else if (i == 0 && t.hierarchical() && head.view == HeadView::Rollout) {
+            m_controls->setQueryText(QString::fromStdString(kNoHierarchicalRollout));
+        } else if (i == 0 && t.hierarchical() && head.view == HeadView::TokenNorms) {
+            m_controls->setQueryText(tr("token norms: not of a Swin yet (docs/analyses.md, \"Hierarchical models\")"));
         } else if (i == 0 && head.view == HeadView::TokenNorms) {
             m_controls->setQueryText(normsText);
         } else if (i == 0 && pool) {
             m_controls->setQueryText(tr("the attention-pool head's query"));
         } else if (i == 0 && !rows) {
             m_controls->setQueryText(tr("%1 · asking %2…").arg(describeQuery(query, t), m_worker->where()));
+        } else if (i == 0 && t.hierarchical()) {
+            m_controls->setQueryText(describeWindowQuery(query, t, layer, map));
         } else if (i == 0) {
             m_controls->setQueryText(tr("%1 · prefix mass %2").arg(describeQuery(query, t)).arg(map.prefixMass, 0, 'f', 3));
         }
@@ -379,7 +405,8 @@ void MainWindow::refreshMaps()
     refreshQueryKeyMap();
     statusBar()->showMessage(tr("%1 · layer %2 · %3")
                                  .arg(QFileInfo(primary->path).fileName())
-                                 .arg(QString::fromStdString(mapLayerName(t, std::clamp(m_view.layer, 1, lastMapLayer(t)))))
+                                 .arg(t.hierarchical() ? QStringLiteral("%1 (%2)").arg(std::clamp(m_view.layer, 1, t.depth)).arg(QString::fromStdString(blockName(t, std::clamp(m_view.layer, 1, t.depth))))
+                                                       : QString::fromStdString(mapLayerName(t, std::clamp(m_view.layer, 1, lastMapLayer(t)))))
                                  .arg(headChoiceText(m_view.head)));
 }
 

@@ -173,10 +173,19 @@ void MainWindow::refreshModelInfo()
     const QString described = m_slots[0]->description().isEmpty()
         ? QString()
         : tr("<br>described by %1").arg(QFileInfo(m_slots[0]->description()).fileName().toHtmlEscaped());
-    m_modelInfo->setText(tr("<b>%1</b>%11<br>%2, %3 naming<br>%4 layers · %5 heads · width %6<br>patch %7 · %8×%9 · %10 parameters<br>%12")
+    // A Swin: its blocks over its stages, each stage's heads and widths.
+    QStringList heads, widths;
+    for (const SwinStage& s : c.stages) {
+        heads << QString::number(s.heads);
+        widths << QString::number(s.width);
+    }
+    const QString shape = c.hierarchical()
+        ? tr("%1 blocks in %2 stages · heads %3 · width %4").arg(c.depth).arg(c.stages.size()).arg(heads.join(QStringLiteral("/")), widths.join(QStringLiteral("/")))
+        : tr("%1 layers · %2 heads · width %3").arg(c.depth).arg(c.numHeads).arg(c.width);
+    m_modelInfo->setText(tr("<b>%1</b>%9<br>%2, %3 naming<br>%4<br>patch %5 · %6×%7 · %8 parameters<br>%10")
                              .arg(QString::fromStdString(i.path).toHtmlEscaped(), QString::fromStdString(i.family),
-                                  QString::fromStdString(i.naming))
-                             .arg(c.depth).arg(c.numHeads).arg(c.width).arg(c.patchSize).arg(c.imageHeight).arg(c.imageWidth)
+                                  QString::fromStdString(i.naming), shape)
+                             .arg(c.patchSize).arg(c.imageHeight).arg(c.imageWidth)
                              .arg(i.parameterCount)
                              .arg(described, describeModelInput(i).toHtmlEscaped()));
     // A value taken from a convention (heads = width/64) is said where the model is described, not left silent.

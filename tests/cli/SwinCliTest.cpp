@@ -1,5 +1,5 @@
-// Swin from the command line (docs/models.md, "Swin"): `info` prints its stages; `analyze`, which reads traces as a
-// ViT's, refuses it in one line and writes nothing.
+// Swin from the command line (docs/models.md, "Swin"; docs/analyses.md, "Hierarchical models"): `info` prints its
+// stages; `analyze` takes its similarity and attention, per stage, and refuses the other analyses in one line.
 #include "CliSupport.h"
 
 #include <algorithm>
@@ -9,7 +9,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-TEST_F(Cli, InfoPrintsASwinsStagesAndAnalyzeRefusesIt)
+TEST_F(Cli, InfoPrintsASwinsStagesAndAnalyzeRefusesWhatItCannotRead)
 {
 const CliResult info = cli("info tests/golden/swin/timm_swin");
 ASSERT_EQ(info.status, 0) << info.err;
@@ -29,18 +29,71 @@ EXPECT_NE(json.out.find("\"hierarchy\": \"swinv2\""), std::string::npos) << json
 EXPECT_NE(json.out.find("\"pretrained_window\": 3"), std::string::npos) << json.out;
 
 const fs::path out = m_dir / "out";
-const CliResult analyze
+// the analyses that read a ViT's one token set are refused in one line, and nothing is written
+const CliResult refused
     = cli("analyze --model tests/golden/swin/timm_swin --images resources/samples/fashion-mnist "
-          "--analyses similarity --out "
+          "--analyses similarity,norms,ablation --out "
         + out.string());
-EXPECT_EQ(analyze.status, 1);
-EXPECT_NE(
-    analyze.err.find(
-        "a Swin (hierarchical windowed attention): attnscope-cli info shows it and the engine runs it exactly"),
+EXPECT_EQ(refused.status, 1);
+EXPECT_NE(refused.err.find("timm_swin: a Swin (hierarchical windowed attention) takes the analyses "
+                           "similarity, attention, centres, snr and ablation so far, not norms"),
     std::string::npos)
-    << analyze.err;
-EXPECT_EQ(std::count(analyze.err.begin(), analyze.err.end(), '\n'), 1) << analyze.err;
+    << refused.err;
+EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
 EXPECT_FALSE(fs::exists(out));
+}
+
+// `analyze` of a Swin with its default analyses (similarity, attention, centres, snr): the CSVs say each block's stage,
+// the attention grid is per block at its stage's grid (the query's window only), with no rollout.
+TEST_F(Cli, AnalyzeGivesASwinsSimilarityAndAttentionPerStage)
+{
+const fs::path out = m_dir / "out";
+const CliResult analyze
+    = cli("analyze --model tests/golden/swin/timm_swin --images resources/samples/fashion-mnist --formats png "
+          "--query 5,6 --noise gaussian:sigma=8 --out "
+        + out.string());
+ASSERT_EQ(analyze.status, 0) << analyze.err;
+const std::string similarity = slurp(out / "token_similarity.csv");
+EXPECT_EQ(similarity.substr(0, similarity.find('\n')), "layer,stage,tap,tokens,mean,sd,ci95,n");
+EXPECT_NE(similarity.find("\n0,1,block,all,"), std::string::npos) << "the embeddings: stage 1";
+EXPECT_NE(similarity.find("\n5,3,block,all,"), std::string::npos) << "block 5 is stage 3's first";
+const std::string attention = slurp(out / "attention_similarity.csv");
+EXPECT_EQ(attention.substr(0, attention.find('\n')), "layer,stage,successive_cos,head_redundancy,n");
+EXPECT_NE(attention.find("\n2,1,nan,"), std::string::npos) << "no successive cosine across a merge:\n" << attention;
+const std::string centres = slurp(out / "head_centres.csv");
+EXPECT_EQ(centres.substr(0, centres.find('\n')),
+    "layer,stage,head,centre_dy,centre_dx,peak_dy,peak_dx,mean_distance_px,bandwidth,prefix_mass,window_mass,n");
+EXPECT_NE(centres.find("\n6,3,7,"), std::string::npos) << "block 6 (stage 3) has 8 heads";
+const std::string snr = slurp(out / "snr.csv");
+EXPECT_EQ(snr.substr(0, snr.find('\n')), "layer,stage,tap,snr_db_mean,snr_db_sd,n");
+EXPECT_NE(snr.find("\n6,3,block,"), std::string::npos) << snr;
+// the diagnostics need the block's input, which after a merge no tap records: none for blocks 3 and 5
+const std::string diagnostics = slurp(out / "snr_diagnostics.csv");
+EXPECT_NE(diagnostics.find("\n4,2,"), std::string::npos) << diagnostics;
+EXPECT_EQ(diagnostics.find("\n3,2,"), std::string::npos) << diagnostics;
+EXPECT_EQ(diagnostics.find("\n5,3,"), std::string::npos) << diagnostics;
+// the grid of the first image, for patch (5, 6): at stage 2 (an 8x8 grid) its token is (2, 3)
+fs::path grid;
+for (const auto& e : fs::directory_iterator(out / "figures"))
+    if (e.path().filename().string().rfind("attention_grid", 0) == 0 && e.path().extension() == ".csv")
+        grid = e.path();
+ASSERT_FALSE(grid.empty());
+const std::string csv = slurp(grid);
+EXPECT_EQ(csv.substr(0, csv.find('\n')), "layer,stage,block,shifted,head,row,col,attention");
+EXPECT_NE(csv.find("\n3,2,1,0,mean,2,3,"), std::string::npos) << "block 3: stage 2's first, the query's token";
+EXPECT_TRUE(fs::exists(fs::path(grid).replace_extension(".png")) || analyze.err.find("not drawn") != std::string::npos)
+    << analyze.err;
+// head ablation: each block's own heads, with its stage
+const fs::path ablationOut = m_dir / "ablation";
+const CliResult ablation = cli("analyze --model tests/golden/swin/timm_swin --images resources/samples/fashion-mnist "
+                               "--analyses ablation --formats png --out "
+    + ablationOut.string());
+ASSERT_EQ(ablation.status, 0) << ablation.err;
+const std::string heads = slurp(ablationOut / "ablation.csv");
+EXPECT_EQ(heads.substr(0, heads.find(',', heads.find(',') + 1)), "layer,stage");
+EXPECT_NE(heads.find("\n1,1,1,"), std::string::npos) << heads;
+EXPECT_EQ(heads.find("\n1,1,2,"), std::string::npos) << "stage 1 has 2 heads";
+EXPECT_NE(heads.find("\n6,3,7,"), std::string::npos) << heads;
 }
 
 } // namespace

@@ -5,6 +5,7 @@
 #include "FamiliesSupport.h"
 #include "TestSupport.h"
 
+#include <attnscope/Analyses.h>
 #include <attnscope/Model.h>
 
 #include "checkpoint/SafeTensors.h"
@@ -164,11 +165,53 @@ TEST_F(Families, SwinsThatCannotBeRunAsTheySayAreRefused)
                             c["architectures"] = { "SwinForImageClassification" };
                         }),
         "model_type \"swin\", but the tensors are a Swin v2's");
-    // where traces are read as a ViT's (the analyses, the window, Python), a Swin is refused saying so
+    // where traces are read as a ViT's (Python, the remote link), a Swin is refused saying so
     EXPECT_CONTAINS(refusal(swinDir() + "/timm_swin"),
-        "timm_swin: a Swin (hierarchical windowed attention): attnscope-cli "
-        "info shows it and the engine runs it exactly, but the analyses");
+        "timm_swin: a Swin (hierarchical windowed attention): attnscope-cli and the window take it (similarity, "
+        "attention, centres, snr, ablation); Python and the remote link do not yet");
     // a Swin v2's tensors alone do not say its windows
     fs::remove(m_dir / "config.json");
     EXPECT_CONTAINS(refusal(m_dir.string()), "a Swin v2 checkpoint alone does not say its windows");
+}
+
+// Head ablation of a Swin (docs/analyses.md section 8): a head zeroed gives the logits of the same model with that
+// head's columns of the block's projection zeroed; every block's heads are its stage's.
+TEST_F(Families, ASwinsHeadsAblateAsTheirProjectionColumnsZeroed)
+{
+    auto model = loadSwin(swinDir() + "/timm_swin");
+    ASSERT_TRUE(model.ok()) << model.message();
+    const Tensor input = loadNpy(swinDir() + "/timm_swin/input.npy");
+    // block 3 is stage 2's first: 4 heads of width 8 over 32 channels; head 2 is columns 16..23 of its projection
+    TensorMap tensors = readSafetensors(swinDir() + "/timm_swin/model.safetensors").tensors;
+    at::Tensor& proj = tensors.at("layers.1.blocks.0.attn.proj.weight");
+    ASSERT_EQ(proj.size(1), 32);
+    proj = proj.clone();
+    proj.slice(1, 16, 24).zero_();
+    writeSafetensors((m_dir / "model.safetensors").string(), tensors);
+    writeBytes(m_dir / "config.json", readBytes(swinDir() + "/timm_swin/config.json"));
+    auto edited = loadSwin(m_dir.string());
+    ASSERT_TRUE(edited.ok()) << edited.message();
+    auto expected = (*edited)->run(input, {});
+    ASSERT_TRUE(expected.ok()) << expected.message();
+    for (AblationMode mode : { AblationMode::Zero, AblationMode::Mean }) {
+        RunOptions ablated;
+        ablated.ablatedHeads = { { 3, 2 } };
+        ablated.ablation = mode;
+        auto traces = (*model)->runBatch({ input }, ablated);
+        ASSERT_TRUE(traces.ok()) << traces.message();
+        if (mode == AblationMode::Zero)
+            EXPECT_TRUE(closeTo(traces->front().logits, expected->logits, 1e-5)) << "zero ablation";
+        else
+            EXPECT_FALSE(closeTo(traces->front().logits, expected->logits, 1e-3)) << "the mean is not zero";
+    }
+    // every head of every block, each block's own count: 2 + 2 + 4 + 4 + 8 + 8
+    auto all = headAblation(**model, input, AblationMode::Zero, {});
+    ASSERT_TRUE(all.ok()) << all.message();
+    EXPECT_EQ(all->heads.size(), 28u);
+    EXPECT_EQ(all->heads[4].layer, 3);
+    EXPECT_EQ(all->heads[6].head, 2);
+    // a head stage 1 has not: refused in one line
+    auto outside = headAblation(**model, input, AblationMode::Zero, {}, 0, { { 1, 2 } });
+    ASSERT_FALSE(outside.ok());
+    EXPECT_CONTAINS(outside.message(), "head ablation: layer 1 head 2 is outside the model's layers 1..6 and heads 0..1");
 }

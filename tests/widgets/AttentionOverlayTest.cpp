@@ -55,6 +55,43 @@ private slots:
         QVERIFY(qBlue(cold) > qGreen(cold));
     }
 
+    // A Swin's map at a stage's grid (AttentionMap): each token over the patches it covers, NaN outside the query's
+    // window drawn as the image greyed (hatched), not as the colormap's zero; the maximum skips the NaN.
+    void windowedMapAtAStageGrid()
+    {
+        Image image;
+        image.width = image.height = 64;
+        image.channels = 3;
+        image.pixels.assign(64 * 64 * 3, 0);
+        for (size_t i = 0; i < image.pixels.size(); i += 3)
+            image.pixels[i] = 200; // red: a grey pixel can only come from the outside's drawing
+        // stage 1 of a 16 x 16 patch grid: 8 x 8 tokens of 2 x 2 patches (8 px); the window is tokens rows 0-3, cols 4-7
+        std::vector<float> v(64, std::numeric_limits<float>::quiet_NaN());
+        for (int y = 0; y < 4; ++y)
+            for (int x = 4; x < 8; ++x)
+                v[size_t(y * 8 + x)] = 0.01f;
+        v[size_t(1 * 8 + 5)] = 0.9f;
+        const AttentionMap map { Tensor::fromVector({ 8, 8 }, v), 0.0, 0.05 };
+        QCOMPARE(mapMaximum(map), double(0.9f));
+        const QImage out = renderAttentionOverlay(image, map, 16, 16, 0.8, Colormap::Viridis, QPoint(11, 3));
+        QCOMPARE(out.size(), QSize(64, 64));
+        const auto isGrey = [](QRgb c) { return qRed(c) == qGreen(c) && qGreen(c) == qBlue(c); };
+        for (int y = 0; y < 64; y += 3) // outside the window: every pixel grey
+            for (int x = 0; x < 32; x += 3)
+                QVERIFY2(isGrey(out.pixel(x, y)), qPrintable(QStringLiteral("(%1, %2) %3").arg(x).arg(y).arg(QColor(out.pixel(x, y)).name())));
+        for (int y = 40; y < 64; y += 3)
+            QVERIFY(isGrey(out.pixel(50, y)));
+        // inside: coloured, the hot token (1, 5) near viridis' yellow end
+        const QRgb hot = out.pixel(5 * 8 + 4, 1 * 8 + 4), cold = out.pixel(7 * 8 + 4, 3 * 8 + 4);
+        QVERIFY(!isGrey(hot) && !isGrey(cold));
+        QVERIFY2(qGreen(hot) > qGreen(cold) + 60, qPrintable(QColor(hot).name() + " vs " + QColor(cold).name()));
+        // the query's token (patch (3, 11) is token (1, 5)) is outlined over its 2 x 2 patches (pixels 40..47), not
+        // the patch alone (44..47)
+        const QImage plain = renderAttentionOverlay(image, map, 16, 16, 0.8, Colormap::Viridis, std::nullopt);
+        QVERIFY(out.pixel(40, 12) != plain.pixel(40, 12));
+        QVERIFY(out.pixel(43, 12) == plain.pixel(43, 12));
+    }
+
     void opaqueConstantMapIsUniform()
     {
         std::vector<float> v(size_t(7 * 7), 0.02f);

@@ -33,6 +33,13 @@ namespace {
         return QStringLiteral("prefix token %1").arg(grid.query);
     }
 
+    // A row's name: "layer 3", or a hierarchical model's "stage 2, block 1 (shifted)".
+    QString rowLabel(const AttentionGrid& grid, int l)
+    {
+        return size_t(l) < grid.windows.size() ? fromStd(blockName(grid.windows[size_t(l)]))
+                                               : QStringLiteral("layer %1").arg(l + 1);
+    }
+
     void drawTile(QPainter& painter, const QRectF& target, const QImage& tile, const QColor& frame)
     {
         painter.drawImage(target, tile);
@@ -119,12 +126,21 @@ namespace {
             painter.setFont(t.labelFont);
             painter.setPen(ts.foreground);
             painter.drawText(QRectF(t.gridLeft - t.rowLabelWidth, top, t.rowLabelWidth - 8, t.tileH),
-                Qt::AlignRight | Qt::AlignVCenter, QStringLiteral("layer %1").arg(l + 1));
-            for (int c = 0; c < int(grid.maps[size_t(l)].size()); ++c) {
-                const AttentionMap& map = grid.maps[size_t(l)][size_t(c)];
+                Qt::AlignRight | Qt::AlignVCenter, rowLabel(grid, l));
+            if (l > 0 && size_t(l) < grid.windows.size()
+                && grid.windows[size_t(l)].stage != grid.windows[size_t(l - 1)].stage) { // a patch merge
+                painter.setPen(QPen(ts.mutedText, 1.0, Qt::DashLine));
+                painter.drawLine(QPointF(t.gridLeft - t.rowLabelWidth, top - t.gap / 2),
+                    QPointF(t.columnLeft(t.columns - 1) + t.tileW, top - t.gap / 2));
+            }
+            const auto& row = grid.maps[size_t(l)];
+            for (int c = 0; c < int(row.size()); ++c) {
+                const AttentionMap& map = row[size_t(c)];
                 const QImage tile = renderAttentionOverlay(
                     t.base, map, grid.gridHeight, grid.gridWidth, t.opacity, style.colormap, t.query, rangeFor(map));
-                const QRectF target(t.columnLeft(c), top, t.tileW, t.tileH);
+                // the head mean in the last column, whatever the row's heads (a hierarchical model's stages differ)
+                const int column = c + 1 == int(row.size()) ? t.columns - 1 : c;
+                const QRectF target(t.columnLeft(column), top, t.tileW, t.tileH);
                 drawTile(painter, target, tile, ts.grid.darker(115));
                 if (style.annotateMaxima && !style.sharedScale)
                     drawCornerValue(painter, target, QString::number(mapMaximum(map), 'g', 2), t.cornerFont);
@@ -157,7 +173,13 @@ namespace {
                 painter.drawRect(cell);
             }
         }
-        if (!grid.rollout.patches.empty()) {
+        if (!grid.rolloutRefused.empty()) {
+            painter.setPen(ts.mutedText);
+            painter.setFont(t.cornerFont);
+            painter.drawRect(rolloutRect);
+            painter.drawText(rolloutRect.adjusted(4, 4, -4, -4), Qt::AlignCenter | Qt::TextWordWrap,
+                QStringLiteral("no rollout: a hierarchical model's tokens change at every merge"));
+        } else if (!grid.rollout.patches.empty()) {
             const QImage tile = renderAttentionOverlay(
                 t.base, grid.rollout, grid.gridHeight, grid.gridWidth, t.opacity, style.colormap, t.query);
             drawTile(painter, rolloutRect, tile, ts.grid.darker(115));
@@ -194,10 +216,11 @@ QImage renderAttentionGrid(const AttentionGrid& grid, const GridStyle& style)
     const QString title = QStringLiteral("Attention of %1").arg(queryDescription(grid));
     const QString subtitle = joinProvenance({ fromStd(grid.model), fromStd(grid.image),
         QStringLiteral("%1, opacity %2").arg(colormapName(style.colormap)).arg(style.opacity),
-        rolloutDescription(grid.rolloutOptions) });
+        grid.rolloutRefused.empty() ? rolloutDescription(grid.rolloutOptions)
+                                    : QStringLiteral("hatched: outside the query's window") });
     double rowLabelWidth = 0;
-    for (int l = 1; l <= layers; ++l)
-        rowLabelWidth = std::max(rowLabelWidth, labelMetrics.horizontalAdvance(QStringLiteral("layer %1").arg(l)));
+    for (int l = 0; l < layers; ++l)
+        rowLabelWidth = std::max(rowLabelWidth, labelMetrics.horizontalAdvance(rowLabel(grid, l)));
     rowLabelWidth += 10;
 
     const double gridWidth = columns > 0 ? columns * tileW + (columns - 1) * gap + (heads > 0 ? meanGap - gap : 0) : 0;

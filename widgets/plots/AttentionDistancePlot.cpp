@@ -79,6 +79,7 @@ void buildAttentionDistancePlot(QCustomPlot* plot, const std::vector<AnalysisSum
         return;
     }
     setLayerAxis(x, firstLayer, lastLayer);
+    addStageBoundaries(rect, series, style);
     y->setRange(0.0, highest > 0 ? highest * 1.08 : 1.0);
 
     QCPLegend* legend = addLegend(plot, rect, row, style);

@@ -49,6 +49,39 @@ namespace {
         return ticks;
     }
 
+    // A hierarchical model's map at a stage's grid [h, w] over the image's patch grid [gridH, gridW]: the side f (a power
+    // of two) of the patches one of its tokens covers, ceil(gridH / f) = h; 1 for a map at the patch grid or one that
+    // fits no stage.
+    int stageFactor(const Tensor& patches, int gridH, int gridW)
+    {
+        if (patches.dim() != 2 || (patches.size(0) == gridH && patches.size(1) == gridW))
+            return 1;
+        for (int f = 2; f <= 1024; f *= 2)
+            if ((gridH + f - 1) / f == patches.size(0) && (gridW + f - 1) / f == patches.size(1))
+                return f;
+        return 1;
+    }
+
+    // The stage map at the patch grid: each token's value on every patch it covers (the padding tokens' off the image).
+    Tensor expandStageMap(const Tensor& patches, int f, int gridH, int gridW)
+    {
+        const int64_t w = patches.size(1);
+        std::vector<float> out(size_t(gridH) * size_t(gridW));
+        for (int y = 0; y < gridH; ++y)
+            for (int x = 0; x < gridW; ++x)
+                out[size_t(y) * size_t(gridW) + size_t(x)] = patches.data()[(y / f) * w + x / f];
+        return Tensor::fromVector({ gridH, gridW }, std::move(out));
+    }
+
+    // A pixel outside a windowed map's window: the image in grey, darkened, under thin diagonal hatching, so that it
+    // reads as "no attention here" and not as the colormap's zero.
+    QRgb outsidePixel(QRgb base, int x, int y, int lineWidth)
+    {
+        const int grey = (qRed(base) * 77 + qGreen(base) * 150 + qBlue(base) * 29) >> 8;
+        const int v = ((x + y) % 9 < lineWidth) ? 150 : 30 + grey * 3 / 10;
+        return qRgb(v, v, v);
+    }
+
 } // namespace
 
 QImage toQImage(const Image& image)
@@ -75,12 +108,27 @@ std::optional<QPoint> queryPatchOf(int query, int numPrefixTokens, int gridWidth
     return QPoint(k % gridWidth, k / gridWidth);
 }
 
+int mapCellPatches(const AttentionMap& map, int gridH, int gridW) { return stageFactor(map.patches, gridH, gridW); }
+
+std::optional<double> mapValueAt(const AttentionMap& map, int gridH, int gridW, int row, int col)
+{
+    const Tensor& p = map.patches;
+    if (p.dim() != 2 || !p.data() || row < 0 || col < 0 || row >= gridH || col >= gridW)
+        return std::nullopt;
+    const int f = stageFactor(p, gridH, gridW);
+    if (f == 1 && (p.size(0) != gridH || p.size(1) != gridW))
+        return std::nullopt;
+    return double(p.data()[(row / f) * p.size(1) + col / f]);
+}
+
 double mapMaximum(const AttentionMap& map)
 {
     const float* data = map.patches.data();
-    if (!data || map.patches.numel() == 0)
-        return 0.0;
-    return *std::max_element(data, data + map.patches.numel());
+    double best = 0.0;
+    for (int64_t i = 0; data && i < map.patches.numel(); ++i)
+        if (data[i] > best) // NaN (outside a window) compares false
+            best = data[i];
+    return best;
 }
 
 QImage renderAttentionOverlay(const Image& shown, const AttentionMap& map, int gridH, int gridW, double opacity,
@@ -92,7 +140,9 @@ QImage renderAttentionOverlay(const Image& shown, const AttentionMap& map, int g
 QImage renderAttentionOverlay(const QImage& shown, const AttentionMap& map, int gridH, int gridW, double opacity,
     Colormap colormap, std::optional<QPoint> queryPatch, std::optional<ValueRange> range)
 {
-    const Tensor& patches = map.patches;
+    const int f = stageFactor(map.patches, gridH, gridW);
+    const Tensor expanded = f > 1 ? expandStageMap(map.patches, f, gridH, gridW) : Tensor();
+    const Tensor& patches = f > 1 ? expanded : map.patches;
     const bool valid = gridH > 0 && gridW > 0 && patches.numel() == int64_t(gridH) * gridW && patches.data();
     QImage out = shown.isNull() ? QImage(std::max(1, gridW) * 16, std::max(1, gridH) * 16, QImage::Format_RGB32)
                                 : shown.convertToFormat(QImage::Format_RGB32);
@@ -107,7 +157,22 @@ QImage renderAttentionOverlay(const QImage& shown, const AttentionMap& map, int 
     const ValueRange r = range.value_or(ValueRange { 0.0, mapMaximum(map) });
     const double span = r.high - r.low;
     const double scale = span > 0 ? 1.0 / span : 0.0;
+    // NaN marks the cells outside a windowed map's window: interpolated as 0, drawn as outside by the nearest cell.
     const float* values = patches.data();
+    std::vector<float> finite;
+    std::vector<uint8_t> outside;
+    for (int64_t i = 0; i < patches.numel(); ++i)
+        if (std::isnan(values[i])) {
+            if (finite.empty()) {
+                finite.assign(values, values + patches.numel());
+                outside.assign(size_t(patches.numel()), 0);
+            }
+            finite[size_t(i)] = 0.0f;
+            outside[size_t(i)] = 1;
+        }
+    if (!finite.empty())
+        values = finite.data();
+    const int hatch = out.width() >= 160 ? 2 : 1; // a small image is drawn scaled up: thinner lines
     const ColormapTable& table = colormapTable(colormap);
     const std::vector<Tap1d> xs = bilinearTaps(out.width(), gridW);
     const std::vector<Tap1d> ys = bilinearTaps(out.height(), gridH);
@@ -132,6 +197,12 @@ QImage renderAttentionOverlay(const QImage& shown, const AttentionMap& map, int 
         auto* line = reinterpret_cast<QRgb*>(out.scanLine(y));
         for (int x = 0; x < width; ++x) {
             const Tap1d& tx = xs[size_t(x)];
+            if (!outside.empty()
+                && outside[size_t(std::min(gridH - 1, y * gridH / height)) * size_t(gridW)
+                    + size_t(std::min(gridW - 1, x * gridW / width))]) {
+                line[x] = outsidePixel(line[x], x, y, hatch);
+                continue;
+            }
             const float v = mixed[size_t(tx.i0)] + float(tx.w1) * (mixed[size_t(tx.i1)] - mixed[size_t(tx.i0)]);
             const float t = std::clamp((v - low) * toIndex, 0.0f, 255.0f);
             const auto& c = over[size_t(t + 0.5f)];
@@ -143,8 +214,10 @@ QImage renderAttentionOverlay(const QImage& shown, const AttentionMap& map, int 
 
     if (queryPatch && queryPatch->x() >= 0 && queryPatch->y() >= 0 && queryPatch->x() < gridW
         && queryPatch->y() < gridH) {
+        // At a stage's grid, the query's token: the f x f patches it covers (cut at the image's edge).
         const double cw = double(out.width()) / gridW, ch = double(out.height()) / gridH;
-        const QRectF cell(queryPatch->x() * cw, queryPatch->y() * ch, cw, ch);
+        const int x0 = queryPatch->x() / f * f, y0 = queryPatch->y() / f * f;
+        const QRectF cell(x0 * cw, y0 * ch, std::min(f, gridW - x0) * cw, std::min(f, gridH - y0) * ch);
         QPainter painter(&out);
         painter.setRenderHint(QPainter::Antialiasing);
         const double width = std::clamp(cw / 8.0, 1.0, 3.0);

@@ -77,6 +77,7 @@ void buildAttentionSimilarityPlot(QCustomPlot* plot, const std::vector<AnalysisS
         return;
     }
     setLayerAxis(x, firstLayer, lastLayer);
+    addStageBoundaries(rect, series, style);
     y->setRange(0.0, 1.0); // cosines of non-negative maps lie in [0, 1]
 
     addModelsAndTwoKindsLegend(plot, rect, row, series, plotted, kinds[0].second, kinds[1].second, style);

@@ -375,6 +375,41 @@ void addNote(QCPAxisRect* rect, const QString& text, const PlotStyle& style)
     item->setSelectable(false);
 }
 
+void addStageBoundaries(QCPAxisRect* rect, const std::vector<AnalysisSummary>& series, const PlotStyle& style)
+{
+    const auto staged = std::find_if(series.begin(), series.end(), [](const AnalysisSummary& s) { return !s.blockStages.empty(); });
+    if (staged == series.end())
+        return;
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxis* y = rect->axis(QCPAxis::atLeft);
+    for (int l = 1; l <= int(staged->blockStages.size()); ++l) {
+        if (l > 1 && staged->stageOf(l) == staged->stageOf(l - 1))
+            continue;
+        if (l > 1) { // the merge before this stage
+            auto* line = new QCPItemStraightLine(rect->parentPlot());
+            line->setClipAxisRect(rect);
+            line->setSelectable(false);
+            line->setPen(QPen(style.mutedText, 1.0, Qt::DashLine));
+            for (auto* p : { line->point1, line->point2 })
+                p->setAxes(x, y);
+            line->point1->setCoords(l - 0.5, 0);
+            line->point2->setCoords(l - 0.5, 1);
+        }
+        auto* label = new QCPItemText(rect->parentPlot());
+        label->setClipAxisRect(rect);
+        label->setSelectable(false);
+        label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+        label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        label->position->setAxes(x, y);
+        label->position->setAxisRect(rect);
+        label->position->setCoords(l - 0.4, 0.97); // along the bottom, where similarity curves seldom are
+        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+        label->setText(QStringLiteral("stage %1").arg(staged->stageOf(l)));
+        label->setFont(style.font(style.tickFontPx - 1));
+        label->setColor(style.mutedText);
+    }
+}
+
 Qt::PenStyle penStyleFor(int index)
 {
     static const Qt::PenStyle styles[] = { Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine };

@@ -81,6 +81,9 @@ void addModelsAndTwoKindsLegend(QCustomPlot* plot, QCPAxisRect* rect, int row, c
 void setLayerAxis(QCPAxis* axis, int firstLayer, int lastLayer, int maxTicks = 16);
 // A centred note in an axis rect ("no data for this tap").
 void addNote(QCPAxisRect* rect, const QString& text, const PlotStyle& style);
+// A hierarchical model's patch merges on a layer axis (AnalysisSummary::blockStages of the first series that has them):
+// a dashed line before each stage's first block, the stage named at the bottom.
+void addStageBoundaries(QCPAxisRect* rect, const std::vector<AnalysisSummary>& series, const PlotStyle& style);
 // A colour bar on the right with a log scale from `low` to `high` (head kernels, head ablation), labelled.
 void setLogColourScale(QCPColorScale* scale, const QCPColorGradient& gradient, double low, double high, const QString& label,
                        const PlotStyle& style);

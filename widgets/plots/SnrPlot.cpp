@@ -162,6 +162,7 @@ void buildSnrPlot(QCustomPlot* plot, const std::vector<AnalysisSummary>& series,
         return;
     }
     setLayerAxis(x, firstLayer, lastLayer);
+    addStageBoundaries(rect, series, style);
     y->setRange(paddedRange(std::min(low, 0.0), high, 10.0));
     addReferenceLine(rect, 0.0, style);
 

@@ -83,6 +83,7 @@ void buildTokenSimilarityPlot(
         return;
     }
     setLayerAxis(x, firstLayer, lastLayer);
+    addStageBoundaries(rect, series, style);
     // Cosine similarity lies in [-1, 1]; over-smoothing studies read it on 0..1, so keep that frame unless the
     // data leave it (a negative mean, or a band reaching below 0).
     if (lowest < 0.0)

@@ -42,6 +42,7 @@ void AttentionTileGrid::setRows(const QueryRows& trace, const Image& shown)
     m_gridW = trace.gridWidth;
     m_prefix = trace.numPrefixTokens;
     m_depth = trace.depth;
+    m_windows = trace.windows;
     const auto patch = queryPatchOf(trace.query, trace.numPrefixTokens, trace.gridWidth);
     // Tiles are rendered at the size they are drawn (device pixels), over the image scaled once: 156 maps at
     // 224 px and a downscale at paint time cost 16 times as much (docs/performance.md, click path).
@@ -53,7 +54,14 @@ void AttentionTileGrid::setRows(const QueryRows& trace, const Image& shown)
     for (int l = 1; l <= rows; ++l) {
         std::vector<QImage> row;
         std::vector<Tensor> maps;
+        // A Swin block has its stage's heads: the columns past them are empty, the mean stays last.
+        const int heads = trace.hierarchical() ? trace.windows[size_t(l - 1)].heads : trace.numHeads;
         for (int h = 0; h <= trace.numHeads; ++h) {
+            if (h >= heads && h < trace.numHeads) {
+                row.emplace_back();
+                maps.emplace_back();
+                continue;
+            }
             const AttentionMap map = attentionMap(trace, l, h == trace.numHeads ? -1 : h);
             row.push_back(renderAttentionOverlay(small, map, trace.gridHeight, trace.gridWidth, 0.7, m_colormap,
                                                  l > trace.depth ? std::nullopt : patch));
@@ -131,7 +139,7 @@ std::optional<std::pair<int, int>> AttentionTileGrid::tileAt(const QPoint& pos) 
 {
     for (size_t l = 0; l < m_tiles.size(); ++l)
         for (size_t c = 0; c < m_tiles[l].size(); ++c)
-            if (tileRect(int(l), int(c)).contains(pos))
+            if (!m_tiles[l][c].isNull() && tileRect(int(l), int(c)).contains(pos))
                 return std::make_pair(int(l) + 1, c + 1 == m_tiles[l].size() ? -1 : int(c));
     return std::nullopt;
 }
@@ -143,7 +151,9 @@ QString AttentionTileGrid::hoverText(const QPoint& pos) const
         return {};
     const int l = tile->first - 1, c = tile->second < 0 ? int(m_tiles[size_t(l)].size()) - 1 : tile->second;
     const QRect r = tileRect(l, c);
-    const QString layer = tile->first > m_depth ? tr("attention pool") : tr("layer %1").arg(tile->first);
+    const QString layer = tile->first > m_depth             ? tr("attention pool")
+        : size_t(tile->first) <= m_windows.size() ? tr("layer %1 (%2)").arg(tile->first).arg(QString::fromStdString(blockName(m_windows[size_t(l)])))
+                                                  : tr("layer %1").arg(tile->first);
     QString text = tile->second < 0 ? tr("%1 · mean of heads").arg(layer) : tr("%1 · head %2").arg(layer).arg(tile->second);
     if (m_gridH <= 0 || m_gridW <= 0 || r.width() <= 0 || r.height() <= 0)
         return text;
@@ -151,8 +161,9 @@ QString AttentionTileGrid::hoverText(const QPoint& pos) const
     const int row = std::min(m_gridH - 1, (pos.y() - r.top()) * m_gridH / r.height());
     const Tensor& map = m_maps[size_t(l)][size_t(c)];
     text += tr(" · token %1 · patch (%2, %3)").arg(m_prefix + row * m_gridW + col).arg(row).arg(col);
-    if (map.numel() == int64_t(m_gridH) * m_gridW)
-        text += tr(" · attention %1").arg(double(map.data()[row * m_gridW + col]), 0, 'g', 4);
+    // A Swin block's map is at its stage's grid: the patch's token there, outside the window or not.
+    if (const auto v = mapValueAt(AttentionMap { map }, m_gridH, m_gridW, row, col))
+        text += std::isnan(*v) ? tr(" · outside the window") : tr(" · attention %1").arg(*v, 0, 'g', 4);
     for (const auto& r : m_importance)
         if (r.layer == tile->first && r.head == tile->second)
             text += tr("\nablated over %1: KL %2 · %3% of predictions flipped").arg(m_importanceSource).arg(r.kl.mean, 0, 'g', 3).arg(100.0 * r.flipShare, 0, 'f', 1)
@@ -224,8 +235,16 @@ void AttentionTileGrid::paintEvent(QPaintEvent*)
     for (size_t l = 0; l < m_tiles.size(); ++l) {
         p.drawText(QRect(0, tileRect(int(l), 0).top(), kLabel - 2, m_tile), Qt::AlignRight | Qt::AlignVCenter,
                    int(l) + 1 > m_depth ? tr("pool") : QString::number(l + 1));
+        if (l > 0 && l < m_windows.size() && m_windows[l].stage != m_windows[l - 1].stage) { // a patch merge
+            const int y = tileRect(int(l), 0).top() - kGap / 2 - 1;
+            p.setPen(QPen(palette().mid().color(), 1, Qt::DashLine));
+            p.drawLine(0, y, tileRect(int(l), cols - 1).right(), y);
+            p.setPen(palette().windowText().color());
+        }
         for (int c = 0; c < cols; ++c) {
             const QRect r = tileRect(int(l), c);
+            if (m_tiles[l][size_t(c)].isNull()) // a head this Swin block has not
+                continue;
             p.drawImage(r, m_tiles[l][size_t(c)]);
             const int head = c == cols - 1 ? -1 : c;
             if (head >= 0)

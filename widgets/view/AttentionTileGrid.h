@@ -66,6 +66,7 @@ private:
     std::vector<std::vector<Tensor>> m_maps;  // the tiles' patch maps [gh, gw], alike
     int m_gridH = 0, m_gridW = 0, m_prefix = 0;
     int m_depth = 0; // rows past it: the attention-pool head's map, "pool"
+    std::vector<WindowBlock> m_windows; // a Swin's blocks: its rows' stages and heads
     int m_layer = 1, m_head = -1;
     Colormap m_colormap = Colormap::Viridis;
     int m_tile = 56;

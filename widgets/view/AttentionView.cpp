@@ -5,6 +5,7 @@
 #include "plots/PlotHover.h"
 #include "plots/PlotStyle.h"
 
+#include <cmath>
 #include <QMouseEvent>
 #include <QPainter>
 
@@ -85,8 +86,10 @@ void AttentionView::paintMarked(QPainter& p, const QRect& image) const
     // The query patch: a thin ring just outside it, white on a dark rim (visible over any colour), drawn at the
     // display's resolution so that it never covers the patch it marks, however coarse the model's grid.
     if (const auto q = m_map ? queryPatchOf(m_query, m_prefix, m_gridW) : std::nullopt; q && q->y() < m_gridH) {
+        // At a Swin block's stage grid, the query's token there: the f x f patches it covers, cut at the image's edge.
+        const int f = mapCellPatches(*m_map, m_gridH, m_gridW), x0 = q->x() / f * f, y0 = q->y() / f * f;
         const double cw = image.width() / double(m_gridW), ch = image.height() / double(m_gridH);
-        const QRectF cell(image.left() + q->x() * cw, image.top() + q->y() * ch, cw, ch);
+        const QRectF cell(image.left() + x0 * cw, image.top() + y0 * ch, std::min(f, m_gridW - x0) * cw, std::min(f, m_gridH - y0) * ch);
         p.save();
         p.setRenderHint(QPainter::Antialiasing, true);
         p.setBrush(Qt::NoBrush);
@@ -242,8 +245,8 @@ QString AttentionView::hoverText(const QPoint& pos) const
     if (!patch || m_rendered.isNull())
         return {};
     QString text = tr("token %1 · patch (%2, %3)").arg(m_prefix + patch->y() * m_gridW + patch->x()).arg(patch->y()).arg(patch->x());
-    if (m_map && m_map->patches.numel() == int64_t(m_gridH) * m_gridW)
-        text += tr(" · %1 %2").arg(m_valueCaption).arg(double(m_map->patches.data()[patch->y() * m_gridW + patch->x()]), 0, 'g', 4);
+    if (const auto v = m_map ? mapValueAt(*m_map, m_gridH, m_gridW, patch->y(), patch->x()) : std::nullopt)
+        text += std::isnan(*v) ? tr(" · outside the window") : tr(" · %1 %2").arg(m_valueCaption).arg(*v, 0, 'g', 4);
     return text;
 }
 

@@ -29,6 +29,8 @@ std::shared_ptr<AnalysisSummary> summaryOf(const AnalysisRun& run, const Model& 
     s->model = model.info().path;
     s->label = s->model;
     s->patchSize = model.config().patchSize;
+    for (const WindowBlock& b : windowBlocks(model.config())) // a Swin's stages: the figures mark the merges
+        s->blockStages.push_back(b.stage + 1);
     return s;
 }
 
@@ -56,9 +58,10 @@ Result<ImageRows> rowsOfTrace(const EngineModel& model, const ImageTrace& trace,
     } catch (const std::exception& e) {
         return Error { trace.path.toStdString() + ": " + e.what() };
     }
-    if (request.rollout)
+    // A Swin has neither (kNoHierarchicalRollout; token norms not yet): the view says so in their place.
+    if (request.rollout && !t.hierarchical())
         out.rollout = rolloutMap(t, attentionRollout(t, *request.rollout), query);
-    if (request.normsRatio)
+    if (request.normsRatio && !t.hierarchical())
         out.norms = tokenNorms(t, model.config(), *request.normsRatio);
     return out;
 }
@@ -340,6 +343,7 @@ quint64 EngineWorker::loadModel(const QString& path, int channel, int inputHeigh
             return;
         }
         LoadOptions options;
+        options.acceptHierarchical = true; // the window draws a Swin's maps per stage (a remote engine refuses it yet)
         options.inputHeight = inputHeight;
         options.inputWidth = inputWidth;
         options.descriptionPath = description.toStdString();

@@ -39,10 +39,19 @@ std::vector<TokenSimilarityPoint> tokenSimilarity(const Trace& trace);
 struct AttentionMap {
     Tensor patches;        // [gh, gw]: the patch part of the row
     double prefixMass = 0; // the share of the row on prefix tokens
+    // A hierarchical model's (Swin's) map is at its block's stage grid (patches [h, w], each token 2^stage patches on a
+    // side), NaN outside the query's window (no attention there, which is not zero attention); paddingMass is the share
+    // of the row on the zero tokens that pad the grid to whole windows.
+    double paddingMass = 0;
 };
 // Row `query` of A_layer for `head` (-1: the mean over heads); `renormalise` scales the patch part to sum 1. Layer
 // depth + 1 of a model with an attention-pool head (Trace::poolAttention) is the pool's map, whatever the query.
+// A hierarchical trace's query is a patch of the first grid (y * gridWidth + x): its token at the block's stage
+// (y >> stage, x >> stage), its row of the window it falls in, the keys placed back where the shift took them.
 AttentionMap attentionMap(const Trace& trace, int layer, int head, int query, bool renormalise = false);
+// "stage 2, block 1 (shifted)" of a hierarchical trace's block `layer`; the layer's number otherwise.
+std::string blockName(const Trace& trace, int layer);
+std::string blockName(const WindowBlock& block);
 // The last layer attentionMap takes: depth + 1 with an attention-pool head's map, depth otherwise; and a layer's name
 // for people and files ("pool" for that one, its number otherwise).
 int lastMapLayer(const Trace& trace);
@@ -55,6 +64,12 @@ struct QueryRows {
     int gridHeight = 0, gridWidth = 0, numPrefixTokens = 0, numHeads = 0, depth = 0;
     Tensor rows; // [depth, H, N]: rows[l - 1][h] is row `query` of A_l's head h
     Tensor pool; // [H, gh * gw]: Trace::poolAttention; empty without an attention-pool head
+    // A hierarchical trace's (Swin's) instead of `rows`: its blocks, and per block the query's maps (attentionMap: at
+    // the block's stage grid, NaN outside the window), its heads' then their mean. numHeads is then the most heads of
+    // any block.
+    std::vector<WindowBlock> windows;
+    std::vector<std::vector<AttentionMap>> windowMaps;
+    bool hierarchical() const { return !windows.empty(); }
 };
 // A trace's rows of `query`; std::out_of_range for a token it has not, std::invalid_argument for a trace whose maps were
 // not recorded.
@@ -74,7 +89,9 @@ struct RolloutOptions {
     double discard = 0.0; // in [0, 1)
 };
 // Abnar & Zuidema's rollout: R = Â_L ... Â_1 with Â_l = 0.5 F_l + 0.5 I, rows renormalised, F_l the fused heads of A_l
-// (the mean by default, as the paper) after discarding. [N, N]
+// (the mean by default, as the paper) after discarding. [N, N]. Not of a hierarchical trace (std::invalid_argument with
+// kNoHierarchicalRollout): its tokens change at every merge.
+extern const char* const kNoHierarchicalRollout;
 Tensor attentionRollout(const Trace& trace, const RolloutOptions& options = {});
 AttentionMap rolloutMap(const Trace& trace, const Tensor& rollout, int query);
 
@@ -89,6 +106,10 @@ struct AttentionGrid {
     std::vector<std::vector<AttentionMap>> maps; // [layer - 1][head], heads.size() == H, plus the head mean last
     AttentionMap rollout;
     RolloutOptions rolloutOptions; // how the rollout was made
+    // A hierarchical model's blocks (Trace::windows): its rows are per block, each with its stage's heads, its maps at
+    // its stage's grid; no rollout, for the reason rolloutRefused gives.
+    std::vector<WindowBlock> windows;
+    std::string rolloutRefused;
 };
 // The grid of row `query` (-1: the CLS token, or the centre patch of a model without prefix tokens), its rollout made
 // as `rollout` says.
@@ -114,7 +135,8 @@ struct HeadCentre {
     double contour50 = 0, contour90 = 0; // offset-map levels holding 50% / 90% of the window mass
     Tensor offsetMap;                  // [2R+1, 2R+1], rows dy = -R..R, columns dx = -R..R
 };
-// Every head of every recorded layer; `radius` is R of the offset window.
+// Every head of every recorded layer; `radius` is R of the offset window. Of a hierarchical trace: offsets in the
+// block's stage's tokens, meanDistancePx in pixels (docs/analyses.md, "Hierarchical models").
 std::vector<HeadCentre> headCentres(const Trace& trace, int patchSize, int radius = 3);
 
 // ---- 4. Signal-to-noise ratio through depth
@@ -125,7 +147,7 @@ struct SnrPoint {
     double snrDb;
 };
 struct SnrDiagnostics {
-    int layer; // 1..L: the attention sub-block of block l
+    int layer; // 1..L: the attention sub-block of block l (none for a Swin stage's first block: its input is unrecorded)
     double alpha, beta, gamma, gain, bound;
     bool conditionHolds;  // min(alpha, beta) > gamma
     double sensitivity;   // K_l = |X_l(x~) - X_l(x)| / |X_0(x~) - X_0(x)|

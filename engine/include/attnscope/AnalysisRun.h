@@ -23,7 +23,8 @@ struct AnalysisOptions {
     bool snr = true;           // needs at least one perturbation
     bool decomposition = false;
     bool relevance = false;    // class relevance of the first images (a per-image figure, Analyses.h section 10)
-    bool norms = false;        // token norms, high-norm outliers and attention sinks (Analyses.h section 7)
+    bool norms = false;        // token norms, high-norm outliers and attention sinks (Analyses.h section 7); none of a
+                               // hierarchical model yet (its runs leave them out; attnscope-cli refuses the analysis)
     bool ablation = false;     // head ablation: every head of every layer ablated in turn (Analyses.h section 8)
     AblationMode ablationMode = AblationMode::Zero;
     // The class each image is known to be, by its index (its class folder's among the model's labels: classesOfFolders),

@@ -25,8 +25,8 @@ struct LoadOptions {
     int inputHeight = 0;
     int inputWidth = 0;
     // A hierarchical model (Swin, ModelConfig::hierarchical) loads only where the caller takes its traces: per-window
-    // maps [nW, H, w*w, w*w] and blocks over each stage's grid, which the token analyses, the window and Python do not
-    // read yet. Elsewhere it is refused in one line saying so (attnscope-cli info and the engine's own run take it).
+    // maps [nW, H, w*w, w*w] and blocks over each stage's grid (Trace::windows), which Python and the remote link do not
+    // read yet. Elsewhere it is refused in one line saying so (attnscope-cli and the window take it).
     bool acceptHierarchical = false;
 };
 
@@ -138,6 +138,11 @@ struct Trace {
     int depth = 0;
     double neutrenoLambda = 0; // the variant values this run used
     double boostT = 0;
+    // A hierarchical model's (Swin's) blocks, windows[l - 1] block l's (windowBlocks of its config): then attention[l] is
+    // [nW, H_l, n, n] per window and the other taps [h * w, C] over the stage's grid; gridHeight/gridWidth are the first
+    // stage's grid and numHeads the last stage's heads. Empty for a ViT.
+    std::vector<WindowBlock> windows;
+    bool hierarchical() const { return !windows.empty(); }
 };
 
 // A class and its softmax probability.

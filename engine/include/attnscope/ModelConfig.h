@@ -68,6 +68,15 @@ struct WindowBlock {
     int windowsAcross() const { return (gridW + windowW - 1) / windowW; }
     int numWindows() const { return windowsDown() * windowsAcross(); }
     int windowArea() const { return windowH * windowW; }
+    // Where token (y, x) of the stage's grid is in this block's attention (Trace::attention[l] [nW, H, n, n]): the grid is
+    // rolled by (-shiftH, -shiftW), padded at the bottom and right to whole windows, and cut into windows row-major; the
+    // token's window and its row in that window.
+    struct Place {
+        int window = 0, row = 0;
+    };
+    Place place(int y, int x) const;
+    // The token (y * gridW + x) that key `key` of window `window` is, the roll undone; -1 for a key in the padding.
+    int tokenOf(int window, int key) const;
 };
 
 // The architecture of one vision transformer, whatever checkpoint convention it came from.
@@ -149,6 +158,10 @@ struct ModelConfig {
     Hierarchy hierarchy = Hierarchy::None;
     std::vector<SwinStage> stages;
     bool hierarchical() const { return hierarchy != Hierarchy::None; }
+    // The heads of block `layer` (1..depth): its stage's for a hierarchical model, numHeads otherwise; and the most of
+    // any block.
+    int headsAt(int layer) const;
+    int maxHeads() const;
 
     int attnWidth() const { return attentionWidth > 0 ? attentionWidth : width; }
     int headDim() const { return attnWidth() / numHeads; }

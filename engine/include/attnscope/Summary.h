@@ -86,6 +86,10 @@ struct AnalysisSummary {
     std::vector<TokenNormRow> tokenNorms;
     std::vector<HeadAblationRow> ablation;
     std::string ablationMode; // "zero" or "mean" when the ablation ran ("" unknown)
+    // A hierarchical model's (Swin's) stage of each block, 1-based (blockStages[l - 1] of layer l; layer 0, the patch
+    // embedding, is stage 1's): the CSVs then have a stage column and the figures mark the merges. Empty for a ViT.
+    std::vector<int> blockStages;
+    int stageOf(int layer) const { return layer <= 0 || blockStages.empty() ? 1 : blockStages.at(size_t(layer - 1)); }
 };
 
 // One image's class relevance (Analyses.h, section 10) with what its figure names.

@@ -4,6 +4,7 @@
 
 #include "analyses/AnalysisLoops.h"
 #include "analyses/OffsetWindow.h"
+#include "analyses/WindowMaps.h"
 #include "io/TensorImpl.h"
 
 #include <ATen/ATen.h>
@@ -214,6 +215,8 @@ std::string mapLayerName(const Trace& trace, int layer)
 
 AttentionMap attentionMap(const Trace& trace, int layer, int head, int query, bool renormalise)
 {
+    if (trace.hierarchical())
+        return windowAttentionMap(trace, layer, head, query, renormalise);
     if (layer == trace.depth + 1 && trace.poolAttention.numel() > 0) // sums to 1 over the patches: nothing to renormalise
         return poolMap(trace.poolAttention, trace.gridHeight, trace.gridWidth, head);
     const Tensor& a = trace.attention.at(size_t(layer)); // [H, N, N]
@@ -234,6 +237,10 @@ QueryRows queryRows(const Trace& trace, int query)
     out.numPrefixTokens = trace.numPrefixTokens;
     out.numHeads = trace.numHeads;
     out.depth = trace.depth;
+    if (trace.hierarchical()) {
+        addWindowRows(trace, out);
+        return out;
+    }
     const int64_t N = int64_t(trace.numPrefixTokens) + int64_t(trace.gridHeight) * trace.gridWidth;
     if (query < 0 || query >= N)
         throw outsideTheLayer(-1, query, trace.numHeads, N);
@@ -262,6 +269,8 @@ std::string mapLayerName(const QueryRows& rows, int layer)
 
 AttentionMap attentionMap(const QueryRows& rows, int layer, int head, bool renormalise)
 {
+    if (rows.hierarchical())
+        return windowAttentionMap(rows, layer, head, renormalise);
     if (layer == rows.depth + 1 && rows.pool.numel() > 0)
         return poolMap(rows.pool, rows.gridHeight, rows.gridWidth, head);
     const int64_t H = rows.numHeads, N = int64_t(rows.numPrefixTokens) + int64_t(rows.gridHeight) * rows.gridWidth;
@@ -335,6 +344,8 @@ Tensor attentionRollout(const Trace& trace, const RolloutOptions& options)
 {
     if (!(options.discard >= 0.0 && options.discard < 1.0))
         throw std::invalid_argument("attentionRollout: discard " + std::to_string(options.discard) + " is outside [0, 1)");
+    if (trace.hierarchical())
+        throw std::invalid_argument(kNoHierarchicalRollout);
     // Â_l in one pass over the float32 maps into a float64 matrix; the products are float64 BLAS (each N^3, where the
     // time goes).
     at::Tensor r;
@@ -375,14 +386,19 @@ AttentionGrid attentionGrid(const Trace& trace, int query, const RolloutOptions&
     g.gridWidth = trace.gridWidth;
     g.numPrefixTokens = trace.numPrefixTokens;
     g.query = query >= 0 ? query : trace.numPrefixTokens > 0 ? 0 : (trace.gridHeight / 2) * trace.gridWidth + trace.gridWidth / 2;
+    g.windows = trace.windows;
     for (int l = 1; l <= trace.depth; ++l) {
         std::vector<AttentionMap> row;
-        for (int h = 0; h < trace.numHeads; ++h)
+        const int heads = trace.hierarchical() ? trace.windows[size_t(l - 1)].heads : trace.numHeads;
+        for (int h = 0; h < heads; ++h)
             row.push_back(attentionMap(trace, l, h, g.query));
         row.push_back(attentionMap(trace, l, -1, g.query));
         g.maps.push_back(std::move(row));
     }
-    g.rollout = rolloutMap(trace, attentionRollout(trace, rollout), g.query);
+    if (trace.hierarchical())
+        g.rolloutRefused = kNoHierarchicalRollout;
+    else
+        g.rollout = rolloutMap(trace, attentionRollout(trace, rollout), g.query);
     g.rolloutOptions = rollout;
     return g;
 }
@@ -390,6 +406,8 @@ AttentionGrid attentionGrid(const Trace& trace, int query, const RolloutOptions&
 ATTNSCOPE_VECTOR_CLONES
 std::vector<AttentionSimilarityPoint> attentionSimilarity(const Trace& trace)
 {
+    if (trace.hierarchical())
+        return windowAttentionSimilarity(trace);
     // Two passes over each layer's float32 [H, N, N] maps, in blocks of positions. The first takes the head mean (kept
     // for the next layer's cosine), its dot products with itself and with the previous layer's mean, and each
     // head's norm; the second the sum of the unit-normalised heads s = sum_h A[h] / |A[h]|. The mean pairwise cosine
@@ -470,9 +488,60 @@ std::vector<AttentionSimilarityPoint> attentionSimilarity(const Trace& trace)
 
 // ---- 3
 
+// The offset map's summary (docs/analyses.md section 3): M(delta), the mean over the `interior` queries of a_q(q + delta)
+// from the sums `m`, its peak, mass, bandwidth and contour levels; NaN without interior queries.
+void summariseOffsetMap(HeadCentre& hc, std::vector<double> m, size_t interior, int radius)
+{
+    const int side = 2 * radius + 1, cells = side * side;
+    if (interior == 0) {
+        hc.peakDy = hc.peakDx = hc.bandwidth = hc.windowMass = hc.contour50 = hc.contour90 = kNaN;
+        hc.offsetMap = Tensor::fromVector({ side, side }, std::vector<float>(size_t(cells), std::nanf("")));
+        return;
+    }
+    // M(delta) = mean over interior q of a_q(q + delta)
+    double mass = 0;
+    for (double& v : m) {
+        v /= double(interior);
+        mass += v;
+    }
+    std::vector<float> map(m.begin(), m.end());
+    hc.offsetMap = Tensor::fromVector({ side, side }, std::move(map));
+    const int peak = int(std::max_element(m.begin(), m.end()) - m.begin());
+    hc.peakDy = double(peak / side - radius);
+    hc.peakDx = double(peak % side - radius);
+    hc.windowMass = mass;
+    // Bandwidth: spread of the offset map around its own centroid (kernel-regression view, seed 004).
+    double my = 0, mx = 0;
+    for (int c = 0; c < cells; ++c) {
+        my += m[size_t(c)] * (c / side - radius);
+        mx += m[size_t(c)] * (c % side - radius);
+    }
+    my /= mass;
+    mx /= mass;
+    double spread = 0;
+    for (int c = 0; c < cells; ++c)
+        spread += m[size_t(c)] * (std::pow(c / side - radius - my, 2) + std::pow(c % side - radius - mx, 2));
+    hc.bandwidth = std::sqrt(spread / mass);
+    // Contour levels: the value of the cell at which the descending cumulative mass reaches the share
+    // (Cordonnier et al., Fig. 4/6 draw the 50% and 90% regions).
+    std::vector<double> sorted = m;
+    std::sort(sorted.rbegin(), sorted.rend());
+    for (auto [share, level] : { std::pair<double, double*> { 0.5, &hc.contour50 }, { 0.9, &hc.contour90 } }) {
+        int64_t below = 0;
+        double cum = 0;
+        for (double v : sorted) {
+            cum += v;
+            below += cum < share * mass;
+        }
+        *level = sorted[size_t(std::min<int64_t>(below, int64_t(sorted.size()) - 1))];
+    }
+}
+
 ATTNSCOPE_VECTOR_CLONES
 std::vector<HeadCentre> headCentres(const Trace& trace, int patchSize, int radius)
 {
+    if (trace.hierarchical())
+        return windowHeadCentres(trace, patchSize, radius);
     std::vector<HeadCentre> out;
     const int gh = trace.gridHeight, gw = trace.gridWidth, P = trace.numPrefixTokens, np = gh * gw;
     const int side = 2 * radius + 1, cells = side * side;
@@ -536,49 +605,7 @@ std::vector<HeadCentre> headCentres(const Trace& trace, int patchSize, int radiu
             hc.centreDx = cx / np;
             hc.meanDistancePx = patchSize * dist / np;
             hc.prefixMass = P > 0 ? prefix / np : 0.0;
-            if (interior.empty()) {
-                hc.peakDy = hc.peakDx = hc.bandwidth = hc.windowMass = hc.contour50 = hc.contour90 = kNaN;
-                hc.offsetMap = Tensor::fromVector({ side, side }, std::vector<float>(size_t(cells), std::nanf("")));
-                out.push_back(std::move(hc));
-                continue;
-            }
-            // M(delta) = mean over interior q of a_q(q + delta)
-            double mass = 0;
-            for (double& v : m) {
-                v /= double(interior.size());
-                mass += v;
-            }
-            std::vector<float> map(m.begin(), m.end());
-            hc.offsetMap = Tensor::fromVector({ side, side }, std::move(map));
-            const int peak = int(std::max_element(m.begin(), m.end()) - m.begin());
-            hc.peakDy = double(peak / side - radius);
-            hc.peakDx = double(peak % side - radius);
-            hc.windowMass = mass;
-            // Bandwidth: spread of the offset map around its own centroid (kernel-regression view, seed 004).
-            double my = 0, mx = 0;
-            for (int c = 0; c < cells; ++c) {
-                my += m[size_t(c)] * (c / side - radius);
-                mx += m[size_t(c)] * (c % side - radius);
-            }
-            my /= mass;
-            mx /= mass;
-            double spread = 0;
-            for (int c = 0; c < cells; ++c)
-                spread += m[size_t(c)] * (std::pow(c / side - radius - my, 2) + std::pow(c % side - radius - mx, 2));
-            hc.bandwidth = std::sqrt(spread / mass);
-            // Contour levels: the value of the cell at which the descending cumulative mass reaches the share
-            // (Cordonnier et al., Fig. 4/6 draw the 50% and 90% regions).
-            std::vector<double> sorted = m;
-            std::sort(sorted.rbegin(), sorted.rend());
-            for (auto [share, level] : { std::pair<double, double*> { 0.5, &hc.contour50 }, { 0.9, &hc.contour90 } }) {
-                int64_t below = 0;
-                double cum = 0;
-                for (double v : sorted) {
-                    cum += v;
-                    below += cum < share * mass;
-                }
-                *level = sorted[size_t(std::min<int64_t>(below, int64_t(sorted.size()) - 1))];
-            }
+            summariseOffsetMap(hc, std::move(m), interior.size(), radius);
             out.push_back(std::move(hc));
         }
     }

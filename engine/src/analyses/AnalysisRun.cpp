@@ -130,6 +130,8 @@ int defaultBatchSize(const Model& model, const AnalysisOptions& options)
 
 bool AnalysisRun::analysesOnDevice() const
 {
+    if (m_model->config().hierarchical()) // the batched analyses read a ViT's [B, H, N, N] maps
+        return false;
     return m_options.analysesOnDevice.value_or(!implOf(*m_model).device.is_cpu());
 }
 
@@ -374,7 +376,7 @@ Status AnalysisRun::analyseOnHost(const StagedBatch::Impl& staged, const RunOpti
             tasks.push_back([&] { r.attentionSimilarity = attentionSimilarity(clean); });
         if (m_options.similarity)
             tasks.push_back([&] { r.tokenSimilarity = tokenSimilarity(clean); });
-        if (m_options.norms)
+        if (m_options.norms && !clean.hierarchical()) // not of a Swin yet (AnalysisOptions::norms)
             tasks.push_back([&] { r.norms = tokenNorms(clean, m_model->config(), m_options.outlierRatio); });
     }
     runInterOp(tasks.size(), interOpThreads(), [&](size_t t) { tasks[t](); });

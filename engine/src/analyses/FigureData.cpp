@@ -204,8 +204,39 @@ std::string figureCsv(Figure figure, const FigureData& data)
     return csv;
 }
 
+namespace {
+
+// A hierarchical model's grid: per block its stage and block (1-based), whether its windows are shifted, and the cells
+// of the query's window at the stage's grid (the rest is outside the window, not zero attention); the share on the
+// padding, when there is one, as row and column -1. No rollout.
+std::string windowGridCsv(const AttentionGrid& g)
+{
+    std::string csv = "layer,stage,block,shifted,head,row,col,attention\n";
+    for (size_t l = 0; l < g.maps.size() && l < g.windows.size(); ++l) {
+        const WindowBlock& b = g.windows[l];
+        const std::string block = std::to_string(l + 1) + "," + std::to_string(b.stage + 1) + "," + std::to_string(b.index + 1) + ","
+            + (b.shiftH || b.shiftW ? "1" : "0") + ",";
+        for (size_t h = 0; h < g.maps[l].size(); ++h) {
+            const AttentionMap& map = g.maps[l][h];
+            const std::string head = block + (h + 1 == g.maps[l].size() ? "mean" : std::to_string(h)) + ",";
+            const int64_t rows = map.patches.size(0), cols = map.patches.size(1);
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t c = 0; c < cols; ++c)
+                    if (const float v = map.patches.data()[r * cols + c]; !std::isnan(v))
+                        csv += head + std::to_string(r) + "," + std::to_string(c) + "," + csvNumber(v) + "\n";
+            if (map.paddingMass > 0)
+                csv += head + "-1,-1," + csvNumber(map.paddingMass) + "\n";
+        }
+    }
+    return csv;
+}
+
+} // namespace
+
 std::string figureCsv(const AttentionGrid& g)
 {
+    if (!g.windows.empty())
+        return windowGridCsv(g);
     std::string csv = "layer,head,row,col,attention\n";
     for (size_t l = 0; l < g.maps.size(); ++l)
         for (size_t h = 0; h < g.maps[l].size(); ++h) {

@@ -54,14 +54,15 @@ Result<HeadAblation> headAblation(const Model& model, const Tensor& input, Ablat
     options.ablation = mode;
     std::vector<HeadRef> heads { HeadRef {} }; // the clean forward first
     for (const HeadRef& h : only) {
-        if (h.layer < 1 || h.layer > c.depth || h.head < 0 || h.head >= c.numHeads)
+        if (h.layer < 1 || h.layer > c.depth || h.head < 0 || h.head >= c.headsAt(h.layer))
             return Error { "head ablation: layer " + std::to_string(h.layer) + " head " + std::to_string(h.head)
-                           + " is outside the model's layers 1.." + std::to_string(c.depth) + " and heads 0.." + std::to_string(c.numHeads - 1) };
+                           + " is outside the model's layers 1.." + std::to_string(c.depth) + " and heads 0.."
+                           + std::to_string(c.headsAt(std::clamp(h.layer, 1, std::max(c.depth, 1))) - 1) };
         heads.push_back(h);
     }
     if (only.empty())
         for (int l = 1; l <= c.depth; ++l)
-            for (int h = 0; h < c.numHeads; ++h)
+            for (int h = 0; h < c.headsAt(l); ++h)
                 heads.push_back({ l, h });
     const size_t step = batch > 0 ? size_t(batch) : heads.size();
     std::vector<Tensor> logits;

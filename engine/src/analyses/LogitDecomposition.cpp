@@ -16,6 +16,9 @@ Result<LogitDecomposition> decomposeLogits(const Model& model, const Tensor& inp
 {
     const auto& impl = implOf(model);
     const ModelConfig& c = model.config();
+    if (c.hierarchical())
+        return Error { "the logit decomposition splits additive absolute position terms off the first layer's logits; a "
+                       "Swin has none (its positions are a relative bias inside each window)" };
     if (!c.posEmbed || c.attention != AttentionKind::Standard || c.blockNorm != BlockNorm::Pre || c.preNorm
         || c.block != BlockKind::Standard)
         return Error { "the logit decomposition needs additive absolute position embeddings, standard attention and "

@@ -4,6 +4,8 @@
 // device path (BatchedAnalyses.cpp): the interior patch queries, whose (2R+1) x (2R+1) window lies inside the grid, and
 // for each the key patch of every window cell, rows dy = -R..R, columns dx = -R..R.
 
+#include "attnscope/Analyses.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -26,5 +28,10 @@ inline OffsetWindow offsetWindow(int gridHeight, int gridWidth, int radius)
         }
     return w;
 }
+
+// A head's offset map and what is read off it (docs/analyses.md section 3): `m` holds, per cell (dy, dx) of the window,
+// the sum over the `interior` queries of a_q(q + delta); M is their mean. Sets the map, its peak, mass, bandwidth and
+// 50% / 90% contour levels (all NaN without interior queries). Analyses.cpp.
+void summariseOffsetMap(HeadCentre& hc, std::vector<double> m, size_t interior, int radius);
 
 } // namespace attnscope

@@ -61,6 +61,8 @@ struct LayerRows {
 
 Status checkHead(const ModelConfig& c, int layer, int head)
 {
+    if (c.hierarchical())
+        return Error { "query-key map: not of a hierarchical (Swin) model yet" };
     if (layer < 1 || layer > c.depth || head < 0 || head >= c.numHeads)
         return Error { "query-key map: layer " + std::to_string(layer) + " head " + std::to_string(head) + " is outside the model's layers 1.."
                        + std::to_string(c.depth) + " and heads 0.." + std::to_string(c.numHeads - 1) };

@@ -42,6 +42,9 @@ Result<Relevance> classRelevance(const Model& model, const Tensor& input, const 
     const ModelConfig& c = model.config();
     if (c.numClasses <= 0 || c.headIsProjection)
         return Error { "class relevance needs a classifier head (this model's head gives features, not classes)" };
+    if (c.hierarchical())
+        return Error { "class relevance (GAE, Grad-CAM) is not of a Swin: GAE carries relevance through one token set "
+                       "across the layers, and a Swin's tokens change at every patch merge" };
     if (options.targetClass >= c.numClasses || options.targetClass < -1)
         return Error { "class " + std::to_string(options.targetClass) + " is outside the model's 0.." + std::to_string(c.numClasses - 1) };
     const int layer = options.gradCamLayer < 0 ? std::max(0, c.depth - 1) : options.gradCamLayer;

@@ -104,6 +104,8 @@ SnrResult signalToNoise(const Trace& clean, const Trace& noisy, bool centre)
             continue;
         const Tensor &x = clean.blocks[size_t(l - 1)], &xn = noisy.blocks[size_t(l - 1)];
         const Tensor &u = clean.attnBranch[size_t(l)], &un = noisy.attnBranch[size_t(l)];
+        if (x.numel() != u.numel()) // a Swin stage's first block: its input is the merged tokens, which no tap records
+            continue;
         // Proposition 3.1 of the filtering paper, with u = centred X_{l-1}, û = centred U_l, η and η̂ the changes.
         const std::vector<double>&mx = meanOf(0, size_t(l - 1)), &mu = meanOf(1, size_t(l));
         const int64_t d = int64_t(mx.size()), rows = x.numel() / d;

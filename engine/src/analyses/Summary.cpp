@@ -52,18 +52,24 @@ Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const 
         return bool(r);
     };
     const auto fail = [&](const std::string& name) { return Error { (fs::path(dir) / name).string() + ": cannot write" }; };
+    // A hierarchical model's rows say their stage after the layer.
+    const bool staged = !s.blockStages.empty();
+    const auto layerCells = [&](int layer) {
+        return std::to_string(layer) + "," + (staged ? std::to_string(s.stageOf(layer)) + "," : std::string());
+    };
+    const std::string layerHeader = staged ? "layer,stage," : "layer,";
     if (!s.tokenSimilarity.empty()) {
-        std::string csv = "layer,tap,tokens,mean,sd,ci95,n\n";
+        std::string csv = layerHeader + "tap,tokens,mean,sd,ci95,n\n";
         for (const auto& r : s.tokenSimilarity)
-            csv += std::to_string(r.layer) + "," + toString(r.tap) + "," + toString(r.tokens) + "," + csvNumber(r.value.mean) + ","
+            csv += layerCells(r.layer) + toString(r.tap) + "," + toString(r.tokens) + "," + csvNumber(r.value.mean) + ","
                 + csvNumber(r.value.sd) + "," + csvNumber(r.value.ci95) + "," + std::to_string(r.value.n) + "\n";
         if (!write("token_similarity.csv", csv))
             return fail("token_similarity.csv");
     }
     if (!s.headCentres.empty()) {
-        std::string csv = "layer,head,centre_dy,centre_dx,peak_dy,peak_dx,mean_distance_px,bandwidth,prefix_mass,window_mass,n\n";
+        std::string csv = layerHeader + "head,centre_dy,centre_dx,peak_dy,peak_dx,mean_distance_px,bandwidth,prefix_mass,window_mass,n\n";
         for (const auto& r : s.headCentres)
-            csv += std::to_string(r.layer) + "," + std::to_string(r.head) + "," + csvNumber(r.centreDy.mean) + "," + csvNumber(r.centreDx.mean)
+            csv += layerCells(r.layer) + std::to_string(r.head) + "," + csvNumber(r.centreDy.mean) + "," + csvNumber(r.centreDx.mean)
                 + "," + csvNumber(r.peakDy.mean) + "," + csvNumber(r.peakDx.mean) + "," + csvNumber(r.meanDistancePx.mean) + ","
                 + csvNumber(r.bandwidth.mean) + "," + csvNumber(r.prefixMass.mean) + "," + csvNumber(r.windowMass.mean) + ","
                 + std::to_string(r.centreDy.n) + "\n";
@@ -71,9 +77,9 @@ Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const 
             return fail("head_centres.csv");
     }
     if (!s.attentionSimilarity.empty()) {
-        std::string csv = "layer,successive_cos,head_redundancy,n\n";
+        std::string csv = layerHeader + "successive_cos,head_redundancy,n\n";
         for (const auto& r : s.attentionSimilarity)
-            csv += std::to_string(r.layer) + "," + csvNumber(r.successiveCos.mean) + "," + csvNumber(r.headRedundancy.mean) + ","
+            csv += layerCells(r.layer) + csvNumber(r.successiveCos.mean) + "," + csvNumber(r.headRedundancy.mean) + ","
                 + std::to_string(std::max(r.successiveCos.n, r.headRedundancy.n)) + "\n";
         if (!write("attention_similarity.csv", csv))
             return fail("attention_similarity.csv");
@@ -90,10 +96,10 @@ Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const 
             return fail("token_norms.csv");
     }
     if (!s.ablation.empty()) {
-        std::string csv = "layer,head,dlogit_mean,dlogit_sd,dlogit_ci95,dprob_mean,dprob_sd,dprob_ci95,kl_mean,kl_sd,kl_ci95,flip_share,n,acc_change,acc_change_ci95,"
+        std::string csv = layerHeader + "head,dlogit_mean,dlogit_sd,dlogit_ci95,dprob_mean,dprob_sd,dprob_ci95,kl_mean,kl_sd,kl_ci95,flip_share,n,acc_change,acc_change_ci95,"
                           "labelled\n";
         for (const auto& r : s.ablation) {
-            csv += std::to_string(r.layer) + "," + std::to_string(r.head);
+            csv += layerCells(r.layer) + std::to_string(r.head);
             for (const Estimate* e : { &r.dlogit, &r.dprob, &r.kl })
                 csv += "," + csvNumber(e->mean) + "," + csvNumber(e->sd) + "," + csvNumber(e->ci95);
             csv += "," + csvNumber(r.flipShare) + "," + std::to_string(r.kl.n) + ",";
@@ -109,17 +115,17 @@ Result<std::vector<std::string>> writeSummaryCsvs(const std::string& dir, const 
             specs.push_back(r.perturbation);
     for (const auto& spec : specs) {
         const std::string suffix = specs.size() == 1 ? "" : "_" + perturbationSlug(spec);
-        std::string csv = "layer,tap,snr_db_mean,snr_db_sd,n\n";
+        std::string csv = layerHeader + "tap,snr_db_mean,snr_db_sd,n\n";
         for (const auto& r : s.snr)
             if (r.perturbation == spec)
-                csv += std::to_string(r.layer) + "," + toString(r.tap) + "," + csvNumber(r.snrDb.mean) + "," + csvNumber(r.snrDb.sd) + ","
+                csv += layerCells(r.layer) + toString(r.tap) + "," + csvNumber(r.snrDb.mean) + "," + csvNumber(r.snrDb.sd) + ","
                     + std::to_string(r.snrDb.n) + "\n";
         if (!write("snr" + suffix + ".csv", csv))
             return fail("snr" + suffix + ".csv");
-        std::string diag = "layer,alpha,beta,gamma,gain,bound,condition_holds,sensitivity\n";
+        std::string diag = layerHeader + "alpha,beta,gamma,gain,bound,condition_holds,sensitivity\n";
         for (const auto& r : s.snrDiagnostics)
             if (r.perturbation == spec)
-                diag += std::to_string(r.layer) + "," + csvNumber(r.alpha.mean) + "," + csvNumber(r.beta.mean) + "," + csvNumber(r.gamma.mean) + ","
+                diag += layerCells(r.layer) + csvNumber(r.alpha.mean) + "," + csvNumber(r.beta.mean) + "," + csvNumber(r.gamma.mean) + ","
                     + csvNumber(r.gain.mean) + "," + csvNumber(r.bound.mean) + "," + csvNumber(r.conditionShare) + ","
                     + csvNumber(r.sensitivity.mean) + "\n";
         if (!write("snr_diagnostics" + suffix + ".csv", diag))

@@ -109,6 +109,39 @@ std::vector<WindowBlock> windowBlocks(const ModelConfig& c)
     return out;
 }
 
+int ModelConfig::headsAt(int layer) const
+{
+    for (const SwinStage& s : stages) {
+        if (layer <= s.depth)
+            return s.heads;
+        layer -= s.depth;
+    }
+    return numHeads;
+}
+
+int ModelConfig::maxHeads() const
+{
+    int most = numHeads;
+    for (const SwinStage& s : stages)
+        most = std::max(most, s.heads);
+    return most;
+}
+
+WindowBlock::Place WindowBlock::place(int y, int x) const
+{
+    const int ry = ((y - shiftH) % gridH + gridH) % gridH, rx = ((x - shiftW) % gridW + gridW) % gridW;
+    return { (ry / windowH) * windowsAcross() + rx / windowW, (ry % windowH) * windowW + rx % windowW };
+}
+
+int WindowBlock::tokenOf(int window, int key) const
+{
+    const int ry = (window / windowsAcross()) * windowH + key / windowW;
+    const int rx = (window % windowsAcross()) * windowW + key % windowW;
+    if (ry >= gridH || rx >= gridW)
+        return -1;
+    return ((ry + shiftH) % gridH) * gridW + (rx + shiftW) % gridW;
+}
+
 const char* ModelConfig::positionScheme() const
 {
     if (hierarchy == Hierarchy::Swin)

@@ -121,7 +121,7 @@ BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const Ru
     state.knownGridH = c.gridHeight();
     state.knownGridW = c.gridWidth();
     if (!options.ablatedHeads.empty()) { // checked by Model::runBatch: one entry per input, in range
-        auto mask = at::ones({ c.depth + 1, inputs.size(0), c.numHeads }, at::kFloat);
+        auto mask = at::ones({ c.depth + 1, inputs.size(0), c.maxHeads() }, at::kFloat); // a Swin block reads its heads'
         auto m = mask.accessor<float, 3>();
         for (size_t b = 0; b < options.ablatedHeads.size(); ++b)
             if (options.ablatedHeads[b].layer > 0)
@@ -173,6 +173,8 @@ std::vector<Trace> hostTraces(const Model& model, const BatchForward& forward, c
         trace.depth = c.depth;
         trace.neutrenoLambda = state.neutrenoLambda;
         trace.boostT = state.boostT;
+        if (c.hierarchical())
+            trace.windows = windowBlocks(c);
         const auto pick = [i](const std::vector<at::Tensor>& v) {
             std::vector<Tensor> out;
             out.reserve(v.size());

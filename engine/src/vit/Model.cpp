@@ -132,8 +132,8 @@ std::unique_ptr<Model::Impl> loadHierarchical(std::unique_ptr<Model::Impl> impl,
     ModelInfo& info = impl->info;
     if (!options.acceptHierarchical)
         throw LoadError(info.path + ": a " + (info.config.hierarchy == Hierarchy::SwinV2 ? "Swin v2" : "Swin")
-                        + " (hierarchical windowed attention): attnscope-cli info shows it and the engine runs it "
-                          "exactly, but the analyses, the window and Python do not take it yet");
+                        + " (hierarchical windowed attention): attnscope-cli and the window take it (similarity, "
+                          "attention, centres, snr, ablation); Python and the remote link do not yet");
     if ((options.inputHeight != 0 || options.inputWidth != 0)
         && (options.inputHeight != info.config.imageHeight || options.inputWidth != info.config.imageWidth))
         throw LoadError(info.path + ": a Swin runs at its input size " + std::to_string(info.config.imageHeight) + "x"
@@ -464,9 +464,9 @@ Result<std::vector<Trace>> Model::runBatch(const std::vector<Tensor>& inputs, co
         if (options.ablatedHeads.size() != xs.size())
             return Error { "head ablation: " + std::to_string(options.ablatedHeads.size()) + " heads named for " + std::to_string(xs.size()) + " inputs" };
         for (const HeadRef& h : options.ablatedHeads)
-            if (h.layer < 0 || h.layer > c.depth || h.head < 0 || h.head >= c.numHeads)
+            if (h.layer < 0 || h.layer > c.depth || h.head < 0 || h.head >= (h.layer > 0 ? c.headsAt(h.layer) : c.maxHeads()))
                 return Error { "head ablation: layer " + std::to_string(h.layer) + " head " + std::to_string(h.head) + " is outside the model's layers 1.."
-                               + std::to_string(c.depth) + " and heads 0.." + std::to_string(c.numHeads - 1) };
+                               + std::to_string(c.depth) + " and heads 0.." + std::to_string(c.headsAt(std::max(h.layer, 1)) - 1) };
     }
     return catchForwardErrors([&]() -> Result<std::vector<Trace>> {
         const int threads = m_impl->device.is_cpu() ? interOpThreads() : 1;

@@ -211,13 +211,19 @@ at::Tensor SwinTransformerImpl::windowAttention(const at::Tensor& x, int l, Forw
     if (state.spec.attention && state.wants(l))
         state.attention[size_t(l)] = attn.view({ b, nw, heads, n, n });
     at::Tensor out = at::matmul(attn, v).transpose(1, 2).reshape({ bw, n, c });
-    out = at::linear(out, w.projW, w.projB);
     out = unpartition(out, b, hp, wp, g.windowH, g.windowW);
     if (padH || padW)
         out = out.slice(1, 0, h).slice(2, 0, wd);
     if (g.shiftH || g.shiftW)
         out = at::roll(out, { g.shiftH, g.shiftW }, { 1, 2 });
-    return out.contiguous();
+    if (state.headMask.defined()) {
+        // Head ablation (docs/analyses.md section 8): O_l[h], before the projection (a per-token map, so after the
+        // windows are put back), zeroed or replaced by its mean over the image's tokens where the mask is 0.
+        const at::Tensor keep = state.headMask[l].slice(1, 0, heads).to(out.scalar_type()).view({ b, 1, 1, heads, 1 });
+        const at::Tensor o = out.reshape({ b, h, wd, heads, d });
+        out = (state.ablateMean ? o * keep + (1 - keep) * o.mean({ 1, 2 }, true) : o * keep).reshape({ b, h, wd, c });
+    }
+    return at::linear(out, w.projW, w.projB).contiguous();
 }
 
 at::Tensor SwinTransformerImpl::block(const at::Tensor& x, int l, ForwardState& state)
@@ -249,8 +255,8 @@ at::Tensor SwinTransformerImpl::block(const at::Tensor& x, int l, ForwardState& 
 
 at::Tensor SwinTransformerImpl::forward(const at::Tensor& input, ForwardState& state)
 {
-    if (state.stackTaps || state.headMask.defined() || state.neutrenoLambda != 0 || state.boostT != 0)
-        throw std::invalid_argument("a hierarchical (Swin) model runs without head ablation, variants or stacked taps");
+    if (state.stackTaps || state.neutrenoLambda != 0 || state.boostT != 0)
+        throw std::invalid_argument("a hierarchical (Swin) model runs without the NeuTRENO and Boost variants or stacked taps");
     const ModelConfig& c = m_config;
     if (input.size(2) != c.imageHeight || input.size(3) != c.imageWidth)
         throw std::invalid_argument("a Swin model runs at its input size " + std::to_string(c.imageHeight) + "x"
