@@ -173,6 +173,15 @@ private slots:
         QVERIFY(!w.view()->map() || w.view()->map()->patches.numel() == 0);
         w.setHead(HeadChoice(HeadView::TokenNorms));
         QTRY_VERIFY_WITH_TIMEOUT(queryLine(w).startsWith("token norms: not of a Swin yet"), 20000);
+        // GAE: refused in one line saying why; a head again: its map, the refusal gone
+        QSignalSpy errors(&w, &MainWindow::errorShown);
+        w.setHead(HeadChoice(HeadView::Gae));
+        QVERIFY(errors.wait(20000));
+        QVERIFY2(errors.last().at(0).toString().contains("class relevance (GAE, Grad-CAM) is not of a Swin"),
+                 qPrintable(errors.last().at(0).toString()));
+        w.setHead(HeadChoice::single(0));
+        QTRY_VERIFY_WITH_TIMEOUT(w.view()->map() && w.view()->map()->patches.size(0) == 8 && w.view()->message().isEmpty(), 20000);
+        QVERIFY(colouredPixels(w.view()) > 100);
         // the image's curves came (the analyses a Swin takes)
         QVERIFY(waitForCurves(w));
     }
