@@ -76,6 +76,10 @@ bench: deps $(if $(filter libtorch2,$(BENCH_PRESET)),get-libtorch)
 	cmake --preset $(BENCH_PRESET) $(if $(filter libtorch2,$(BENCH_PRESET)),$(LIBTORCH_ARGS)) \
 	    -DATTNSCOPE_BUILD_BENCHMARKS=ON -DATTNSCOPE_BENCH_BASELINE=OFF
 	cmake --build --preset $(BENCH_PRESET) -j $(JOBS) --target engine_bench dataset_bench click_bench remote_set_bench attnscope attnscope-cli
+	@# The Swin peer: timm 1.0.31 (PyPI) over Debian's torch, in a venv of its own; without PyPI, the run says so.
+	@test -x build/bench-venv/bin/python || (/usr/bin/python3 -m venv --system-site-packages build/bench-venv \
+	    && build/bench-venv/bin/pip install -q --no-deps timm==1.0.31 safetensors huggingface_hub pyyaml) \
+	    || (rm -rf build/bench-venv; echo "make bench: no timm (PyPI unreachable): the Swin row has torchvision's peer only")
 	/usr/bin/python3 tests/benchmarks/run_bench.py build/$(BENCH_PRESET) --json build/$(BENCH_PRESET)/bench-results.json $(BENCH_ARGS)
 
 # `make bench-builds`: the CPU forward of the default build (Debian's LibTorch 1.13) and of the LibTorch 2.x build

@@ -312,7 +312,9 @@ def token_cosine_matrix(tokens):
 
 @_remote_aware
 def attention_map(trace, layer, head=-1, query=0, renormalise=False):
-    """2. Row `query` of A_layer for `head` (-1: the mean of the heads): {"patches": [gh, gw], "prefix_mass": float}."""
+    """2. Row `query` of A_layer for `head` (-1: the mean of the heads): {"patches": [gh, gw], "prefix_mass": float,
+    "padding_mass": float}. Of a Swin (trace.windows): `query` is a patch of the first grid, "patches" is at the block's
+    stage grid, NaN outside the query's window, "padding_mass" the row's share on the padding (docs/python.md)."""
     return _native.attention_map(_trace(trace), layer, head, query, renormalise)
 
 
@@ -331,7 +333,8 @@ def rollout_map(trace, rollout_matrix, query=0):
 @_remote_aware
 def attention_grid(trace, query=None, fusion="mean", discard=0.0):
     """The layers x heads figure of one query (None: the CLS token, or the centre patch without one): "maps"
-    [L, H + 1, gh, gw] (the head mean last), "prefix_mass" [L, H + 1], "rollout" [gh, gw]."""
+    [L, H + 1, gh, gw] (the head mean last), "prefix_mass" [L, H + 1], "rollout" [gh, gw]. Of a Swin: "maps" a list per
+    block of [H_l + 1, h, w] at its stage grid, "padding_mass", "blocks" (their names), no rollout ("rollout_refused")."""
     return _native.attention_grid(_trace(trace), -1 if query is None else query, fusion, discard)
 
 

@@ -16,6 +16,7 @@ py::dict attentionMapDict(const AttentionMap& map)
     py::dict d;
     d["patches"] = view(map.patches);
     d["prefix_mass"] = map.prefixMass;
+    d["padding_mass"] = map.paddingMass; // a Swin's: the row's share on the padding (its patches NaN outside the window)
     return d;
 }
 
@@ -32,8 +33,37 @@ void checkOutlierRatio(double ratio)
         raise("outlier_ratio " + std::to_string(ratio) + ": expected a number above 1");
 }
 
+// A Swin's grid (docs/analyses.md, "Hierarchical models"): per block its maps [heads + 1, h, w] at the stage's grid,
+// the stage's heads then their mean, NaN outside the query's window; no rollout, for the reason given.
+py::dict windowGridDict(const AttentionGrid& grid)
+{
+    py::list maps, padding, blocks;
+    for (size_t l = 0; l < grid.maps.size(); ++l) {
+        const auto& row = grid.maps[l];
+        const WindowBlock& b = grid.windows.at(l);
+        std::vector<double> cells, pad;
+        for (const auto& map : row) {
+            cells.insert(cells.end(), map.patches.data(), map.patches.data() + map.patches.numel());
+            pad.push_back(map.paddingMass);
+        }
+        maps.append(doubles(cells, { py::ssize_t(row.size()), b.gridH, b.gridW }));
+        padding.append(doubles(pad));
+        blocks.append(blockName(b));
+    }
+    py::dict d;
+    d["query"] = grid.query;
+    d["maps"] = maps;
+    d["padding_mass"] = padding;
+    d["blocks"] = blocks;
+    d["rollout"] = py::none();
+    d["rollout_refused"] = grid.rolloutRefused;
+    return d;
+}
+
 py::dict attentionGridDict(const AttentionGrid& grid)
 {
+    if (!grid.windows.empty())
+        return windowGridDict(grid);
     const size_t layers = grid.maps.size(), columns = layers ? grid.maps.front().size() : 0;
     const size_t cells = size_t(grid.gridHeight) * size_t(grid.gridWidth);
     std::vector<double> maps, prefix;
@@ -230,11 +260,14 @@ void bindAttentionMaps(py::module_& m)
         "attention_map",
         [](const Trace& trace, int layer, int head, int query, bool renormalise) {
             checkLayer(trace, layer);
-            if (head < -1 || head >= trace.numHeads)
-                raise("head " + std::to_string(head) + ": the model's heads are 0.." + std::to_string(trace.numHeads - 1) + " (-1: their mean)");
-            const int tokens = int(trace.attention[size_t(layer)].size(1));
+            // A Swin block has its stage's heads, and its query is a patch of the first grid.
+            const int heads = trace.hierarchical() ? trace.windows[size_t(layer - 1)].heads : trace.numHeads;
+            if (head < -1 || head >= heads)
+                raise("head " + std::to_string(head) + (trace.hierarchical() ? ": the heads of layer " + std::to_string(layer) : std::string(": the model's heads"))
+                      + " are 0.." + std::to_string(heads - 1) + " (-1: their mean)");
+            const int tokens = trace.hierarchical() ? trace.gridHeight * trace.gridWidth : int(trace.attention[size_t(layer)].size(1));
             if (query < 0 || query >= tokens)
-                raise("query " + std::to_string(query) + ": the model's tokens are 0.." + std::to_string(tokens - 1));
+                raise("query " + std::to_string(query) + ": the model's " + (trace.hierarchical() ? "patches" : "tokens") + " are 0.." + std::to_string(tokens - 1));
             return attentionMapDict(released([&] { return attentionMap(trace, layer, head, query, renormalise); }));
         },
         py::arg("trace"), py::arg("layer"), py::arg("head") = -1, py::arg("query") = 0, py::arg("renormalise") = false);
@@ -242,6 +275,8 @@ void bindAttentionMaps(py::module_& m)
         "rollout",
         [](const Trace& trace, const std::string& fusion, double discard) {
             checkAllAttention(trace, "the rollout");
+            if (trace.hierarchical())
+                raise(kNoHierarchicalRollout);
             const auto options = rolloutOptions(fusion, discard);
             return view(released([&] { return attentionRollout(trace, options); }));
         },
@@ -385,6 +420,8 @@ void bindTokenNorms(py::module_& m)
         "token_norms",
         [](const Trace& trace, const PyModel& model, double outlierRatio) {
             checkOutlierRatio(outlierRatio);
+            if (trace.hierarchical())
+                raise("token norms: not of a hierarchical (Swin) model yet");
             const TokenNorms norms = released([&] { return tokenNorms(trace, model.model->config(), outlierRatio); });
             if (norms.layers.empty())
                 raise("token norms need the block outputs: run with record=\"all\" or record=[\"blocks\"]");

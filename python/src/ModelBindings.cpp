@@ -57,6 +57,19 @@ py::dict configDict(const ModelInfo& info)
     d["block"] = toString(c.block);
     d["neutreno_lambda"] = c.neutrenoLambda;
     d["boost_t"] = c.boostT;
+    d["hierarchy"] = toString(c.hierarchy); // none | swin | swinv2
+    py::list stages; // a Swin's: blocks, heads, width, MLP, window, pretraining window (Swin v2) per stage
+    for (const SwinStage& s : c.stages) {
+        py::dict stage;
+        stage["depth"] = s.depth;
+        stage["heads"] = s.heads;
+        stage["width"] = s.width;
+        stage["mlp_hidden"] = s.mlpHidden;
+        stage["window"] = s.window;
+        stage["pretrained_window"] = s.pretrainedWindow;
+        stages.append(stage);
+    }
+    d["stages"] = stages;
     d["preprocess"] = pre;
     return d;
 }
@@ -156,6 +169,7 @@ void bindModuleFunctions(py::module_& m)
         "load",
         [](const std::string& path, const std::string& description, const std::string& device, int height, int width) {
             LoadOptions options;
+            options.acceptHierarchical = true; // a Swin's traces: attention per window, taps per stage (Trace.windows)
             options.device = device;
             options.descriptionPath = description;
             options.inputHeight = height;
@@ -190,6 +204,26 @@ void bindTraceClasses(py::module_& m)
         .def_readonly("heads", &Trace::numHeads)
         .def_readonly("prefix_tokens", &Trace::numPrefixTokens)
         .def_property_readonly("grid", [](const Trace& t) { return py::make_tuple(t.gridHeight, t.gridWidth); })
+        // A Swin's blocks (docs/python.md): per block its stage, grid, window, shift, heads and width; None for a ViT.
+        .def_property_readonly("windows", [](const Trace& t) -> py::object {
+            if (!t.hierarchical())
+                return py::none();
+            py::list blocks;
+            for (const WindowBlock& b : t.windows) {
+                py::dict d;
+                d["stage"] = b.stage + 1;
+                d["block"] = b.index + 1;
+                d["name"] = blockName(b);
+                d["grid"] = py::make_tuple(b.gridH, b.gridW);
+                d["window"] = py::make_tuple(b.windowH, b.windowW);
+                d["shift"] = py::make_tuple(b.shiftH, b.shiftW);
+                d["windows"] = b.numWindows();
+                d["heads"] = b.heads;
+                d["width"] = b.width;
+                blocks.append(d);
+            }
+            return py::object(blocks);
+        })
         .def_readonly("neutreno_lambda", &Trace::neutrenoLambda)
         .def_readonly("boost_t", &Trace::boostT)
         .def("attention", [](const Trace& t, int l) { return view(tap(t.attention, l, 1, t, "attention of layer", "attention")); }, py::arg("layer"))

@@ -78,6 +78,49 @@ def peer(mode, threads, args):
     return json.loads(run(cmd, env_for(threads, GOMP_SPINCOUNT="0", OPENBLAS_NUM_THREADS=str(threads))))
 
 
+def swin_peer(threads, which, python, repeats):
+    """swin_peer.py's forward of Swin-T: `which` timm (with `python`, a venv that has it) or torchvision."""
+    cmd = [python, os.path.join(HERE, "swin_peer.py"), "--threads", str(threads), "--peer", which, "--repeats", str(repeats)]
+    return json.loads(run(cmd, env_for(threads, GOMP_SPINCOUNT="0", OPENBLAS_NUM_THREADS=str(threads))))
+
+
+def swin_rounds(bench_dir, quick, timm_python):
+    """Issue 46's target: a Swin-T forward recording every tap within 1.3x of timm's forward on the same CPU. Rounds
+    alternate attnscope (engine_bench's BM_SwinForward) and the peers, at 1 and 2 threads; the target reads the median
+    of the rounds' ratios against timm (a venv with it: `make bench` makes build/bench-venv when PyPI answers), and
+    torchvision's swin_t (Debian's) is shown beside it."""
+    repeats = 3 if quick else 10
+    rounds = []
+    for _ in range(2 if quick else 3):
+        for t in (1, 2):
+            r = google_bench(os.path.join(bench_dir, "engine_bench"), t, "BM_SwinForward/")
+            entry = {"threads": t, "ours_ms": ms(r["BM_SwinForward/1/real_time"]), "logits_ms": ms(r["BM_SwinForward/0/real_time"])}
+            entry["torchvision_ms"] = swin_peer(t, "torchvision", sys.executable, repeats)["explicit_ms"]
+            if timm_python:
+                entry["timm_ms"] = swin_peer(t, "timm", timm_python, repeats)["explicit_ms"]
+            rounds.append(entry)
+    return rounds
+
+
+def swin_rows(rounds, row):
+    lines = []
+    for r in rounds:
+        lines.append(row(f"swin_tiny forward recording every tap, {r['threads']} thr (peer: timm)", r["ours_ms"], r.get("timm_ms")))
+        lines.append(row(f"  swin_tiny forward, logits only, {r['threads']} thr (peer: torchvision swin_t)", r["logits_ms"],
+                         r["torchvision_ms"]))
+    for t in (1, 2):
+        mine = [r for r in rounds if r["threads"] == t]
+        if mine and all("timm_ms" in r for r in mine):
+            ratio = statistics.median(r["ours_ms"] / r["timm_ms"] for r in mine)
+            lines.append(row(f"swin_tiny forward recording every tap / timm's, {t} thr, median of {len(mine)} rounds",
+                             f"{ratio:.2f}x", None, None, "<= 1.3x", ratio <= 1.3))
+        else:
+            lines.append(row(f"swin_tiny / timm, {t} thr: not measured (no timm: make bench's venv could not be made)", ""))
+        tv = statistics.median(r["ours_ms"] / r["torchvision_ms"] for r in mine)
+        lines.append(row(f"swin_tiny forward recording every tap / torchvision swin_t's, {t} thr, median", f"{tv:.2f}x"))
+    return lines
+
+
 def gui_start(build, runs=3):
     exe = os.path.join(build, "app", "attnscope")
     if not os.path.exists(exe):
@@ -132,6 +175,8 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--quick", action="store_true", help="fewer images and repeats (a smoke run, not the record)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--timm-python", default=os.path.join(ROOT, "build", "bench-venv", "bin", "python"),
+                    help="a Python with timm, for the Swin peer (default: make bench's build/bench-venv)")
     args = ap.parse_args()
     b = os.path.join(args.build, "tests", "benchmarks")
     images = 200 if args.quick else 1000
@@ -179,6 +224,8 @@ def main():
     peers = {t: peer("one", t, reps) for t in (1, 2)}
     peer_ds = max((peer("dataset", t, ["--shape", "deit_tiny", "--images", str(peer_images)]) for t in (1, 2)),
                   key=lambda r: r["images_per_s"])
+    print("Running Swin-T against timm and torchvision ...", file=sys.stderr)
+    swin = swin_rounds(b, args.quick, args.timm_python if args.timm_python and os.path.exists(args.timm_python) else None)
     gui = gui_start(args.build)
     print("Running the whole process against the peer script ...", file=sys.stderr)
     whole = whole_process.measure(args.build, args.quick, env_for, min((1, 2), key=lambda t: peers[t]["one_image_ms"]))
@@ -203,7 +250,7 @@ def main():
     res.update({"device_path": dp, "interleaved": rounds, "forward_rounds": forward_rounds, "engine_avx2": eng_avx2, "avx2_emulated": emulated})
     res.update({"steal": {"engine_1thr": steal[1], "engine_2thr": steal[2], "run": steal_share(start, cpu_times())}})
     res.update({"engine": eng, "spin": spin, "click": click, "dataset": ds, "dataset_1thr": ds_one, "peer": peers,
-                "peer_dataset": peer_ds, "gui": gui, "whole_process": whole, "load_after": os.getloadavg()})
+                "peer_dataset": peer_ds, "gui": gui, "whole_process": whole, "swin": swin, "load_after": os.getloadavg()})
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1)
@@ -355,6 +402,7 @@ def main():
     out(row(f"device path, batch {sizes[-1]}: copies to the host + syncs per batch (analyze adds 1: the logits)",
             f"{back} + {o['syncs']['total']}", None, None, "<= 2", back + 1 + o["syncs"]["total"] <= 2))
     out(row(f"device path, batch {sizes[-1]}: uploads per batch (the analyses' tables)", uploads))
+    lines.extend(swin_rows(swin, row))
     lines.extend(whole_process.rows(whole, row))
     print("\n".join(lines))
 

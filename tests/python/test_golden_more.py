@@ -144,8 +144,7 @@ def test_query_key_map(name):
 def test_families_open_as_in_the_engine():
     """The folders of tests/golden/families open in Python as in the CLI (docs/models.md, "Families"): vit-pytorch's
     SimpleViT by its tensor names with vit-pytorch's logits, timm's RoPE-Mixed ViT and EVA-02 with timm's logits,
-    Hugging Face's DINOv3 with transformers' pooled output, and timm's relpos ViT refused naming what it lacks; a Swin refused
-    saying that Python does not take it yet."""
+    Hugging Face's DINOv3 with transformers' pooled output, and timm's relpos ViT refused naming what it lacks."""
     folder = os.path.join(GOLDEN, "families", "vitpytorch_simplevit")
     model = attnscope.load(os.path.join(folder, "model.pt"))
     assert model.info["family"] == "vit-pytorch SimpleViT"
@@ -167,6 +166,35 @@ def test_families_open_as_in_the_engine():
     close(trace.pool_attention, numpy.load(os.path.join(folder, "pool.npy")))
     with pytest.raises(attnscope.Error, match=r"vit_relpos_small_patch16_224: attnscope does not run relative position embedding"):
         attnscope.load(os.path.join(GOLDEN, "families", "timm_relpos"))
-    # a Swin runs in the engine, but Python does not read its per-window maps yet: refused saying so
-    with pytest.raises(attnscope.Error, match=r"timm_swin: a Swin \(hierarchical windowed attention\)"):
-        attnscope.load(os.path.join(GOLDEN, "swin", "timm_swin"))
+
+
+def test_a_swin_per_stage(samples):
+    """A Swin in Python (docs/python.md, "Swin"): timm's logits and per-window maps, its blocks' stages; a patch's map
+    at block 3 (stage 2) is its window's row at the 8x8 stage grid, placed as timm places tokens in windows
+    (window_tokens_L3.npy), NaN outside; the grid per block, no rollout; token norms refused; analyze's CSVs with the
+    stage column."""
+    folder = os.path.join(GOLDEN, "swin", "timm_swin")
+    model = attnscope.load(folder)
+    assert model.config["hierarchy"] == "swin" and [s["heads"] for s in model.config["stages"]] == [2, 4, 8]
+    trace = model.run(numpy.load(os.path.join(folder, "input.npy"))[0])
+    close(trace.logits, numpy.load(os.path.join(folder, "logits.npy")))
+    close(trace.attention(2), numpy.load(os.path.join(folder, "attn_L2.npy")))
+    assert [b["stage"] for b in trace.windows] == [1, 1, 2, 2, 3, 3] and trace.windows[1]["shift"] == (2, 2)
+    query = 5 * 16 + 6  # patch (5, 6): token (2, 3) of stage 2's 8x8 grid
+    m = attnscope.attention_map(trace, 3, 1, query)
+    assert m["patches"].shape == (8, 8)
+    keys = numpy.load(os.path.join(folder, "window_tokens_L3.npy")).astype(int)
+    w, r = [(w, r) for w in range(keys.shape[0]) for r in range(keys.shape[1]) if keys[w, r] == 2 * 8 + 3][0]
+    expected = numpy.full(64, numpy.nan)
+    expected[keys[w]] = numpy.load(os.path.join(folder, "attn_L3.npy"))[w, 1, r]  # no padding at this grid
+    numpy.testing.assert_allclose(m["patches"].ravel(), expected, atol=1e-4)
+    grid = attnscope.attention_grid(trace, query)
+    assert [g.shape for g in grid["maps"]][::2] == [(3, 16, 16), (5, 8, 8), (9, 4, 4)] and grid["rollout"] is None
+    assert grid["blocks"][1] == "stage 1, block 2 (shifted)"
+    with pytest.raises(attnscope.Error, match="no rollout of a hierarchical model"):
+        attnscope.rollout(trace)
+    with pytest.raises(attnscope.Error, match=r"token norms: not of a hierarchical \(Swin\) model yet"):
+        attnscope.token_norms(trace, model)
+    summary = attnscope.analyze(model, samples[:2], analyses=("similarity", "centres"), progress=False)
+    assert list(summary.tables["token_similarity"])[1:3] == ["layer", "stage"]  # after the run's label
+    assert list(summary.tables["head_centres"]["stage"])[-1] == 3

@@ -221,7 +221,7 @@ struct TokenNorms {
     std::vector<TokenNormLayer> layers; // every recorded block output, by layer
 };
 // From a trace recording the block outputs (and the attention, for the sink shares), in float64. `config` tells
-// which prefix token is the CLS token and which are registers.
+// which prefix token is the CLS token and which are registers. Not of a hierarchical trace yet (std::invalid_argument).
 TokenNorms tokenNorms(const Trace& trace, const ModelConfig& config, double outlierRatio = kDefaultOutlierRatio);
 
 // ---- 8. Head ablation (Michel et al. 2019, "Are Sixteen Heads Really Better than One?")

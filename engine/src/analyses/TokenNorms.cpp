@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 namespace attnscope {
 
@@ -30,6 +31,8 @@ double median(std::vector<double> v)
 
 TokenNorms tokenNorms(const Trace& trace, const ModelConfig& config, double outlierRatio)
 {
+    if (trace.hierarchical())
+        throw std::invalid_argument("token norms: not of a hierarchical (Swin) model yet (docs/analyses.md, \"Hierarchical models\")");
     TokenNorms out;
     out.outlierRatio = outlierRatio;
     out.gridHeight = trace.gridHeight;
