@@ -41,6 +41,12 @@ const NoiseKind kNoiseKinds[] = {
     { Perturbation::Kind::Pgd, QT_TRANSLATE_NOOP("AttentionControls", "PGD (20 steps), ε (of 255)"), "eps", 0.25, 32, 0.5, 2, 2 },
 };
 
+// The variant boxes' tooltips: what each variant does.
+QString variantTip(bool neutreno)
+{
+    return neutreno ? AttentionControls::tr("NeuTRENO: O = A V + λ (V₁ − V)") : AttentionControls::tr("Boost: R = U + t X₀ + (1 − t) X");
+}
+
 const NoiseKind& noiseKind(int index) { return kNoiseKinds[std::clamp(index, 0, int(std::size(kNoiseKinds)) - 1)]; }
 
 // Layers by number; the one after the last, when the model has an attention-pool head, as "pool".
@@ -167,11 +173,11 @@ AttentionControls::AttentionControls(QWidget* parent)
     m_lambda = new QDoubleSpinBox(variantBox);
     m_lambda->setRange(-2, 2);
     m_lambda->setSingleStep(0.1);
-    m_lambda->setToolTip(tr("NeuTRENO: O = A V + λ (V₁ − V)"));
+    m_lambda->setToolTip(variantTip(true));
     m_boost = new QDoubleSpinBox(variantBox);
     m_boost->setRange(0, 1);
     m_boost->setSingleStep(0.1);
-    m_boost->setToolTip(tr("Boost: R = U + t X₀ + (1 − t) X"));
+    m_boost->setToolTip(variantTip(false));
     for (auto* box : { m_lambda, m_boost })
         connect(box, &QDoubleSpinBox::valueChanged, m_variantPause, qOverload<>(&QTimer::start));
     auto* reset = new QPushButton(tr("As trained"), variantBox);
@@ -245,7 +251,7 @@ void AttentionControls::setModel(int depth, int heads, double trainedLambda, dou
 {
     for (QDoubleSpinBox* box : { m_lambda, m_boost }) {
         box->setEnabled(variants);
-        box->setToolTip(variants ? (box == m_lambda ? tr("NeuTRENO: O = A V + λ (V₁ − V)") : tr("Boost: R = U + t X₀ + (1 − t) X"))
+        box->setToolTip(variants ? variantTip(box == m_lambda)
                                  : tr("Not of a Swin: its windows and merges have no single V₁ or X₀ to mix in"));
     }
     m_layer->blockSignals(true);

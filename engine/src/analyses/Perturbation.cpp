@@ -123,9 +123,6 @@ at::Tensor gaussianBlur(const at::Tensor& x, double sigma)
 at::Tensor adversarial(const Model& model, const at::Tensor& clean, const Perturbation& p, const Normalisation& n)
 {
     const auto& impl = implOf(model);
-    const auto forward = [&impl](const at::Tensor& x, ForwardState& state) {
-        return impl.swin ? impl.swin.ptr()->forward(x, state) : impl.net.ptr()->forward(x, state);
-    };
     // The prepared input is an inference tensor (made under InferenceMode, as every ordinary forward's tensors are),
     // which autograd cannot record: this one forward's input is a normal copy, and the forward runs with autograd on.
     c10::InferenceMode autograd(false);
@@ -138,7 +135,7 @@ at::Tensor adversarial(const Model& model, const at::Tensor& clean, const Pertur
         c10::InferenceMode guard;
         ForwardState state;
         state.reset(model.config().depth);
-        target = forward(x0, state).argmax(1);
+        target = impl.forward(x0, state).argmax(1);
     }
     target = target.clone(); // out of inference mode: the loss saves its target for backward
     const int steps = p.kind == Perturbation::Kind::Fgsm ? 1 : p.steps;
@@ -150,7 +147,7 @@ at::Tensor adversarial(const Model& model, const at::Tensor& clean, const Pertur
         state.neutrenoLambda = model.config().neutrenoLambda;
         state.boostT = model.config().boostT;
         state.reset(model.config().depth);
-        const at::Tensor loss = at::cross_entropy_loss(forward(xi, state), target);
+        const at::Tensor loss = at::cross_entropy_loss(impl.forward(xi, state), target);
         const at::Tensor grad = torch::autograd::grad({ loss }, { xi })[0];
         // Untargeted: step up the loss of the predicted class, project onto the L-infinity ball, keep pixels valid.
         x = x.detach() + stepSize * grad.sign();

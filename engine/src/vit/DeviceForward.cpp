@@ -132,7 +132,7 @@ BatchForward forwardBatch(const Model& model, const at::Tensor& inputs, const Ru
     at::Tensor x = inputs;
     if (x.device() != impl.device) // from pinned host memory the copy runs beside the host's next work
         x = x.to(impl.device, /*non_blocking=*/x.is_pinned());
-    out.logits = impl.swin ? impl.swin.ptr()->forward(x, state) : impl.net.ptr()->forward(x, state);
+    out.logits = impl.forward(x, state);
     return out;
 }
 

@@ -30,6 +30,12 @@ struct Model::Impl {
     std::vector<RopeAngles> rope;
     // The preprocessing for the trained input size (info.preprocess is made from it for another size).
     PreprocessConfig trainedPreprocess;
+
+    // The module's forward, the ViT's or the Swin's: [B, C, H, W] -> logits, recording what `state` asks.
+    at::Tensor forward(const at::Tensor& x, ForwardState& state) const
+    {
+        return swin ? swin.ptr()->forward(x, state) : net.ptr()->forward(x, state);
+    }
 };
 
 inline const Model::Impl& implOf(const Model& model) { return *model.m_impl; }
