@@ -107,10 +107,9 @@ static attnscope::Status hierarchicalRefusal(const ReportRequest& r)
         add(o.decomposition, "decomposition");
         add(o.relevance, "relevance");
         add(o.norms, "norms");
-        add(r.queryKey.enabled, "qkmap");
         const std::string what = m->info().path + ": a Swin (hierarchical windowed attention) ";
         if (!refused.empty())
-            return Error { what + "takes the analyses similarity, attention, centres, snr and ablation so far, not " + refused + " (docs/analyses.md, \"Hierarchical models\")" };
+            return Error { what + "takes the analyses similarity, attention, centres, snr, ablation and qkmap so far, not " + refused + " (docs/analyses.md, \"Hierarchical models\")" };
         if (o.analysesOnDevice.value_or(false))
             return Error { what + "runs its analyses on the host (--analyses-on host or auto)" };
         if (r.neutreno || r.boost)

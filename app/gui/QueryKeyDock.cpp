@@ -16,6 +16,23 @@ namespace {
 
 constexpr int kQueryKeyChannel = 9; // a worker channel of its own: a map never supersedes an ablation or an export
 
+// A Swin's query is a patch of the first grid, and a map's tokens are at its block's stage grid, each the 2^s x 2^s
+// patches merged into it: a patch to its token, and a token to its top-left patch. A ViT's are the same tokens.
+int tokenOfQuery(const QueryKeyMap& map, const ModelConfig& c, int query)
+{
+    if (map.stage < 0 || query < 0)
+        return query;
+    const int across = c.imageWidth / c.patchSize;
+    return ((query / across) >> map.stage) * map.gridWidth + ((query % across) >> map.stage);
+}
+
+int queryOfToken(const QueryKeyMap& map, const ModelConfig& c, int token)
+{
+    if (map.stage < 0)
+        return token;
+    return ((token / map.gridWidth) << map.stage) * (c.imageWidth / c.patchSize) + ((token % map.gridWidth) << map.stage);
+}
+
 } // namespace
 
 struct QueryKeyDock::Shown {
@@ -62,8 +79,8 @@ QueryKeyDock::QueryKeyDock(EngineWorker* worker, Reader read, QWidget* parent)
             [this](int index) { m_view->setColouring(QueryKeyColouring(std::clamp(index, 0, 2))); });
     connect(m_method, &QComboBox::currentIndexChanged, this, &QueryKeyDock::refresh);
     connect(m_view, &QueryKeyMapView::pointClicked, this, [this](int image, int token) {
-        if (m_shown && image >= 0 && image < m_shown->paths.size())
-            emit pointPicked(m_shown->paths[image], token);
+        if (m_shown && m_shown->map && image >= 0 && image < m_shown->paths.size())
+            emit pointPicked(m_shown->paths[image], queryOfToken(*m_shown->map, m_shown->model->config(), token));
     });
     connect(this, &QDockWidget::visibilityChanged, this, [this](bool visible) {
         if (visible)
@@ -109,7 +126,7 @@ void QueryKeyDock::refresh()
         return say(tr("%1 has quadratic attention: its logits come from positions alone, without queries and keys.").arg(in.modelName));
     const int layer = std::clamp(in.view.layer, 1, c.depth);
     const int head = in.view.head.isSingle() ? in.view.head.head : -1;
-    if (head < 0 || head >= c.numHeads)
+    if (head < 0 || head >= c.headsAt(layer)) // a Swin block has its stage's heads
         return say(tr("Choose a head (not the mean, rollout, relevance or norms) to map its queries and keys."));
     const QStringList candidates = in.strip.mid(0, kImages);
     if (candidates.isEmpty())
@@ -126,7 +143,8 @@ void QueryKeyDock::refresh()
         if (m_view->map() != m_shown->map)
             m_view->setMap(m_shown->map, m_shown->names);
         const int image = in.imageShown.isEmpty() ? -1 : int(m_shown->paths.indexOf(in.imageShown));
-        m_view->setHighlight(image >= 0 ? std::optional<std::pair<int, int>>({ image, in.view.query }) : std::nullopt);
+        const int token = tokenOfQuery(*m_shown->map, c, in.view.query);
+        m_view->setHighlight(image >= 0 ? std::optional<std::pair<int, int>>({ image, token }) : std::nullopt);
         emit shown();
         return;
     }

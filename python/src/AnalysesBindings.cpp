@@ -186,6 +186,10 @@ py::dict queryKeyMapDict(const QueryKeyMap& map)
     d["scale"] = map.scale;
     d["agreement"] = map.agreement;
     d["rotated"] = map.rotated;
+    d["cosine"] = map.cosine; // Swin v2: unit q and k
+    // A Swin block's stage (0-based; None for a ViT) and the grid of its rows and columns
+    d["stage"] = map.stage >= 0 ? py::object(py::int_(map.stage)) : py::object(py::none());
+    d["grid"] = py::make_tuple(map.gridHeight, map.gridWidth);
     d["components"] = doubles(map.components, { 2, py::ssize_t(map.components.size() / 2) });
     d["method"] = toString(map.method);
     return d;

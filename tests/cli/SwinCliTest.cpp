@@ -2,6 +2,10 @@
 // stages; `analyze` takes its similarity and attention, per stage, and refuses the other analyses in one line.
 #include "CliSupport.h"
 
+#include <attnscope/Image.h>
+#include <attnscope/Npy.h>
+#include <attnscope/QueryKey.h>
+
 #include <algorithm>
 
 using namespace attnscope::test;
@@ -36,7 +40,7 @@ const CliResult refused
         + out.string());
 EXPECT_EQ(refused.status, 1);
 EXPECT_NE(refused.err.find("timm_swin: a Swin (hierarchical windowed attention) takes the analyses "
-                           "similarity, attention, centres, snr and ablation so far, not norms"),
+                           "similarity, attention, centres, snr, ablation and qkmap so far, not norms"),
     std::string::npos)
     << refused.err;
 EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
@@ -94,6 +98,67 @@ EXPECT_EQ(heads.substr(0, heads.find(',', heads.find(',') + 1)), "layer,stage");
 EXPECT_NE(heads.find("\n1,1,1,"), std::string::npos) << heads;
 EXPECT_EQ(heads.find("\n1,1,2,"), std::string::npos) << "stage 1 has 2 heads";
 EXPECT_NE(heads.find("\n6,3,7,"), std::string::npos) << heads;
+}
+
+// The query-key map of every block's heads (docs/analyses.md, "Hierarchical models"): the engine's maps over the first
+// images, each at its stage's grid, the CSVs with the stage, qkmap.npy's later stages NaN past their tokens; a head
+// is checked against its layer's.
+TEST_F(Cli, QueryKeyMapsOfASwinAreEachStagesTokens)
+{
+    const fs::path out = m_dir / "qk";
+    const std::string swin = ATTNSCOPE_SOURCE_DIR "/tests/golden/swin/timm_swin";
+    const CliResult r = cli("analyze --model " + swin + " --images resources/samples/fashion-mnist --analyses qkmap --qk-images 2 --formats png --out "
+        + out.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    attnscope::LoadOptions options;
+    options.acceptHierarchical = true;
+    auto model = attnscope::Model::load(swin, options);
+    ASSERT_TRUE(model) << model.message();
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(ATTNSCOPE_SOURCE_DIR "/resources/samples/fashion-mnist"))
+        files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    std::vector<attnscope::Tensor> inputs;
+    for (size_t i = 0; i < 2; ++i)
+        inputs.push_back((*model)->prepare(*attnscope::decodeImage(files[i].string()))->input);
+    std::vector<attnscope::HeadRef> heads;
+    for (int l = 1; l <= 6; ++l)
+        for (int h = 0; h < (*model)->config().headsAt(l); ++h)
+            heads.push_back({ l, h });
+    auto maps = attnscope::queryKeyMaps(**model, inputs, heads);
+    ASSERT_TRUE(maps) << maps.message();
+
+    const auto perHead = readCsv(out / "qkmap_heads.csv");
+    ASSERT_EQ(perHead.size(), 28u);
+    EXPECT_EQ(perHead.back().at("stage"), "3");
+    EXPECT_EQ(perHead.back().at("tokens"), "16");
+    const auto rows = readCsv(out / "qkmap.csv");
+    ASSERT_EQ(rows.size(), 4u * (2 * 2 * 256 + 2 * 4 * 64 + 2 * 8 * 16));
+    const auto npy = attnscope::readNpy((out / "qkmap.npy").string());
+    ASSERT_TRUE(npy) << npy.message();
+    EXPECT_EQ(npy->shape(), (std::vector<int64_t> { 28, 2, 2, 256, 2 }));
+    size_t at = 0;
+    for (size_t m = 0; m < maps->size(); ++m) {
+        const auto& map = (*maps)[m];
+        for (const auto& p : map.points) {
+            ASSERT_EQ(rows[at].at("stage"), std::to_string(map.stage + 1));
+            ASSERT_EQ(rows[at].at("col"), std::to_string(p.col));
+            ASSERT_NEAR(std::stod(rows[at].at("y")), p.y, 1e-9 * std::max(1.0, std::fabs(p.y))) << at;
+            const int64_t cell = ((int64_t(m) * 2 + (p.key ? 1 : 0)) * 2 + p.image) * 256 + p.token;
+            ASSERT_NEAR(npy->data()[2 * cell], p.x, 1e-5 * std::max(1.0, std::fabs(p.x))) << at;
+            ++at;
+        }
+        EXPECT_EQ(std::isnan(npy->data()[2 * (int64_t(m) * 4 * 256 + 255)]), map.tokens < 256) << "map " << m;
+    }
+    const std::string grid = slurp(out / "figures" / "qkmap_grid.csv");
+    EXPECT_EQ(grid.substr(0, grid.find('\n')), "layer,stage,head,method,scale,agreement");
+    EXPECT_EQ(fs::exists(out / "figures" / "qkmap_grid.png"), kCliDrawsFigures);
+
+    const CliResult bad = cli("analyze --model " + swin + " --images resources/samples/fashion-mnist --analyses qkmap --qk-layer 1 --qk-head 2 --out "
+        + (m_dir / "bad").string());
+    EXPECT_EQ(bad.status, 2) << bad.err;
+    EXPECT_NE(bad.err.find("--qk-head 2: layer 1 has heads 0..1 (-1: every head)"), std::string::npos) << bad.err;
+    EXPECT_FALSE(fs::exists(m_dir / "bad" / "manifest.json"));
 }
 
 } // namespace

@@ -144,7 +144,7 @@ TEST(QueryKey, ManyHeadsFromOneForwardAreEachHeadsMap)
     }
     auto bad = queryKeyMaps(**model, inputs, { { 1, 0 }, { 5, 0 } });
     ASSERT_FALSE(bad);
-    EXPECT_NE(bad.message().find("layer 5 head 0 is outside the model's layers 1..4"), std::string::npos) << bad.message();
+    EXPECT_NE(bad.message().find("query-key map: layer 5 is outside the model's layers 1..4"), std::string::npos) << bad.message();
 }
 
 // t-SNE through the map (Tsne.h has its own invariants): seeded, every point placed, and its plane keeps more of each

@@ -168,7 +168,7 @@ TEST_F(Families, SwinsThatCannotBeRunAsTheySayAreRefused)
     // where traces are read as a ViT's (the remote link), a Swin is refused saying so
     EXPECT_CONTAINS(refusal(swinDir() + "/timm_swin"),
         "timm_swin: a Swin (hierarchical windowed attention): attnscope-cli, the window and Python take it (similarity, "
-        "attention, centres, snr, ablation); the remote link does not yet");
+        "attention, centres, snr, ablation, qkmap); the remote link does not yet");
     // a Swin v2's tensors alone do not say its windows
     fs::remove(m_dir / "config.json");
     EXPECT_CONTAINS(refusal(m_dir.string()), "a Swin v2 checkpoint alone does not say its windows");

@@ -209,6 +209,48 @@ private slots:
         QCOMPARE(w.queryKeyView()->map()->points.front().x, engineTsne->points.front().x);
     }
 
+    // A Swin block's map is of its stage's tokens (docs/analyses.md, "Hierarchical models"): the engine's, the query's
+    // patch ringed as its stage token, and a click on a point makes that token's top-left patch the query.
+    void aSwinsQueryKeyMapIsOfItsStagesTokens()
+    {
+        MainWindow w;
+        const QStringList files = fashionFiles().mid(0, 2);
+        QVERIFY(showWithImages(w, QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/golden/swin/timm_swin"), files));
+        auto* dock = w.findChild<QDockWidget*>("queryKeyDock");
+        QVERIFY(dock);
+        dock->raise();
+        QTRY_VERIFY_WITH_TIMEOUT(w.queryKeyView()->isVisible(), 5000);
+        w.setQuery(5 * 16 + 6); // patch (5, 6) of the first grid: token (2, 3) of stage 2's 8 x 8
+        w.setLayer(3);
+        w.setHead(HeadChoice::single(3)); // stage 2 has four heads
+        QTRY_VERIFY_WITH_TIMEOUT(w.queryKeyView()->map() && w.queryKeyView()->map()->layer == 3 && w.queryKeyView()->map()->head == 3, 20000);
+        const auto map = w.queryKeyView()->map();
+        QCOMPARE(map->stage, 1);
+        QCOMPARE(map->tokens, 64);
+        std::vector<Tensor> inputs;
+        for (const QString& f : files)
+            inputs.push_back(inputOf(*w.model()->local, f));
+        auto engine = queryKeyMap(*w.model()->local, inputs, 3, 3);
+        QVERIFY2(engine, engine.ok() ? "" : engine.message().c_str());
+        QCOMPARE(map->points.size(), engine->points.size());
+        for (size_t i = 0; i < map->points.size(); ++i)
+            QCOMPARE(map->points[i].y, engine->points[i].y);
+        QCOMPARE(w.queryKeyView()->highlight(), (std::optional<std::pair<int, int>>({ 0, 2 * 8 + 3 })));
+
+        // The second image's key of token (6, 1): its top-left patch (12, 2) becomes the query.
+        size_t index = 0;
+        while (!(map->points[index].image == 1 && map->points[index].token == 6 * 8 + 1 && map->points[index].key))
+            ++index;
+        const QPoint at = w.queryKeyView()->pointPosition(index).toPoint();
+        const auto hit = w.queryKeyView()->pointAt(at);
+        QVERIFY(hit.has_value());
+        const QueryKeyPoint taken = map->points[*hit];
+        QTest::mouseClick(w.queryKeyView(), Qt::LeftButton, {}, at);
+        QTRY_VERIFY_WITH_TIMEOUT(w.current() && w.current()->path == w.images()->paths().at(taken.image), 20000);
+        QCOMPARE(w.query(), (taken.row * 2) * 16 + taken.col * 2);
+        QTRY_COMPARE_WITH_TIMEOUT(w.queryKeyView()->highlight(), (std::optional<std::pair<int, int>>({ taken.image, taken.token })), 20000);
+    }
+
     // An unreadable image in the strip: the map leaves it out; selected after a good one, nothing of the good one's
     // ablation or query stays (the footer's line, the ringed query).
     void anUnreadableImageLeavesNothingOfTheOneBefore()

@@ -195,6 +195,19 @@ def test_a_swin_per_stage(samples):
         attnscope.rollout(trace)
     with pytest.raises(attnscope.Error, match=r"token norms: not of a hierarchical \(Swin\) model yet"):
         attnscope.token_norms(trace, model)
+    # The query-key map of block 3: timm's queries and keys of the merged 8x8 tokens (make_swin_qk.py), normalised and
+    # projected as docs/analyses.md section 9 says, in numpy.
+    qk = attnscope.query_key_map(model, [numpy.load(os.path.join(folder, "input.npy"))[0]], 3, 1)
+    assert qk["stage"] == 1 and qk["grid"] == (8, 8) and not qk["cosine"] and len(qk["x"]) == 128
+    rows = numpy.load(os.path.join(folder, "qk_L3.npy")).astype(numpy.float64)[:, :, 8:16]  # head 1 of 4, d = 8
+    q, k = rows[0], rows[1] - rows[1].mean(0) + rows[0].mean(0)
+    a = numpy.sqrt(numpy.linalg.norm(k, axis=1).mean() / numpy.linalg.norm(q, axis=1).mean())
+    joint = numpy.concatenate([q * a, k / a])
+    joint -= joint.mean(0)
+    top = numpy.linalg.eigh(joint.T @ joint)[1][:, ::-1][:, :2].T
+    top *= numpy.sign(top[numpy.arange(2), numpy.abs(top).argmax(1)])[:, None]
+    xy = joint @ top.T
+    numpy.testing.assert_allclose(numpy.stack([qk["x"], qk["y"]], 1), xy, atol=1e-3 * numpy.abs(xy).max())
     summary = attnscope.analyze(model, samples[:2], analyses=("similarity", "centres"), progress=False)
     assert list(summary.tables["token_similarity"])[1:3] == ["layer", "stage"]  # after the run's label
     assert list(summary.tables["head_centres"]["stage"])[-1] == 3

@@ -37,6 +37,12 @@ void drawDisc(QPainter& painter, const QPointF& centre, double radius, const QCo
     painter.drawEllipse(centre, radius, radius);
 }
 
+// "layer 3", or a Swin's "layer 3 (stage 2)": its points are at that stage's grid.
+QString layerName(const QueryKeyMap& map)
+{
+    return map.stage >= 0 ? QStringLiteral("layer %1 (stage %2)").arg(map.layer).arg(map.stage + 1) : QStringLiteral("layer %1").arg(map.layer);
+}
+
 // The patch rows (or columns) of the map's grid, for colouring by them.
 int gridSide(const QueryKeyMap& map, QueryKeyColouring colouring)
 {
@@ -135,7 +141,7 @@ QImage renderQueryKeyFigure(const QueryKeyFigure& figure, QueryKeyColouring colo
     painter.setPen(style.foreground);
     painter.setFont(style.font(style.titleFontPx, true));
     painter.drawText(QRectF(16, 10, size.width() - 32, 24), Qt::AlignLeft | Qt::AlignVCenter,
-                     QStringLiteral("Queries and keys of layer %1, head %2").arg(map.layer).arg(map.head));
+                     QStringLiteral("Queries and keys of %1, head %2").arg(layerName(map)).arg(map.head));
     painter.setFont(style.font(style.subtitleFontPx));
     painter.setPen(style.mutedText);
     painter.drawText(QRectF(16, 34, size.width() - 32, 18), Qt::AlignLeft | Qt::AlignVCenter,
@@ -144,7 +150,9 @@ QImage renderQueryKeyFigure(const QueryKeyFigure& figure, QueryKeyColouring colo
                          .arg(map.tokens)
                          .arg(methodName(map))
                          .arg(map.agreement, 0, 'f', 3)
-                         .arg(map.rotated ? QStringLiteral(", q and k rotated by RoPE") : QString()));
+                         .arg(map.rotated  ? QStringLiteral(", q and k rotated by RoPE")
+                              : map.cosine ? QStringLiteral(", unit q and k (cosine attention)")
+                                           : QString()));
     const QRectF area(40, 64, size.width() - 80, size.height() - 64 - 60);
     painter.setPen(QPen(style.grid, 1));
     painter.setBrush(Qt::NoBrush);
@@ -173,7 +181,8 @@ QImage renderQueryKeyFigure(const QueryKeyFigure& figure, QueryKeyColouring colo
     painter.setPen(style.mutedText);
     painter.setFont(style.font(style.subtitleFontPx));
     painter.drawText(QRectF(x, y - 10, size.width() - x - 20, 20), Qt::AlignLeft | Qt::AlignVCenter,
-                     QStringLiteral("agreement: mean Spearman ρ of q·k and closeness in the plane"));
+                     map.stage >= 0 ? QStringLiteral("agreement: mean Spearman ρ of q·k and closeness in the plane, over each query's window")
+                                    : QStringLiteral("agreement: mean Spearman ρ of q·k and closeness in the plane"));
     return image;
 }
 
@@ -206,9 +215,13 @@ QImage renderQueryKeyGrid(const QueryKeyFigure& figure, double scale)
     painter.setPen(style.foreground);
     for (int h = 0; h < columns; ++h)
         painter.drawText(QRectF(left + h * (panel + gap), top - 22, panel, 20), Qt::AlignCenter, QStringLiteral("head %1").arg(firstHead + h));
-    for (int l = 0; l < rows; ++l)
+    for (int l = 0; l < rows; ++l) {
+        // A Swin's rows say their stage under the layer: its heads (columns) are the stage's.
+        const auto m = std::find_if(figure.maps.begin(), figure.maps.end(), [&](const QueryKeyMap& q) { return q.layer == firstLayer + l; });
+        const bool staged = m != figure.maps.end() && m->stage >= 0;
         painter.drawText(QRectF(4, top + l * (panel + gap), left - 10, panel), Qt::AlignRight | Qt::AlignVCenter,
-                         QStringLiteral("layer %1").arg(firstLayer + l));
+                         staged ? QStringLiteral("layer %1\nstage %2").arg(firstLayer + l).arg(m->stage + 1) : QStringLiteral("layer %1").arg(firstLayer + l));
+    }
     const double radius = std::clamp(panel / 90.0, 0.6, 1.4);
     for (const auto& m : figure.maps) {
         const QRectF area(left + (m.head - firstHead) * (panel + gap), top + (m.layer - firstLayer) * (panel + gap), panel, panel);

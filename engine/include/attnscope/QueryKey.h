@@ -14,7 +14,9 @@
 
 namespace attnscope {
 
-// The raw rows of one head: Q_l[h] and K_l[h] of each input, [N, d] each (before the 1/sqrt(d) of the logits).
+// The raw rows of one head: Q_l[h] and K_l[h] of each input, [N, d] each (before the 1/sqrt(d) of the logits). A Swin
+// block's are over its stage's grid (docs/analyses.md, "Hierarchical models"), Swin v2's normalised (its logits are
+// cosines).
 struct QueryKeyRows {
     std::vector<Tensor> queries, keys;
 };
@@ -47,6 +49,9 @@ struct QueryKeyMap {
     // The patch tokens' queries and keys are the rotated ones (a rotary position embedding turns them before their
     // products: DINOv3, EVA-02, the RoPE ViTs), as the model's logits are made of them; the figures say so.
     bool rotated = false;
+    bool cosine = false;         // Swin v2: each head's unit q and k, as its logits are their cosines
+    int stage = -1;              // a Swin block's stage (0-based); -1 for a ViT, whose tokens have no stages
+    int gridHeight = 0, gridWidth = 0; // the grid of the points' rows and columns: the stage's for a Swin
     double scale = 1;            // a: q'' = a q, k'' = (k - mean k + mean q) / a
     std::vector<double> components; // PCA: the two principal directions, 2 x d row-major, each signed so that its
                                     // largest-magnitude loading is positive; t-SNE: none
@@ -54,7 +59,7 @@ struct QueryKeyMap {
     std::vector<QueryKeyPoint> points; // every image's queries, then every image's keys, tokens in order
     // The mean over queries (of every image) of the Spearman rank correlation, over the keys of the query's image,
     // between q . k and minus the distance of q'' and k'' in the plane: 1 when the plane keeps each query's order of
-    // attention exactly.
+    // attention exactly. A Swin query's over the keys of its window in the block, the ones its attention ranges over.
     double agreement = 0;
 };
 // The maps of one model's heads over a set of images, with what their figures name: the one-head figure draws

@@ -293,12 +293,14 @@ std::string figureCsv(const TokenNormsFigure& f)
 
 std::string figureCsv(const QueryKeyFigure& f)
 {
-    std::string csv = "layer,head,image,token,kind,row,col,x,y\n";
     if (f.maps.empty())
-        return csv;
+        return "layer,head,image,token,kind,row,col,x,y\n";
     const QueryKeyMap& m = f.maps[std::min(f.focus, f.maps.size() - 1)];
+    const bool staged = m.stage >= 0; // a Swin's block: its stage (1-based), the points at its grid
+    std::string csv = staged ? "layer,stage,head,image,token,kind,row,col,x,y\n" : "layer,head,image,token,kind,row,col,x,y\n";
+    const std::string lh = std::to_string(m.layer) + "," + (staged ? std::to_string(m.stage + 1) + "," : "") + std::to_string(m.head) + ",";
     for (const auto& p : m.points)
-        csv += std::to_string(m.layer) + "," + std::to_string(m.head) + "," + quoted(size_t(p.image) < f.images.size() ? f.images[size_t(p.image)] : "")
+        csv += lh + quoted(size_t(p.image) < f.images.size() ? f.images[size_t(p.image)] : "")
             + "," + std::to_string(p.token) + "," + (p.key ? "key," : "query,") + std::to_string(p.row) + "," + std::to_string(p.col) + ","
             + csvNumber(p.x) + "," + csvNumber(p.y) + "\n";
     return csv;
@@ -306,9 +308,10 @@ std::string figureCsv(const QueryKeyFigure& f)
 
 std::string queryKeyGridCsv(const QueryKeyFigure& f)
 {
-    std::string csv = "layer,head,method,scale,agreement\n";
+    const bool staged = !f.maps.empty() && f.maps.front().stage >= 0;
+    std::string csv = staged ? "layer,stage,head,method,scale,agreement\n" : "layer,head,method,scale,agreement\n";
     for (const auto& m : f.maps)
-        csv += std::to_string(m.layer) + "," + std::to_string(m.head) + "," + toString(m.method) + "," + csvNumber(m.scale) + ","
+        csv += std::to_string(m.layer) + "," + (staged ? std::to_string(m.stage + 1) + "," : "") + std::to_string(m.head) + "," + toString(m.method) + "," + csvNumber(m.scale) + ","
             + csvNumber(m.agreement) + "\n";
     return csv;
 }

@@ -61,18 +61,43 @@ struct LayerRows {
 
 Status checkHead(const ModelConfig& c, int layer, int head)
 {
-    if (c.hierarchical())
-        return Error { "query-key map: not of a hierarchical (Swin) model yet" };
-    if (layer < 1 || layer > c.depth || head < 0 || head >= c.numHeads)
-        return Error { "query-key map: layer " + std::to_string(layer) + " head " + std::to_string(head) + " is outside the model's layers 1.."
-                       + std::to_string(c.depth) + " and heads 0.." + std::to_string(c.numHeads - 1) };
+    if (layer < 1 || layer > c.depth)
+        return Error { "query-key map: layer " + std::to_string(layer) + " is outside the model's layers 1.." + std::to_string(c.depth) };
+    if (head < 0 || head >= c.headsAt(layer)) // a Swin block has its stage's heads
+        return Error { "query-key map: head " + std::to_string(head) + " is outside " + (c.hierarchical() ? "layer " + std::to_string(layer) + "'s" : std::string("the model's"))
+                       + " heads 0.." + std::to_string(c.headsAt(layer) - 1) };
     if (c.attention == AttentionKind::Quadratic)
         return Error { "query-key map: quadratic attention has no queries and keys (its logits come from relative positions alone)" };
     return Done {};
 }
 
+// A Swin block's rows over its stage's grid (SwinTransformerImpl::queriesAndKeys); Swin v2's normalised per head, as its
+// logits are their cosines (times a learnt scale, which the embedding's own scale takes out).
+LayerRows swinRows(const Model& model, const std::vector<Trace>& traces, int layer)
+{
+    const ModelConfig& c = model.config();
+    const int heads = c.headsAt(layer);
+    LayerRows rows;
+    for (const Trace& t : traces) {
+        auto [q, k] = implOf(model).swin->queriesAndKeys(unwrap(t.blocks[size_t(layer - 1)]).unsqueeze(0), layer);
+        if (c.hierarchy == Hierarchy::SwinV2) {
+            const auto unit = [&](const at::Tensor& r) {
+                const at::Tensor h = r.reshape({ r.size(0), r.size(1), heads, -1 });
+                return (h / h.norm(2, -1, true).clamp_min(1e-12)).reshape(r.sizes());
+            };
+            q = unit(q);
+            k = unit(k);
+        }
+        rows.q.push_back(q[0]);
+        rows.k.push_back(k[0]);
+    }
+    return rows;
+}
+
 Result<LayerRows> layerRows(const Model& model, const std::vector<Trace>& traces, int layer)
 {
+    if (model.config().hierarchical())
+        return swinRows(model, traces, layer);
     const auto net = implOf(model).net.ptr();
     auto& block = *net->blocks->ptr<BlockImpl>(size_t(layer - 1));
     const auto* attention = dynamic_cast<const StandardAttention*>(block.attn.get());
@@ -124,9 +149,32 @@ Result<std::vector<Trace>> recordBlocks(const Model& model, const std::vector<Te
     return model.runBatch(inputs, run);
 }
 
+// Where the points of one head sit: the grid of its tokens' rows and columns (a Swin block's stage grid) and, for a Swin,
+// each token's window in the block (the keys its query's attention ranges over); empty: every token of the image.
+struct TokenGrid {
+    int stage = -1, height = 0, width = 0;
+    std::vector<int> windowOf;
+};
+
+TokenGrid tokenGrid(const ModelConfig& c, const std::vector<Tensor>& inputs, int layer)
+{
+    TokenGrid grid;
+    if (!c.hierarchical()) {
+        grid.height = int(unwrap(inputs.front()).size(-2) / c.patchSize);
+        grid.width = int(unwrap(inputs.front()).size(-1) / c.patchSize);
+        return grid;
+    }
+    const WindowBlock g = windowBlocks(c)[size_t(layer - 1)];
+    grid = { g.stage, g.gridH, g.gridW, {} };
+    for (int y = 0; y < g.gridH; ++y)
+        for (int x = 0; x < g.gridW; ++x)
+            grid.windowOf.push_back(g.place(y, x).window);
+    return grid;
+}
+
 // The embedding of one head from its rows, [M N, d] in float64 each.
-Result<QueryKeyMap> embed(const Model& model, const at::Tensor& q, const at::Tensor& k, int64_t m, int gridW, int layer, int head,
-                          const QueryKeyOptions& options)
+Result<QueryKeyMap> embed(const Model& model, const at::Tensor& q, const at::Tensor& k, int64_t m, const TokenGrid& grid, int layer,
+                          int head, const QueryKeyOptions& options)
 {
     // Translation and scale that leave every attention row as it is (AttentionViz).
     const at::Tensor kShifted = k - k.mean(0, true) + q.mean(0, true);
@@ -138,6 +186,10 @@ Result<QueryKeyMap> embed(const Model& model, const at::Tensor& q, const at::Ten
     out.head = head;
     out.method = options.method;
     out.rotated = model.config().rope != ModelConfig::Rope::None;
+    out.cosine = model.config().hierarchy == Hierarchy::SwinV2;
+    out.stage = grid.stage;
+    out.gridHeight = grid.height;
+    out.gridWidth = grid.width;
     out.scale = a;
     at::Tensor xy;
     if (options.method == QueryKeyMethod::Pca) {
@@ -176,14 +228,14 @@ Result<QueryKeyMap> embed(const Model& model, const at::Tensor& q, const at::Ten
                 point.token = int(token);
                 point.key = kind == 1;
                 if (token >= prefix) {
-                    point.row = int(token - prefix) / gridW;
-                    point.col = int(token - prefix) % gridW;
+                    point.row = int(token - prefix) / grid.width;
+                    point.col = int(token - prefix) % grid.width;
                 }
                 point.x = p[0];
                 point.y = p[1];
                 out.points.push_back(point);
             }
-    // The plane's agreement with the attention order of each query over its image's keys.
+    // The plane's agreement with the attention order of each query over its image's keys (a Swin's: over its window's).
     const at::Tensor scores = q.view({ m, n, -1 }).bmm(k.view({ m, n, -1 }).transpose(1, 2)).contiguous(); // [M, N, N]
     const double* s = scores.data_ptr<double>();
     double sum = 0;
@@ -191,11 +243,13 @@ Result<QueryKeyMap> embed(const Model& model, const at::Tensor& q, const at::Ten
     for (int64_t image = 0; image < m; ++image)
         for (int64_t i = 0; i < n; ++i) {
             const QueryKeyPoint& query = out.points[size_t(image * n + i)];
-            std::vector<double> score(static_cast<size_t>(n)), closeness(static_cast<size_t>(n));
+            std::vector<double> score, closeness;
             for (int64_t j = 0; j < n; ++j) {
+                if (!grid.windowOf.empty() && grid.windowOf[size_t(j)] != grid.windowOf[size_t(i)])
+                    continue;
                 const QueryKeyPoint& key = out.points[size_t(m * n + image * n + j)];
-                score[size_t(j)] = s[(image * n + i) * n + j];
-                closeness[size_t(j)] = -std::hypot(query.x - key.x, query.y - key.y);
+                score.push_back(s[(image * n + i) * n + j]);
+                closeness.push_back(-std::hypot(query.x - key.x, query.y - key.y));
             }
             const double rho = pearson(ranks(score), ranks(closeness));
             if (std::isfinite(rho)) {
@@ -232,7 +286,7 @@ Result<QueryKeyRows> queryKeyRows(const Model& model, const std::vector<Tensor>&
         auto rows = layerRows(model, *traces, layer);
         if (!rows)
             return rows.error();
-        const int64_t d = model.config().headDim();
+        const int64_t d = rows->q.front().size(1) / model.config().headsAt(layer);
         QueryKeyRows out;
         for (size_t i = 0; i < rows->q.size(); ++i) {
             out.queries.push_back(wrap(rows->q[i].slice(1, head * d, (head + 1) * d).to(at::kFloat).contiguous()));
@@ -262,8 +316,7 @@ Result<std::vector<QueryKeyMap>> queryKeyMaps(const Model& model, const std::vec
         return traces.error();
     try {
         c10::InferenceMode guard;
-        const int64_t d = c.headDim(), m = int64_t(inputs.size());
-        const int gridW = int(unwrap(inputs.front()).size(-1) / c.patchSize);
+        const int64_t m = int64_t(inputs.size());
         std::vector<QueryKeyMap> out;
         int rowsLayer = 0;
         LayerRows rows;
@@ -275,13 +328,14 @@ Result<std::vector<QueryKeyMap>> queryKeyMaps(const Model& model, const std::vec
                 rows = std::move(*r);
                 rowsLayer = h.layer;
             }
+            const int64_t d = rows.q.front().size(1) / c.headsAt(h.layer);
             std::vector<at::Tensor> qs, ks;
             for (size_t i = 0; i < rows.q.size(); ++i) {
                 // Through float32, as queryKeyRows gives them: the rows the attention itself multiplies.
                 qs.push_back(rows.q[i].slice(1, h.head * d, (h.head + 1) * d).to(at::kFloat).to(at::kDouble));
                 ks.push_back(rows.k[i].slice(1, h.head * d, (h.head + 1) * d).to(at::kFloat).to(at::kDouble));
             }
-            auto map = embed(model, at::cat(qs), at::cat(ks), m, gridW, h.layer, h.head, options);
+            auto map = embed(model, at::cat(qs), at::cat(ks), m, tokenGrid(c, inputs, h.layer), h.layer, h.head, options);
             if (!map)
                 return map.error();
             out.push_back(std::move(*map));

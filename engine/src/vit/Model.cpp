@@ -133,7 +133,7 @@ std::unique_ptr<Model::Impl> loadHierarchical(std::unique_ptr<Model::Impl> impl,
     if (!options.acceptHierarchical)
         throw LoadError(info.path + ": a " + (info.config.hierarchy == Hierarchy::SwinV2 ? "Swin v2" : "Swin")
                         + " (hierarchical windowed attention): attnscope-cli, the window and Python take it (similarity, "
-                          "attention, centres, snr, ablation); the remote link does not yet");
+                          "attention, centres, snr, ablation, qkmap); the remote link does not yet");
     if ((options.inputHeight != 0 || options.inputWidth != 0)
         && (options.inputHeight != info.config.imageHeight || options.inputWidth != info.config.imageWidth))
         throw LoadError(info.path + ": a Swin runs at its input size " + std::to_string(info.config.imageHeight) + "x"

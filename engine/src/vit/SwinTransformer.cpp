@@ -253,6 +253,40 @@ at::Tensor SwinTransformerImpl::block(const at::Tensor& x, int l, ForwardState& 
     return out;
 }
 
+at::Tensor SwinTransformerImpl::merge(const at::Tensor& input, size_t s) const
+{
+    // 2 x 2 neighbours concatenated (timm's order: (0,0), (1,0), (0,1), (1,1)), then reduced
+    const Merge& m = m_merges[s];
+    const double eps = m_config.layerNormEps;
+    at::Tensor x = input;
+    const int64_t b = x.size(0), h = x.size(1), w = x.size(2), ch = x.size(3);
+    if (h % 2 || w % 2)
+        x = at::constant_pad_nd(x, { 0, 0, 0, w % 2, 0, h % 2 });
+    x = x.reshape({ b, (h + 1) / 2, 2, (w + 1) / 2, 2, ch }).permute({ 0, 1, 3, 4, 2, 5 }).flatten(3);
+    if (m_config.hierarchy == Hierarchy::SwinV2)
+        return at::layer_norm(at::linear(x, m.reductionW), { m.normW.size(0) }, m.normW, m.normB, eps);
+    return at::linear(at::layer_norm(x, { 4 * ch }, m.normW, m.normB, eps), m.reductionW);
+}
+
+std::pair<at::Tensor, at::Tensor> SwinTransformerImpl::queriesAndKeys(const at::Tensor& previous, int l) const
+{
+    const WindowBlock& g = m_blocks[size_t(l - 1)];
+    const Block& w = m_weights[size_t(l - 1)];
+    const at::Device device = w.qkvW.device();
+    at::Tensor x = previous.to(device, w.qkvW.scalar_type());
+    if (l > 1 && m_blocks[size_t(l - 2)].stage != g.stage) { // a stage's first block reads the merged tokens
+        const WindowBlock& before = m_blocks[size_t(l - 2)];
+        x = merge(x.reshape({ x.size(0), before.gridH, before.gridW, x.size(-1) }), size_t(g.stage));
+    }
+    x = x.reshape({ x.size(0), int64_t(g.gridH) * g.gridW, x.size(-1) });
+    if (m_config.hierarchy != Hierarchy::SwinV2) // v1 attends to norm1(x); v2 to x itself (its norm1 is after)
+        x = at::layer_norm(x, { x.size(-1) }, w.n1w, w.n1b, m_config.layerNormEps);
+    const at::Tensor qkv = at::linear(x.to(at::kCPU, at::kDouble), w.qkvW.to(at::kCPU, at::kDouble),
+                                      w.qkvB.defined() ? w.qkvB.to(at::kCPU, at::kDouble) : at::Tensor());
+    const int64_t c = qkv.size(-1) / 3;
+    return { qkv.slice(-1, 0, c), qkv.slice(-1, c, 2 * c) };
+}
+
 at::Tensor SwinTransformerImpl::forward(const at::Tensor& input, ForwardState& state)
 {
     if (state.stackTaps || state.neutrenoLambda != 0 || state.boostT != 0)
@@ -271,17 +305,8 @@ at::Tensor SwinTransformerImpl::forward(const at::Tensor& input, ForwardState& s
         state.blocks[0] = x.reshape({ x.size(0), -1, x.size(3) });
     int l = 0;
     for (size_t s = 0; s < c.stages.size(); ++s) {
-        if (s > 0) { // 2 x 2 neighbours concatenated (timm's order: (0,0), (1,0), (0,1), (1,1)), then reduced
-            const Merge& m = m_merges[s];
-            const int64_t b = x.size(0), h = x.size(1), w = x.size(2), ch = x.size(3);
-            if (h % 2 || w % 2)
-                x = at::constant_pad_nd(x, { 0, 0, 0, w % 2, 0, h % 2 });
-            x = x.reshape({ b, (h + 1) / 2, 2, (w + 1) / 2, 2, ch }).permute({ 0, 1, 3, 4, 2, 5 }).flatten(3);
-            if (c.hierarchy == Hierarchy::SwinV2)
-                x = at::layer_norm(at::linear(x, m.reductionW), { m.normW.size(0) }, m.normW, m.normB, eps);
-            else
-                x = at::linear(at::layer_norm(x, { 4 * ch }, m.normW, m.normB, eps), m.reductionW);
-        }
+        if (s > 0)
+            x = merge(x, s);
         for (int b = 0; b < c.stages[s].depth; ++b) {
             if (state.isCancelled && state.isCancelled())
                 throw RunCancelled {};

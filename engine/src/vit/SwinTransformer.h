@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
+#include <utility>
 #include <vector>
 
 namespace attnscope {
@@ -25,7 +26,14 @@ public:
     // [B, C, H, W] at the model's input size -> logits [B, K] (pooled features [B, D] without a head).
     at::Tensor forward(const at::Tensor& x, ForwardState& state);
 
+    // Block l's (1-based) queries and keys over its stage's grid, [B, h*w, C] each in float64 on the host, as its window
+    // attention multiplies them (qkv is a per-token map: the windows do not change a row), from X_{l-1} [B, h'*w', C']:
+    // the stem's tokens for the first block, else the previous block's output, merged here at a stage's first block.
+    // Swin v2's are before its per-head normalisation (its logits are their cosines).
+    std::pair<at::Tensor, at::Tensor> queriesAndKeys(const at::Tensor& previous, int l) const;
+
 private:
+    at::Tensor merge(const at::Tensor& x, size_t stage) const; // [B, h, w, C] -> the next stage's [B, h/2, w/2, C']
     at::Tensor block(const at::Tensor& x, int l, ForwardState& state);
     at::Tensor windowAttention(const at::Tensor& x, int l, ForwardState& state);
 
