@@ -288,7 +288,7 @@ json encodeQueryKeyMap(const QueryKeyMap& m)
     }
     return { { "layer", m.layer }, { "head", m.head }, { "images", m.images }, { "tokens", m.tokens }, { "method", toString(m.method) },
              { "rotated", m.rotated }, { "scale", m.scale }, { "components", m.components }, { "tsne_kl", m.tsneKl },
-             { "agreement", m.agreement },
+             { "agreement", m.agreement }, { "cosine", m.cosine }, { "stage", m.stage }, { "grid", { m.gridHeight, m.gridWidth } },
              { "points", { { "image", image }, { "token", token }, { "key", key }, { "row", row }, { "col", col }, { "x", x }, { "y", y } } } };
 }
 
@@ -309,6 +309,13 @@ Result<QueryKeyMap> decodeQueryKeyMap(const json& value)
         m.components = value.at("components").get<std::vector<double>>();
         m.tsneKl = value.at("tsne_kl").get<double>();
         m.agreement = value.at("agreement").get<double>();
+        // A Swin block's (its stage and grid); a host before them sends neither
+        m.cosine = value.value("cosine", false);
+        m.stage = value.value("stage", -1);
+        if (const json grid = value.value("grid", json::array({ 0, 0 })); grid.is_array() && grid.size() == 2) {
+            m.gridHeight = grid[0].get<int>();
+            m.gridWidth = grid[1].get<int>();
+        }
         const json& p = value.at("points");
         const auto image = p.at("image").get<std::vector<int>>(), token = p.at("token").get<std::vector<int>>();
         const auto row = p.at("row").get<std::vector<int>>(), col = p.at("col").get<std::vector<int>>();
@@ -323,6 +330,83 @@ Result<QueryKeyMap> decodeQueryKeyMap(const json& value)
     } catch (const nlohmann::json::exception& e) {
         return Error { std::string("the query-key map: ") + e.what() };
     }
+}
+
+json encodeWindows(const std::vector<WindowBlock>& blocks)
+{
+    json out = json::array();
+    for (const WindowBlock& b : blocks)
+        out.push_back({ { "stage", b.stage }, { "index", b.index }, { "grid", { b.gridH, b.gridW } }, { "window", { b.windowH, b.windowW } },
+                        { "shift", { b.shiftH, b.shiftW } }, { "heads", b.heads }, { "width", b.width } });
+    return out;
+}
+
+Result<std::vector<WindowBlock>> decodeWindows(const json& value)
+{
+    if (!value.is_array())
+        return Error { "the trace's blocks are not a list" };
+    std::vector<WindowBlock> out;
+    try {
+        for (const json& b : value) {
+            WindowBlock w;
+            w.stage = b.at("stage").get<int>();
+            w.index = b.at("index").get<int>();
+            w.gridH = b.at("grid").at(0).get<int>();
+            w.gridW = b.at("grid").at(1).get<int>();
+            w.windowH = b.at("window").at(0).get<int>();
+            w.windowW = b.at("window").at(1).get<int>();
+            w.shiftH = b.at("shift").at(0).get<int>();
+            w.shiftW = b.at("shift").at(1).get<int>();
+            w.heads = b.at("heads").get<int>();
+            w.width = b.at("width").get<int>();
+            if (w.stage < 0 || w.gridH < 1 || w.gridW < 1 || w.windowH < 1 || w.windowW < 1 || w.heads < 1 || w.shiftH < 0 || w.shiftW < 0
+                || w.shiftH >= w.windowH || w.shiftW >= w.windowW)
+                return Error { "block " + std::to_string(out.size() + 1) + " of the trace has no valid grid, window, shift or heads" };
+            out.push_back(w);
+        }
+    } catch (const json::exception& e) {
+        return Error { std::string("the trace's blocks: ") + e.what() };
+    }
+    return out;
+}
+
+json encodeWindowMaps(const std::vector<std::vector<AttentionMap>>& maps)
+{
+    json out = json::array();
+    for (const auto& block : maps) {
+        json b = json::array();
+        for (const AttentionMap& m : block)
+            b.push_back({ { "patches", encodeTensor(m.patches) }, { "padding_mass", m.paddingMass } });
+        out.push_back(std::move(b));
+    }
+    return out;
+}
+
+Result<std::vector<std::vector<AttentionMap>>> decodeWindowMaps(const json& value, const std::vector<WindowBlock>& blocks)
+{
+    if (!value.is_array() || value.size() != blocks.size())
+        return Error { "the host sent window maps for another number of blocks than the trace's " + std::to_string(blocks.size()) };
+    std::vector<std::vector<AttentionMap>> out;
+    for (size_t l = 0; l < blocks.size(); ++l) {
+        const WindowBlock& g = blocks[l];
+        const json& b = value[l];
+        if (!b.is_array() || int(b.size()) != g.heads + 1)
+            return Error { "the host sent block " + std::to_string(l + 1) + " without its " + std::to_string(g.heads) + " heads and their mean" };
+        std::vector<AttentionMap> maps;
+        for (const json& m : b) {
+            auto patches = m.is_object() ? decodeTensor(m.value("patches", json())) : Result<Tensor>(Error { "no map" });
+            if (!patches)
+                return Error { "block " + std::to_string(l + 1) + ": " + patches.message() };
+            if (patches->shape() != std::vector<int64_t> { g.gridH, g.gridW })
+                return Error { "the host sent block " + std::to_string(l + 1) + "'s map at another grid than its stage's" };
+            AttentionMap map;
+            map.patches = std::move(*patches);
+            map.paddingMass = m.value("padding_mass", 0.0);
+            maps.push_back(std::move(map));
+        }
+        out.push_back(std::move(maps));
+    }
+    return out;
 }
 
 } // namespace attnscope::remote

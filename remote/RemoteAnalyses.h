@@ -38,4 +38,12 @@ Result<HeadAblation> decodeHeadAblation(const nlohmann::json& value);
 nlohmann::json encodeQueryKeyMap(const QueryKeyMap& map);
 Result<QueryKeyMap> decodeQueryKeyMap(const nlohmann::json& value);
 
+// A Swin's trace (docs/remote.md, "A Swin"): its blocks (Trace::windows), and a query's maps per block at the block's
+// stage grid (QueryRows::windowMaps: each head's, then their mean; NaN outside the window, the padding's share).
+nlohmann::json encodeWindows(const std::vector<WindowBlock>& blocks);
+Result<std::vector<WindowBlock>> decodeWindows(const nlohmann::json& value);
+nlohmann::json encodeWindowMaps(const std::vector<std::vector<AttentionMap>>& maps);
+// Checked against the blocks: one list per block, heads + 1 maps in each, every map [h, w] of the block's grid.
+Result<std::vector<std::vector<AttentionMap>>> decodeWindowMaps(const nlohmann::json& value, const std::vector<WindowBlock>& blocks);
+
 } // namespace attnscope::remote

@@ -150,6 +150,7 @@ json Server::loadModel(const json& params)
 {
     LoadOptions options;
     options.device = m_options.device;
+    options.acceptHierarchical = true; // a Swin's rows cross as each block's maps at its stage grid (attention_rows)
     options.descriptionPath = hostFile(params, "description", false);
     if (const json& size = field(params, "input_size"); !size.is_null()) {
         if (!size.is_array() || size.size() != 2 || !isCount(size[0]) || !isCount(size[1]))
@@ -254,6 +255,8 @@ json Server::trace(const json& params)
                  { "pixels", encodeBytes(shown.pixels.data(), shown.pixels.size()) } } } };
     if (t.poolAttention.numel() > 0)
         out["pool"] = encodeTensor(t.poolAttention); // [heads, patches]: the model's last map, small
+    if (t.hierarchical())
+        out["windows"] = encodeWindows(t.windows); // a Swin's blocks: its stage, grid, window and shift each
     if (!analysed.is_null())
         out["analysis"] = std::move(analysed);
     return out;
@@ -305,14 +308,19 @@ json Server::attentionRows(const json& params)
     if (query < 0 || query >= N)
         throw RequestError { InvalidParams, "query " + std::to_string(query) + " is not one of the trace's tokens 0 to " + std::to_string(N - 1) };
     const std::optional<RolloutOptions> rollout = rolloutOptions(params); // checked before anything is computed
-    // Row `query` of every head of every layer: depth x heads x N floats (ViT-B/16 at 224: 12 x 12 x 197, 113 KiB).
+    const std::optional<double> ratio = number(params, "norms");
+    if (t.hierarchical() && (rollout || ratio)) // the window asks neither of a Swin; said as the engine says it
+        throw RequestError { Failed, rollout ? std::string(kNoHierarchicalRollout) : std::string("token norms: not of a hierarchical (Swin) model yet") };
+    // Row `query` of every head of every layer: depth x heads x N floats (ViT-B/16 at 224: 12 x 12 x 197, 113 KiB); a
+    // Swin's maps of every head and mean at each block's stage grid (Swin-T at 224: 53,802 floats, 210 KiB).
     QueryRows rows;
     try {
         rows = queryRows(t, int(query));
     } catch (const std::invalid_argument& e) {
         throw RequestError { Failed, e.what() };
     }
-    json out = { { "rows", encodeTensor(rows.rows) } };
+    json out = rows.hierarchical() ? json { { "window_maps", encodeWindowMaps(rows.windowMaps) } } // each block's at its stage grid
+                                   : json { { "rows", encodeTensor(rows.rows) } };
     if (rows.pool.numel() > 0)
         out["pool"] = encodeTensor(rows.pool); // [heads, patches]: the attention-pool head's one query
     if (rollout) {
@@ -324,7 +332,7 @@ json Server::attentionRows(const json& params)
         const AttentionMap map = rolloutMap(t, traced->rollout, int(query));
         out["rollout"] = { { "patches", encodeTensor(map.patches) }, { "prefix_mass", map.prefixMass } };
     }
-    if (const std::optional<double> ratio = number(params, "norms"); ratio) {
+    if (ratio) {
         // The token norms view: every layer's norms of the trace's tokens, the outliers above `ratio` x the median.
         if (!(*ratio > 0) || !std::isfinite(*ratio))
             throw RequestError { InvalidParams, "\"norms\" is " + std::to_string(*ratio) + ", not a positive outlier ratio" };

@@ -203,12 +203,8 @@ void DatasetRun::addRun(std::shared_ptr<const attnscope::Model> m, const std::st
                        { "attention", toString(i.config.attention) },
                        { "input_size", { i.config.imageHeight, i.config.imageWidth } },
                        { "trained_input_size", { i.trainedHeight, i.trainedWidth } } };
-    if (i.config.hierarchical()) { // the stage of every block, 1-based: the CSVs' stage column (summaryOf)
-        std::vector<int> stages;
-        for (const auto& b : attnscope::windowBlocks(i.config))
-            stages.push_back(b.stage + 1);
-        r.output.model["block_stages"] = stages;
-    }
+    if (i.config.hierarchical()) // the stage of every block, 1-based: the CSVs' stage column (summaryOf)
+        r.output.model["block_stages"] = attnscope::blockStagesOf(i.config);
     r.output.options = { { "neutreno_lambda", o.neutrenoLambda.value_or(i.config.neutrenoLambda) },
                          { "boost_t", o.boostT.value_or(i.config.boostT) }, { "seed", o.seed }, { "draws", o.draws } };
     std::string noises;

@@ -248,6 +248,12 @@ Result<std::shared_ptr<ImageTrace>> RemoteBackend::readTrace(const json& r, cons
             return Error { m_endpoint.host + ": " + imagePath.toStdString() + ": " + pool.message() };
         t.poolAttention = std::move(*pool);
     }
+    if (r.contains("windows")) { // a Swin: its blocks, for its rows and the view's names of them
+        auto windows = remote::decodeWindows(r["windows"]);
+        if (!windows || int(windows->size()) != t.depth)
+            return Error { m_endpoint.host + ": " + imagePath.toStdString() + ": " + (windows ? "the host sent another number of blocks than the trace's depth" : windows.message()) };
+        t.windows = std::move(*windows);
+    }
     return result;
 }
 
@@ -285,6 +291,7 @@ Result<std::shared_ptr<ImageAnalysis>> RemoteBackend::analyse(const EngineModel&
     result->summary.model = model.info().path;
     result->summary.label = result->summary.model;
     result->summary.patchSize = model.config().patchSize;
+    result->summary.blockStages = blockStagesOf(model.config()); // a Swin's stages: the figures mark the merges
     if (analysis.contains("decomposition")) {
         auto d = remote::decodeDecomposition(analysis["decomposition"]);
         if (!d)
@@ -347,9 +354,10 @@ Result<QueryKeyMap> RemoteBackend::queryKeyMap(const EngineModel& model, const Q
 Result<ImageRows> RemoteBackend::rows(const EngineModel&, const ImageTrace& trace, const RowsRequest& request)
 {
     json params = { { "query", request.query } };
-    if (request.rollout)
+    const bool swin = trace.trace.hierarchical(); // neither a rollout nor token norms: the view says why (rowsOfTrace)
+    if (request.rollout && !swin)
         params["rollout"] = { { "fusion", toString(request.rollout->fusion) }, { "discard", request.rollout->discard } };
-    if (request.normsRatio)
+    if (request.normsRatio && !swin)
         params["norms"] = *request.normsRatio;
     Result<json> answer = Error {};
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -376,6 +384,17 @@ Result<ImageRows> RemoteBackend::rows(const EngineModel&, const ImageTrace& trac
     out.rows.numPrefixTokens = t.numPrefixTokens;
     out.rows.numHeads = t.numHeads;
     out.rows.depth = t.depth;
+    if (swin) {
+        auto maps = remote::decodeWindowMaps(answer->value("window_maps", json()), t.windows);
+        if (!maps)
+            return wrong(maps.message());
+        out.rows.windows = t.windows;
+        out.rows.windowMaps = std::move(*maps);
+        out.rows.numHeads = 0; // the most heads of any block, as queryRows has it
+        for (const WindowBlock& g : t.windows)
+            out.rows.numHeads = std::max(out.rows.numHeads, g.heads);
+        return out;
+    }
     auto rows = decodeTensor(answer->value("rows", json()));
     if (!rows)
         return wrong(rows.message());

@@ -103,6 +103,7 @@ public:
         s->model = m_model.path;
         s->label = s->model;
         s->patchSize = m_model.config.patchSize;
+        s->blockStages = blockStagesOf(m_model.config);
         return s;
     }
 

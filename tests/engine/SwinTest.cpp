@@ -165,10 +165,10 @@ TEST_F(Families, SwinsThatCannotBeRunAsTheySayAreRefused)
                             c["architectures"] = { "SwinForImageClassification" };
                         }),
         "model_type \"swin\", but the tensors are a Swin v2's");
-    // where traces are read as a ViT's (the remote link), a Swin is refused saying so
+    // where traces are read as a ViT's (a program that did not ask for a Swin's), a Swin is refused saying so
     EXPECT_CONTAINS(refusal(swinDir() + "/timm_swin"),
-        "timm_swin: a Swin (hierarchical windowed attention): attnscope-cli, the window and Python take it (similarity, "
-        "attention, centres, snr, ablation, qkmap); the remote link does not yet");
+        "timm_swin: a Swin (hierarchical windowed attention), whose traces are per window and per stage: a program that "
+        "reads them as a ViT's does not take it (LoadOptions::acceptHierarchical;");
     // a Swin v2's tensors alone do not say its windows
     fs::remove(m_dir / "config.json");
     EXPECT_CONTAINS(refusal(m_dir.string()), "a Swin v2 checkpoint alone does not say its windows");

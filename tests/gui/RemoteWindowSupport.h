@@ -3,6 +3,7 @@
 // What the window's remote tests share (RemoteWindowTest.cpp, RemoteRunsWindowTest.cpp): ssh's stand-in and a cache
 // of the test's own, a window's engine on "localhost", waiting for a window to settle, and comparing what a run wrote.
 #include "GuiTestSupport.h"
+#include "gui/AttentionControls.h"
 #include "gui/MainWindow.h"
 #include "gui/ModelSlot.h"
 #include "gui/RemoteBackend.h"

@@ -113,6 +113,82 @@ private slots:
         QCOMPARE(differingPixels(local.queryKeyView()->grab().toImage(), remote.queryKeyView()->grab().toImage()), 0);
     }
 
+    // A Swin on the host (docs/remote.md, "A Swin"): each block's window at its stage grid, the tiles per stage, the
+    // rollout and token norms said not to be, the image's curves with their stages and a block's query-key map: the
+    // pixels and numbers of the window on its own engine.
+    void aSwinDrawsWhatTheLocalOneDraws()
+    {
+        RemoteEnvironment environment;
+        MainWindow local;
+        MainWindow remote(nullptr, remoteEngine());
+        const QString swin = QStringLiteral(ATTNSCOPE_TEST_SOURCE_DIR "/golden/swin/timm_swin");
+        // The model on the host (a folder here is not sent): its copy in the host's home, opened by the host's path.
+        QTemporaryDir home;
+        QVERIFY(QDir(home.path()).mkpath("models/timm_swin"));
+        for (const char* name : { "config.json", "model.safetensors" })
+            QVERIFY(QFile::copy(swin + "/" + name, home.filePath(QStringLiteral("models/timm_swin/") + name)));
+        qputenv("ATTNSCOPE_LINK_HOME", home.path().toLocal8Bit());
+        QVERIFY(showWithImages(local, swin, { kImage }));
+        const bool opened = showWithImages(remote, QStringLiteral("models/timm_swin"), { kImage });
+        qunsetenv("ATTNSCOPE_LINK_HOME"); // read when the link starts, which it has
+        QVERIFY2(opened, qPrintable(remote.shownError()));
+        QVERIFY(remote.current() && remote.current()->trace.hierarchical());
+        QCOMPARE(remote.current()->trace.windows.size(), local.current()->trace.windows.size());
+        struct Selection {
+            int query, layer;
+            HeadChoice head;
+        };
+        const Selection selections[] = { { 5 * 16 + 6, 2, HeadChoice::single(1) }, { 5 * 16 + 6, 3, HeadChoice(HeadView::Mean) },
+                                         { 255, 4, HeadChoice::single(3) },         { 0, 6, HeadChoice::single(7) },
+                                         { 40, 5, HeadChoice(HeadView::Rollout) },   { 40, 5, HeadChoice(HeadView::TokenNorms) } };
+        for (const auto& s : selections) {
+            for (MainWindow* w : { &local, &remote }) {
+                w->setQuery(s.query);
+                w->setLayer(s.layer);
+                w->setHead(s.head);
+                QVERIFY(settled(*w));
+            }
+            const QString where = QStringLiteral("query %1 layer %2 head %3").arg(s.query).arg(s.layer).arg(headChoiceKey(s.head));
+            QVERIFY2(differingPixels(local.view()->rendered(), remote.view()->rendered()) == 0, qPrintable(where));
+            QVERIFY2(differingPixels(local.tiles()->grab().toImage(), remote.tiles()->grab().toImage()) == 0, qPrintable(where));
+            QCOMPARE(remote.view()->message(), local.view()->message());
+            if (s.head.view == HeadView::Rollout || s.head.view == HeadView::TokenNorms)
+                QVERIFY2(remote.findChild<AttentionControls*>()->queryText().contains(s.head.view == HeadView::Rollout ? "no rollout of a hierarchical model" : "token norms: not of a Swin"),
+                         qPrintable(remote.findChild<AttentionControls*>()->queryText()));
+            else
+                QVERIFY2(remote.view()->map() && remote.view()->map()->patches.numel() == 256 >> (2 * ((s.layer - 1) / 2)), qPrintable(where));
+        }
+        QVERIFY(local.slot(0)->analysis() && remote.slot(0)->analysis());
+        const auto& la = local.slot(0)->analysis()->summary;
+        const auto& ra = remote.slot(0)->analysis()->summary;
+        QVERIFY(!la.tokenSimilarity.empty() && !la.snr.empty() && !la.headCentres.empty());
+        QCOMPARE(ra.blockStages, la.blockStages);
+        QCOMPARE(ra.tokenSimilarity.size(), la.tokenSimilarity.size());
+        for (size_t i = 0; i < la.tokenSimilarity.size(); ++i)
+            QCOMPARE(ra.tokenSimilarity[i].value.mean, la.tokenSimilarity[i].value.mean);
+        QCOMPARE(ra.headCentres.size(), la.headCentres.size());
+        for (size_t i = 0; i < la.headCentres.size(); ++i) { // a stage too small for the offset window: NaN on both sides
+            const auto &a = ra.headCentres[i].offsetMap, &b = la.headCentres[i].offsetMap;
+            QCOMPARE(a.size(), b.size());
+            for (size_t j = 0; j < a.size(); ++j)
+                QVERIFY2(a[j] == b[j] || (std::isnan(a[j]) && std::isnan(b[j])), qPrintable(QStringLiteral("centres %1, cell %2").arg(i).arg(j)));
+        }
+        QCOMPARE(differingPixels(local.imagePanel()->grab().toImage(), remote.imagePanel()->grab().toImage()), 0);
+        QVERIFY(remote.shownError().isEmpty());
+        for (MainWindow* w : { &local, &remote }) {
+            auto* dock = w->findChild<QDockWidget*>("queryKeyDock");
+            QVERIFY(dock);
+            dock->raise();
+            QTRY_VERIFY_WITH_TIMEOUT(w->queryKeyView()->isVisible(), 5000);
+            w->setLayer(3);
+            w->setHead(HeadChoice::single(2));
+            QTRY_VERIFY_WITH_TIMEOUT(w->queryKeyView()->map() && w->queryKeyView()->map()->layer == 3 && w->queryKeyView()->map()->head == 2, 20000);
+        }
+        QCOMPARE(remote.queryKeyView()->map()->stage, 1);
+        QCOMPARE(remote.queryKeyView()->highlight(), local.queryKeyView()->highlight());
+        QCOMPARE(differingPixels(local.queryKeyView()->grab().toImage(), remote.queryKeyView()->grab().toImage()), 0);
+    }
+
     // The host's own files: the remote file dialog lists the host's folders (its home first) as the host sees them,
     // images only where images are asked for; images that are only on the host (paths this machine has not: relative to
     // the host's home, where the stand-in runs the server) are traced there and their thumbnails in the strip are the

@@ -4,6 +4,7 @@
 // is answered with an error and the server exits, never crashes.
 #include "RemoteTestSupport.h"
 
+#include <RemoteAnalyses.h>
 #include <RemoteClient.h>
 #include <RemoteServer.h>
 
@@ -370,6 +371,70 @@ TEST(RemoteServer, TheRolloutRowIsTheLocalRolloutsBitForBit)
         EXPECT_EQ(reply["error"]["code"], InvalidParams);
         EXPECT_NE(reply["error"]["message"].get<std::string>().find(said), std::string::npos) << reply.dump();
     }
+}
+
+// A Swin over the link (docs/remote.md, "A Swin"): the trace names its blocks as the local trace has them, a query's
+// rows are each block's maps at its stage grid bit for bit (NaN outside the window, the padding's share), a rollout or
+// token norms are refused with the engine's reason, and a query-key map says its stage and grid.
+TEST(RemoteServer, ASwinsBlocksAndWindowMapsAreTheLocalOnesBitForBit)
+{
+    Server server;
+    const auto call = [&](const char* method, json params) { return *server.handle(request(1, method, std::move(params))); };
+    const std::string swin = ATTNSCOPE_SOURCE_DIR "/tests/golden/swin/timm_swin";
+    const json loaded = call("load_model", { { "path", swin } });
+    ASSERT_TRUE(loaded.contains("result")) << loaded.dump().substr(0, 300);
+    const json model = loaded["result"]["model"];
+    const json traced = call("trace", { { "model", model }, { "image", kBoot } })["result"];
+    LoadOptions options;
+    options.acceptHierarchical = true;
+    auto local = Model::load(swin, options);
+    ASSERT_TRUE(local) << local.message();
+    RunOptions run;
+    run.record = RecordSpec::everything();
+    auto trace = (*local)->run((*local)->prepare(*decodeImage(kBoot))->input, run);
+    ASSERT_TRUE(trace) << trace.message();
+    auto windows = decodeWindows(traced["windows"]);
+    ASSERT_TRUE(windows) << windows.message();
+    ASSERT_EQ(windows->size(), trace->windows.size());
+    for (size_t l = 0; l < windows->size(); ++l) {
+        const WindowBlock &a = (*windows)[l], &b = trace->windows[l];
+        EXPECT_TRUE(a.stage == b.stage && a.index == b.index && a.gridH == b.gridH && a.gridW == b.gridW && a.windowH == b.windowH
+                    && a.shiftH == b.shiftH && a.shiftW == b.shiftW && a.heads == b.heads && a.width == b.width)
+            << "block " << l + 1;
+    }
+    for (int query : { 0, 5 * 16 + 6, 255 }) {
+        const json reply = call("attention_rows", { { "trace", traced["trace"] }, { "query", query } });
+        ASSERT_TRUE(reply.contains("result")) << reply.dump().substr(0, 300);
+        EXPECT_FALSE(reply["result"].contains("rows"));
+        auto maps = decodeWindowMaps(reply["result"]["window_maps"], *windows);
+        ASSERT_TRUE(maps) << maps.message();
+        const QueryRows want = queryRows(*trace, query);
+        for (size_t l = 0; l < want.windowMaps.size(); ++l)
+            for (size_t h = 0; h < want.windowMaps[l].size(); ++h) {
+                EXPECT_TRUE(sameFloats((*maps)[l][h].patches, want.windowMaps[l][h].patches)) << "query " << query << " block " << l + 1 << " map " << h;
+                EXPECT_EQ((*maps)[l][h].paddingMass, want.windowMaps[l][h].paddingMass);
+            }
+    }
+    // A map list that is not the trace's blocks' is refused, naming what is wrong.
+    json short_ = call("attention_rows", { { "trace", traced["trace"] }, { "query", 0 } })["result"]["window_maps"];
+    short_[2].erase(short_[2].size() - 1);
+    const auto refusedMaps = decodeWindowMaps(short_, *windows);
+    ASSERT_FALSE(refusedMaps);
+    EXPECT_NE(refusedMaps.message().find("block 3 without its 4 heads and their mean"), std::string::npos) << refusedMaps.message();
+    const json rollout = call("attention_rows", { { "trace", traced["trace"] }, { "query", 0 }, { "rollout", json::object() } });
+    ASSERT_TRUE(rollout.contains("error"));
+    EXPECT_NE(rollout["error"]["message"].get<std::string>().find("no rollout of a hierarchical model"), std::string::npos) << rollout.dump();
+    const json norms = call("attention_rows", { { "trace", traced["trace"] }, { "query", 0 }, { "norms", 10.0 } });
+    ASSERT_TRUE(norms.contains("error"));
+    EXPECT_NE(norms["error"]["message"].get<std::string>().find("token norms: not of a hierarchical (Swin) model yet"), std::string::npos);
+
+    const json qk = call("query_key_map", { { "model", model }, { "images", { kBoot } }, { "layer", 3 }, { "head", 1 } });
+    ASSERT_TRUE(qk.contains("result")) << qk.dump().substr(0, 300);
+    auto map = decodeQueryKeyMap(qk["result"]["map"]);
+    ASSERT_TRUE(map) << map.message();
+    EXPECT_EQ(map->stage, 1);
+    EXPECT_EQ(map->gridWidth, 8);
+    EXPECT_EQ(map->points.size(), 128u);
 }
 
 // A file of the laptop crosses once: an image sent and traced by its sha256 gives what the path gives, a model sent

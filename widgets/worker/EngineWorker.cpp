@@ -29,8 +29,7 @@ std::shared_ptr<AnalysisSummary> summaryOf(const AnalysisRun& run, const Model& 
     s->model = model.info().path;
     s->label = s->model;
     s->patchSize = model.config().patchSize;
-    for (const WindowBlock& b : windowBlocks(model.config())) // a Swin's stages: the figures mark the merges
-        s->blockStages.push_back(b.stage + 1);
+    s->blockStages = blockStagesOf(model.config()); // a Swin's stages: the figures mark the merges
     return s;
 }
 
@@ -343,7 +342,7 @@ quint64 EngineWorker::loadModel(const QString& path, int channel, int inputHeigh
             return;
         }
         LoadOptions options;
-        options.acceptHierarchical = true; // the window draws a Swin's maps per stage (a remote engine refuses it yet)
+        options.acceptHierarchical = true; // the window draws a Swin's maps per stage (a remote host accepts it too)
         options.inputHeight = inputHeight;
         options.inputWidth = inputWidth;
         options.descriptionPath = description.toStdString();

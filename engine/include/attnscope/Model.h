@@ -25,8 +25,8 @@ struct LoadOptions {
     int inputHeight = 0;
     int inputWidth = 0;
     // A hierarchical model (Swin, ModelConfig::hierarchical) loads only where the caller takes its traces: per-window
-    // maps [nW, H, w*w, w*w] and blocks over each stage's grid (Trace::windows), which the remote link does not read
-    // yet. Elsewhere it is refused in one line saying so (attnscope-cli, the window and Python take it).
+    // maps [nW, H, w*w, w*w] and blocks over each stage's grid (Trace::windows). Elsewhere it is refused in one line
+    // saying so (attnscope-cli, the window, Python and the remote host take it).
     bool acceptHierarchical = false;
 };
 

@@ -91,6 +91,9 @@ struct AnalysisSummary {
     std::vector<int> blockStages;
     int stageOf(int layer) const { return layer <= 0 || blockStages.empty() ? 1 : blockStages.at(size_t(layer - 1)); }
 };
+// The stage of each block of a hierarchical model (Swin), 1-based, as AnalysisSummary::blockStages has them; empty for
+// a ViT.
+std::vector<int> blockStagesOf(const ModelConfig& config);
 
 // One image's class relevance (Analyses.h, section 10) with what its figure names.
 struct RelevanceFigure {

@@ -276,4 +276,12 @@ AnalysisSummary summarise(const StatsTable& stats, int64_t images, int radius)
     return s;
 }
 
+std::vector<int> blockStagesOf(const ModelConfig& config)
+{
+    std::vector<int> stages;
+    for (const WindowBlock& b : windowBlocks(config))
+        stages.push_back(b.stage + 1);
+    return stages;
+}
+
 } // namespace attnscope

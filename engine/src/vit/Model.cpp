@@ -132,8 +132,9 @@ std::unique_ptr<Model::Impl> loadHierarchical(std::unique_ptr<Model::Impl> impl,
     ModelInfo& info = impl->info;
     if (!options.acceptHierarchical)
         throw LoadError(info.path + ": a " + (info.config.hierarchy == Hierarchy::SwinV2 ? "Swin v2" : "Swin")
-                        + " (hierarchical windowed attention): attnscope-cli, the window and Python take it (similarity, "
-                          "attention, centres, snr, ablation, qkmap); the remote link does not yet");
+                        + " (hierarchical windowed attention), whose traces are per window and per stage: a program that reads "
+                          "them as a ViT's does not take it (LoadOptions::acceptHierarchical; attnscope-cli, the window, "
+                          "Python and the remote host do)");
     if ((options.inputHeight != 0 || options.inputWidth != 0)
         && (options.inputHeight != info.config.imageHeight || options.inputWidth != info.config.imageWidth))
         throw LoadError(info.path + ": a Swin runs at its input size " + std::to_string(info.config.imageHeight) + "x"
