@@ -11,6 +11,8 @@
 #include <attnscope/Analyses.h>
 #include <attnscope/Perturbation.h>
 
+#include <algorithm>
+
 namespace attnscope::remote {
 
 using json = nlohmann::json;
@@ -127,6 +129,8 @@ json Server::forward(const json& params)
         { "neutreno_lambda", t.neutrenoLambda }, { "boost_t", t.boostT }, { "logits", encodeTensor(t.logits) } };
     if (t.poolAttention.numel() > 0)
         out["pool"] = encodeTensor(t.poolAttention);
+    if (t.hierarchical())
+        out["windows"] = encodeWindows(t.windows); // a Swin's blocks, as trace gives them
     if (image) {
         out["preparation"] = image->preparation;
         out["shown"] = pixels(image->prepared.shown);
@@ -199,12 +203,21 @@ json Server::traceTensor(const json& params)
             throw RequestError { Failed, name + " of layer " + std::to_string(layer) + " was not recorded" };
         if (!field(params, "head").is_null()) {
             const int64_t head = integer(params, "head");
-            if (name != "attention" || head < 0 || head >= tensor.size(0))
+            const bool windowed = tensor.dim() == 4; // a Swin's [nW, H, n, n]: the head's [nW, n, n]
+            const int64_t heads = windowed ? tensor.size(1) : tensor.size(0);
+            if (name != "attention" || head < 0 || head >= heads)
                 throw RequestError { InvalidParams,
-                    "\"head\" " + std::to_string(head) + ": one of the attention's heads 0 to "
-                        + std::to_string(t.numHeads - 1) };
-            const int64_t n = tensor.numel() / tensor.size(0);
-            tensor = Tensor::fromData({ tensor.size(1), tensor.size(2) }, tensor.data() + head * n);
+                    "\"head\" " + std::to_string(head) + ": one of the attention's heads 0 to " + std::to_string(heads - 1) };
+            if (windowed) {
+                const int64_t windows = tensor.size(0), n = tensor.size(2) * tensor.size(3);
+                std::vector<float> maps(size_t(windows * n));
+                for (int64_t w = 0; w < windows; ++w)
+                    std::copy_n(tensor.data() + (w * heads + head) * n, n, maps.data() + w * n);
+                tensor = Tensor::fromVector({ windows, tensor.size(2), tensor.size(3) }, std::move(maps));
+            } else {
+                const int64_t n = tensor.numel() / tensor.size(0);
+                tensor = Tensor::fromData({ tensor.size(1), tensor.size(2) }, tensor.data() + head * n);
+            }
         }
     }
     const size_t bytes = size_t(tensor.numel()) * sizeof(float);

@@ -197,14 +197,7 @@ void DatasetRun::addRun(std::shared_ptr<const attnscope::Model> m, const std::st
     r.output.label = label;
     r.output.folder = m_runs.empty() ? "" : "runs/" + slugOf(label);
     const auto& i = m->info();
-    r.output.model = { { "name", label }, { "path", i.path }, { "weights", i.weightsPath }, { "naming", i.naming },
-                       { "family", i.family }, { "layers", i.config.depth }, { "heads", i.config.numHeads },
-                       { "width", i.config.width }, { "patch_size", i.config.patchSize }, { "classes", i.config.numClasses },
-                       { "attention", toString(i.config.attention) },
-                       { "input_size", { i.config.imageHeight, i.config.imageWidth } },
-                       { "trained_input_size", { i.trainedHeight, i.trainedWidth } } };
-    if (i.config.hierarchical()) // the stage of every block, 1-based: the CSVs' stage column (summaryOf)
-        r.output.model["block_stages"] = attnscope::blockStagesOf(i.config);
+    r.output.model = runModelRecord(i, label);
     r.output.options = { { "neutreno_lambda", o.neutrenoLambda.value_or(i.config.neutrenoLambda) },
                          { "boost_t", o.boostT.value_or(i.config.boostT) }, { "seed", o.seed }, { "draws", o.draws } };
     std::string noises;

@@ -21,6 +21,19 @@ std::string slugOf(const std::string& label)
     return slug.empty() ? "run" : slug;
 }
 
+nlohmann::json runModelRecord(const attnscope::ModelInfo& i, const std::string& label)
+{
+    nlohmann::json model = { { "name", label }, { "path", i.path }, { "weights", i.weightsPath }, { "naming", i.naming },
+                             { "family", i.family }, { "layers", i.config.depth }, { "heads", i.config.numHeads },
+                             { "width", i.config.width }, { "patch_size", i.config.patchSize }, { "classes", i.config.numClasses },
+                             { "attention", attnscope::toString(i.config.attention) },
+                             { "input_size", { i.config.imageHeight, i.config.imageWidth } },
+                             { "trained_input_size", { i.trainedHeight, i.trainedWidth } } };
+    if (i.config.hierarchical())
+        model["block_stages"] = attnscope::blockStagesOf(i.config);
+    return model;
+}
+
 attnscope::AnalysisSummary summaryOf(const RunOutput& run)
 {
     auto s = attnscope::summarise(run.stats, run.images, run.radius);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <attnscope/Model.h>
 #include <attnscope/Statistics.h>
 #include <attnscope/Summary.h>
 
@@ -21,6 +22,10 @@ struct RunOutput {
     int radius = 3;
     int patchSize = 0;
 };
+
+// What run.json says of the run's model (RunOutput::model): its name (the run's label), files, family and shape, and a
+// Swin's stage of every block (block_stages, 1-based: the CSVs' stage column).
+nlohmann::json runModelRecord(const attnscope::ModelInfo& info, const std::string& label);
 
 // Writes stats.json and the CSVs of one run.
 attnscope::Status writeRunOutput(const std::string& outDir, const RunOutput& run);

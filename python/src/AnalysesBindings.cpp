@@ -20,6 +20,27 @@ py::dict attentionMapDict(const AttentionMap& map)
     return d;
 }
 
+py::object windowsList(const Trace& trace)
+{
+    if (!trace.hierarchical())
+        return py::none();
+    py::list blocks;
+    for (const WindowBlock& b : trace.windows) {
+        py::dict d;
+        d["stage"] = b.stage + 1;
+        d["block"] = b.index + 1;
+        d["name"] = blockName(b);
+        d["grid"] = py::make_tuple(b.gridH, b.gridW);
+        d["window"] = py::make_tuple(b.windowH, b.windowW);
+        d["shift"] = py::make_tuple(b.shiftH, b.shiftW);
+        d["windows"] = b.numWindows();
+        d["heads"] = b.heads;
+        d["width"] = b.width;
+        blocks.append(d);
+    }
+    return py::object(blocks);
+}
+
 RolloutOptions rolloutOptions(const std::string& fusion, double discard)
 {
     if (!(discard >= 0.0 && discard < 1.0))

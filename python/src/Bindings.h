@@ -70,6 +70,9 @@ py::dict configDict(const ModelInfo& info);
 py::dict infoDict(const ModelInfo& info);
 Image imageFrom(const py::array& pixels); // uint8 [H, W], [H, W, 1] or [H, W, 3]
 py::dict attentionMapDict(const AttentionMap& map);
+// A Swin's blocks as Trace.windows gives them (stage, block, name, grid, window, shift, windows, heads, width); None
+// for a ViT.
+py::object windowsList(const Trace& trace);
 py::dict attentionGridDict(const AttentionGrid& grid);
 py::dict tokenNormsDict(const TokenNorms& norms);
 py::dict decompositionDict(const LogitDecomposition& decomposition);

@@ -205,25 +205,7 @@ void bindTraceClasses(py::module_& m)
         .def_readonly("prefix_tokens", &Trace::numPrefixTokens)
         .def_property_readonly("grid", [](const Trace& t) { return py::make_tuple(t.gridHeight, t.gridWidth); })
         // A Swin's blocks (docs/python.md): per block its stage, grid, window, shift, heads and width; None for a ViT.
-        .def_property_readonly("windows", [](const Trace& t) -> py::object {
-            if (!t.hierarchical())
-                return py::none();
-            py::list blocks;
-            for (const WindowBlock& b : t.windows) {
-                py::dict d;
-                d["stage"] = b.stage + 1;
-                d["block"] = b.index + 1;
-                d["name"] = blockName(b);
-                d["grid"] = py::make_tuple(b.gridH, b.gridW);
-                d["window"] = py::make_tuple(b.windowH, b.windowW);
-                d["shift"] = py::make_tuple(b.shiftH, b.shiftW);
-                d["windows"] = b.numWindows();
-                d["heads"] = b.heads;
-                d["width"] = b.width;
-                blocks.append(d);
-            }
-            return py::object(blocks);
-        })
+        .def_property_readonly("windows", &windowsList)
         .def_readonly("neutreno_lambda", &Trace::neutrenoLambda)
         .def_readonly("boost_t", &Trace::boostT)
         .def("attention", [](const Trace& t, int l) { return view(tap(t.attention, l, 1, t, "attention of layer", "attention")); }, py::arg("layer"))

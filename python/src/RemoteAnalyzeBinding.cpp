@@ -38,11 +38,7 @@ RunOutput outputOf(const RemoteModel& m, const std::string& label, bool first, A
     r.label = label;
     r.folder = first ? "" : "runs/" + slugOf(label);
     const ModelInfo& i = m.info;
-    r.model = { { "name", label }, { "path", i.path }, { "weights", i.weightsPath }, { "naming", i.naming },
-        { "family", i.family }, { "layers", i.config.depth }, { "heads", i.config.numHeads },
-        { "width", i.config.width }, { "patch_size", i.config.patchSize }, { "classes", i.config.numClasses },
-        { "attention", toString(i.config.attention) }, { "input_size", { i.config.imageHeight, i.config.imageWidth } },
-        { "trained_input_size", { i.trainedHeight, i.trainedWidth } } };
+    r.model = runModelRecord(i, label);
     r.options = { { "neutreno_lambda", o.neutrenoLambda.value_or(i.config.neutrenoLambda) },
         { "boost_t", o.boostT.value_or(i.config.boostT) }, { "seed", o.seed }, { "draws", o.draws } };
     std::string noises;

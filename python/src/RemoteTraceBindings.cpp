@@ -146,6 +146,15 @@ struct RemoteTrace {
         r.numPrefixTokens = local->numPrefixTokens;
         r.numHeads = local->numHeads;
         r.depth = local->depth;
+        if (local->hierarchical()) { // a Swin's: each block's maps at its stage grid, its heads then their mean
+            r.windows = local->windows;
+            r.windowMaps = decoded(remote::decodeWindowMaps(answer.value("window_maps", json()), r.windows), link(), "window maps");
+            r.numHeads = 0;
+            for (const WindowBlock& g : r.windows)
+                r.numHeads = std::max(r.numHeads, g.heads);
+            rows = std::move(r);
+            return answer;
+        }
         r.rows = decoded(remote::decodeTensor(answer.value("rows", json())), link(), "attention rows");
         if (answer.contains("pool"))
             r.pool = decoded(remote::decodeTensor(answer["pool"]), link(), "attention-pool map");
@@ -171,11 +180,14 @@ struct RemoteTrace {
         if (!recorded.attention || !recorded.wants(layer))
             raise("the attention of layer " + std::to_string(layer)
                 + " was not recorded: run with record=\"all\" or record=[\"attention\"]");
-        if (head < -1 || head >= local->numHeads)
-            raise("head " + std::to_string(head) + ": the model's heads are 0.." + std::to_string(local->numHeads - 1)
-                + " (-1: their mean)");
+        // A Swin block has its stage's heads, and its query is a patch of the first grid (the local module's words).
+        const bool swin = local->hierarchical();
+        const int heads = swin ? local->windows[size_t(layer - 1)].heads : local->numHeads;
+        if (head < -1 || head >= heads)
+            raise("head " + std::to_string(head) + (swin ? ": the heads of layer " + std::to_string(layer) : std::string(": the model's heads"))
+                + " are 0.." + std::to_string(heads - 1) + " (-1: their mean)");
         if (query < 0 || query >= tokens())
-            raise("query " + std::to_string(query) + ": the model's tokens are 0.." + std::to_string(tokens() - 1));
+            raise("query " + std::to_string(query) + ": the model's " + (swin ? "patches" : "tokens") + " are 0.." + std::to_string(tokens() - 1));
         queryRows(query, std::nullopt);
         return attentionMapDict(attentionMap(*rows, layer, head, renormalise));
     }
@@ -194,6 +206,14 @@ struct RemoteTrace {
                                          : (local->gridHeight / 2) * local->gridWidth + local->gridWidth / 2;
         if (g.query >= tokens())
             raise("query " + std::to_string(g.query) + ": the model's tokens are 0.." + std::to_string(tokens() - 1));
+        if (local->hierarchical()) { // per block at its stage grid, and no rollout (attentionGrid's)
+            queryRows(g.query, std::nullopt);
+            g.windows = local->windows;
+            g.rolloutRefused = kNoHierarchicalRollout;
+            for (int l = 1; l <= local->depth; ++l)
+                g.maps.push_back(rows->windowMaps[size_t(l - 1)]);
+            return attentionGridDict(g);
+        }
         const json answer = queryRows(g.query, options);
         for (int l = 1; l <= local->depth; ++l) {
             std::vector<AttentionMap> row; // the heads in order, their mean last, as attentionGrid makes them
@@ -212,6 +232,8 @@ struct RemoteTrace {
     py::array rolloutOf(const std::string& fusion, double discard)
     {
         checkAllAttention("the rollout");
+        if (local->hierarchical())
+            raise(kNoHierarchicalRollout);
         const RolloutOptions o = rolloutOptions(fusion, discard);
         const json params = { { "tensor", "rollout" },
             { "rollout", { { "fusion", toString(o.fusion) }, { "discard", o.discard } } } };
@@ -222,6 +244,8 @@ struct RemoteTrace {
     py::dict tokenNormsOf(double ratio)
     {
         checkOutlierRatio(ratio);
+        if (local->hierarchical())
+            raise("token norms: not of a hierarchical (Swin) model yet");
         TokenNorms norms;
         if (recorded.blocks && recorded.attention && recorded.layers.empty()) {
             // The host's (attention_rows' "norms"): every layer's, from the trace kept there.
@@ -261,6 +285,8 @@ std::shared_ptr<RemoteTrace> traceOf(
     local->logits = decoded(remote::decodeTensor(answer.value("logits", json())), link, "logits");
     if (answer.contains("pool"))
         local->poolAttention = decoded(remote::decodeTensor(answer["pool"]), link, "attention-pool map");
+    if (answer.contains("windows")) // a Swin's blocks
+        local->windows = decoded(remote::decodeWindows(answer["windows"]), link, "the trace's blocks");
     for (auto* taps : { &local->attention, &local->attnBranch, &local->residual, &local->blocks })
         taps->resize(size_t(std::max(local->depth, 0)) + 1);
     t->local = std::move(local);
@@ -295,6 +321,7 @@ void bindRemoteTrace(py::module_& m)
                 const auto n = numbers(t);
                 return py::make_tuple(n->gridHeight, n->gridWidth);
             })
+        .def_property_readonly("windows", [=](RemoteTrace& t) { return windowsList(*numbers(t)); })
         .def_property_readonly("neutreno_lambda", [=](RemoteTrace& t) { return numbers(t)->neutrenoLambda; })
         .def_property_readonly("boost_t", [=](RemoteTrace& t) { return numbers(t)->boostT; })
         .def_property_readonly("pool_attention",
@@ -329,9 +356,10 @@ void bindRemoteTrace(py::module_& m)
             [](RemoteTrace& t, int l, int h) {
                 const auto held = t.lock();
                 t.checkTap("attention", "attention of layer", l);
-                if (h < 0 || h >= t.local->numHeads)
-                    raise("head " + std::to_string(h) + ": the model's heads are 0.."
-                        + std::to_string(t.local->numHeads - 1));
+                const int heads = t.local->hierarchical() ? t.local->windows[size_t(l - 1)].heads : t.local->numHeads;
+                if (h < 0 || h >= heads)
+                    raise("head " + std::to_string(h) + ": the " + (t.local->hierarchical() ? "layer's" : "model's") + " heads are 0.."
+                        + std::to_string(heads - 1));
                 return view(t.fetch("attention", l, h));
             },
             py::arg("layer"), py::arg("head"))

@@ -292,3 +292,42 @@ def test_python_s_methods_refuse_wrong_params_by_name(engine, remote_fmnist, sam
     for method, params, message in cases:
         with pytest.raises(attnscope.Error, match=r"^localhost: .*" + message):
             engine._link.call(method, params)
+
+
+def test_a_swin_on_the_host_is_the_local_one(serve_cli, samples, tmp_path, monkeypatch):
+    """A Swin over the link (docs/python.md, "Swin"; docs/remote.md, "A Swin"): its blocks, maps per block at the stage
+    grid, the grid per block, the per-window attention and one head of it, the query-key map and analyze's tables are
+    the local module's, bit for bit; the rollout and token norms refused in the same words."""
+    folder = os.path.join(SOURCE, "tests", "golden", "swin", "timm_swin")
+    home = tmp_path / "home"
+    (home / "models" / "timm_swin").mkdir(parents=True)
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(os.path.join(folder, name), home / "models" / "timm_swin" / name)
+    monkeypatch.setenv("ATTNSCOPE_LINK_HOME", str(home))  # the host's home: a folder here is not sent
+    local = attnscope.load(folder)
+    with attnscope.connect("localhost:" + serve_cli) as engine:
+        remote = engine.load("models/timm_swin")
+        assert remote.config == local.config and remote.config["hierarchy"] == "swin"
+        here, there = local.run(samples[0]), remote.run(samples[0])
+        same(here.logits, there.logits)
+        assert there.windows == here.windows and [b["heads"] for b in there.windows] == [2, 2, 4, 4, 8, 8]
+        for layer, head, query in ((2, 1, 5 * 16 + 6), (3, -1, 86), (6, 7, 0), (4, 3, 255)):
+            same(attnscope.attention_map(here, layer, head, query), attnscope.attention_map(there, layer, head, query))
+        same(attnscope.attention_grid(here), attnscope.attention_grid(there))
+        same(attnscope.attention_grid(here, query=40), attnscope.attention_grid(there, query=40))
+        same(here.attention(3), there.attention(3))
+        same(numpy.ascontiguousarray(here.attention(5)[:, 6]), there.attention_head(5, 6))
+        same(attnscope.head_centres(here, local), attnscope.head_centres(there, remote))
+        same(attnscope.query_key_map(local, samples[:2], 3, 1), attnscope.query_key_map(remote, samples[:2], 3, 1))
+        for call in (lambda t, m: attnscope.rollout(t), lambda t, m: attnscope.token_norms(t, m),
+                     lambda t, m: attnscope.attention_map(t, 1, head=2)):
+            with pytest.raises(attnscope.Error) as local_error:
+                call(here, local)
+            with pytest.raises(attnscope.Error) as remote_error:
+                call(there, remote)
+            assert str(remote_error.value) == str(local_error.value)
+        options = dict(analyses="similarity,attention,centres,snr,ablation", noise="gaussian:sigma=8", seed=3, progress=False)
+        a = attnscope.analyze(local, SAMPLES, out=tmp_path / "here", **options)
+        b = engine.analyze(remote, SAMPLES, out=tmp_path / "there", **options)
+        same(a.tables, b.tables)
+        assert list(b.tables["head_centres"])[1:3] == ["layer", "stage"]
