@@ -102,7 +102,13 @@ void QueryKeyMapView::paintEvent(QPaintEvent*)
                          .arg(m_colouring == QueryKeyColouring::Kind  ? tr("blue queries, orange keys")
                                   : m_colouring == QueryKeyColouring::Row ? tr("colour: patch row (keys lighter)")
                                                                           : tr("colour: patch column (keys lighter)"))
-                         .arg(m_map->rotated ? tr(" (q, k rotated by RoPE)") : QString()));
+                         .arg(m_map->rotated  ? tr(" (q, k rotated by RoPE)")
+                              : m_map->stage >= 0 ? tr(" (stage %1, %2×%3 tokens%4)")
+                                                        .arg(m_map->stage + 1)
+                                                        .arg(m_map->gridHeight)
+                                                        .arg(m_map->gridWidth)
+                                                        .arg(m_map->cosine ? tr(", unit q and k") : QString())
+                                                  : QString()));
     paintQueryKeyScatter(painter, frame(), *m_map, m_colouring, kPointRadius, style, m_highlight);
 }
 
