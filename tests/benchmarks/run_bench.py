@@ -72,16 +72,21 @@ def ms(b):
     return b["real_time"] * unit
 
 
+def last_json(out):
+    """A peer's JSON, its last line: an import may print before it (timm through a huggingface_hub without httpx)."""
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def peer(mode, threads, args):
     cmd = [sys.executable, os.path.join(HERE, "peer.py"), "--mode", mode, "--threads", str(threads)] + args
     # The peer gets libgomp's spin fix too (GOMP_SPINCOUNT=0): without it torch at 2 threads is 5x slower here.
-    return json.loads(run(cmd, env_for(threads, GOMP_SPINCOUNT="0", OPENBLAS_NUM_THREADS=str(threads))))
+    return last_json(run(cmd, env_for(threads, GOMP_SPINCOUNT="0", OPENBLAS_NUM_THREADS=str(threads))))
 
 
 def swin_peer(threads, which, python, repeats):
     """swin_peer.py's forward of Swin-T: `which` timm (with `python`, a venv that has it) or torchvision."""
     cmd = [python, os.path.join(HERE, "swin_peer.py"), "--threads", str(threads), "--peer", which, "--repeats", str(repeats)]
-    return json.loads(run(cmd, env_for(threads, GOMP_SPINCOUNT="0", OPENBLAS_NUM_THREADS=str(threads))))
+    return last_json(run(cmd, env_for(threads, GOMP_SPINCOUNT="0", OPENBLAS_NUM_THREADS=str(threads))))
 
 
 def swin_rounds(bench_dir, quick, timm_python):

@@ -75,6 +75,30 @@ TEST(Swin, TimmAndHuggingFaceSwinsGiveTheirOwnCodesNumbers)
 
 // The blocks of timm_swin (a 64-pixel input at patch 4, window 4, two blocks in each of three stages): 16, 4 and 1
 // windows; the odd blocks' windows shifted by 2 but in the last stage, whose 4 x 4 grid is one window.
+// On two threads the Swin's linear layers are cut into blocks of rows, each an OpenBLAS product on a team thread of its
+// own (where the build keeps OpenBLAS on one thread for the ViT's oneDNN layers): timm's numbers still, and one thread's
+// to float rounding.
+TEST(Swin, TwoThreadsGiveTimmsNumbers)
+{
+    struct Threads {
+        Threads() { setNumThreads(2); }
+        ~Threads() { setNumThreads(1); }
+    };
+    for (const char* folder : { "timm_swin", "timm_swinv2" }) {
+        SCOPED_TRACE(folder);
+        auto model = loadSwin(swinDir() + "/" + folder);
+        ASSERT_TRUE(model) << model.message();
+        const Tensor input = loadNpy(swinDir() + "/" + folder + "/input.npy");
+        auto one = (*model)->run(input);
+        ASSERT_TRUE(one) << one.message();
+        Threads two;
+        expectSwinReferenceNumbers(**model, swinDir() + "/" + folder);
+        auto both = (*model)->run(input);
+        ASSERT_TRUE(both) << both.message();
+        EXPECT_TRUE(closeTo(both->logits, one->logits, 1e-5));
+    }
+}
+
 TEST(Swin, BlocksHaveTheirStagesGridWindowAndShift)
 {
     auto model = loadSwin(swinDir() + "/timm_swin");

@@ -2,9 +2,14 @@
 // (and transformers', whose arithmetic is the same) to float rounding: tests/engine/SwinTest.cpp.
 #include "vit/SwinTransformer.h"
 
+#include "vit/PackedLinear.h"
+#include "vit/TeamThreads.h"
+#include "vit/Threads.h"
+
 #include "vit/VisionTransformer.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <cmath>
 #include <stdexcept>
 
@@ -20,6 +25,36 @@ at::Tensor param(torch::nn::Module& m, const std::string& name, at::IntArrayRef 
 torch::nn::Module& child(torch::nn::Module& parent, const std::string& name)
 {
     return *parent.register_module(name, std::make_shared<torch::nn::Module>());
+}
+
+// x W^T + b for x [..., in]. Where the engine keeps OpenBLAS on one thread (the ViT's linear layers run on oneDNN,
+// PackedLinears, and BLAS would only contend with them) at::linear would run a Swin's products on one thread whatever
+// the thread count: its rows are cut into one block per thread, each an OpenBLAS product of its own on a team thread
+// (as PackedLinears cuts its rows). Autograd (FGSM through a Swin), another device, few rows or one thread: at::linear.
+at::Tensor teamLinear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b = {})
+{
+    constexpr int64_t kRowsPerBlock = 64;
+    const int64_t rows = x.numel() / std::max<int64_t>(x.size(-1), 1);
+    const int64_t blocks = std::min<int64_t>(ompThreadsHere(), rows / kRowsPerBlock);
+    if (blocks < 2 || PackedLinears::kernelHere().empty() || !x.device().is_cpu() || x.scalar_type() != at::kFloat
+        || (at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad())))
+        return at::linear(x, w, b);
+    const at::Tensor in = x.reshape({ rows, x.size(-1) }).contiguous();
+    const at::Tensor wt = w.t();
+    at::Tensor out = at::empty({ rows, w.size(0) }, in.options());
+    const bool split = runOnTeam(blocks, [&](int64_t i) {
+        const int64_t begin = rows * i / blocks, end = rows * (i + 1) / blocks;
+        at::Tensor part = out.narrow(0, begin, end - begin);
+        if (b.defined())
+            at::addmm_out(part, b, in.narrow(0, begin, end - begin), wt);
+        else
+            at::mm_out(part, in.narrow(0, begin, end - begin), wt);
+    });
+    if (!split)
+        return at::linear(x, w, b);
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+    shape.back() = w.size(0);
+    return out.view(shape);
 }
 
 // Row-major windows of [B, H, W, C] (H, W multiples of the window) -> [B * nW, wh * ww, C].
@@ -193,7 +228,7 @@ at::Tensor SwinTransformerImpl::windowAttention(const at::Tensor& x, int l, Forw
     const at::Tensor windows = partition(shifted, g.windowH, g.windowW); // [B nW, N, C]
     const int64_t bw = windows.size(0), n = windows.size(1), heads = g.heads, d = c / heads;
     const at::Tensor qkv
-        = at::linear(windows, w.qkvW, w.qkvB).reshape({ bw, n, 3, heads, d }).permute({ 2, 0, 3, 1, 4 });
+        = teamLinear(windows, w.qkvW, w.qkvB).reshape({ bw, n, 3, heads, d }).permute({ 2, 0, 3, 1, 4 });
     const at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];
     at::Tensor logits;
     if (m_config.hierarchy == Hierarchy::SwinV2) {
@@ -223,7 +258,7 @@ at::Tensor SwinTransformerImpl::windowAttention(const at::Tensor& x, int l, Forw
         const at::Tensor o = out.reshape({ b, h, wd, heads, d });
         out = (state.ablateMean ? o * keep + (1 - keep) * o.mean({ 1, 2 }, true) : o * keep).reshape({ b, h, wd, c });
     }
-    return at::linear(out, w.projW, w.projB).contiguous();
+    return teamLinear(out, w.projW, w.projB).contiguous();
 }
 
 at::Tensor SwinTransformerImpl::block(const at::Tensor& x, int l, ForwardState& state)
@@ -238,7 +273,7 @@ at::Tensor SwinTransformerImpl::block(const at::Tensor& x, int l, ForwardState& 
                             : windowAttention(at::layer_norm(x, { c }, w.n1w, w.n1b, eps), l, state);
     const at::Tensor r = x + u;
     const auto mlp
-        = [&](const at::Tensor& t) { return at::linear(at::gelu(at::linear(t, w.fc1W, w.fc1B)), w.fc2W, w.fc2B); };
+        = [&](const at::Tensor& t) { return teamLinear(at::gelu(teamLinear(t, w.fc1W, w.fc1B)), w.fc2W, w.fc2B); };
     const at::Tensor out = v2 ? r + at::layer_norm(mlp(r), { c }, w.n2w, w.n2b, eps)
                               : r + mlp(at::layer_norm(r, { c }, w.n2w, w.n2b, eps));
     const auto flat = [&](const at::Tensor& t) { return t.reshape({ b, int64_t(g.gridH) * g.gridW, c }); };
@@ -264,8 +299,8 @@ at::Tensor SwinTransformerImpl::merge(const at::Tensor& input, size_t s) const
         x = at::constant_pad_nd(x, { 0, 0, 0, w % 2, 0, h % 2 });
     x = x.reshape({ b, (h + 1) / 2, 2, (w + 1) / 2, 2, ch }).permute({ 0, 1, 3, 4, 2, 5 }).flatten(3);
     if (m_config.hierarchy == Hierarchy::SwinV2)
-        return at::layer_norm(at::linear(x, m.reductionW), { m.normW.size(0) }, m.normW, m.normB, eps);
-    return at::linear(at::layer_norm(x, { 4 * ch }, m.normW, m.normB, eps), m.reductionW);
+        return at::layer_norm(teamLinear(x, m.reductionW), { m.normW.size(0) }, m.normW, m.normB, eps);
+    return teamLinear(at::layer_norm(x, { 4 * ch }, m.normW, m.normB, eps), m.reductionW);
 }
 
 std::pair<at::Tensor, at::Tensor> SwinTransformerImpl::queriesAndKeys(const at::Tensor& previous, int l) const
