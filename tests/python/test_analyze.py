@@ -84,15 +84,20 @@ def test_ctrl_c_keeps_what_was_done_and_resumes(fmnist, tmp_path):
     sent = []
 
     # Ctrl-C once 10 images are done, from the run's own progress: the KeyboardInterrupt comes in the callback or at the
-    # engine's next check of signals, whichever sees it first. (A timer thread's 0.5 s, and then 0.1 s, after the first
-    # image failed now and then in test-fresh: the run ended without seeing a signal.)
+    # engine's next check of signals, whichever sees it first.
     def progress(done, total):
         if done >= 10 and not sent:
             sent.append(done)
             os.kill(os.getpid(), signal.SIGINT)
 
-    with pytest.raises(KeyboardInterrupt):
-        attnscope.analyze(fmnist, images, analyses="similarity,centres", out=out, batch=2, checkpoint_seconds=0, progress=progress)
+    # Python's own Ctrl-C handler, whatever started this process: a shell that puts a command in the background without
+    # job control ignores SIGINT for it, and Python then installs no handler (test-fresh started by `nohup ... &` did).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            attnscope.analyze(fmnist, images, analyses="similarity,centres", out=out, batch=2, checkpoint_seconds=0, progress=progress)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert sent
     import json
 
