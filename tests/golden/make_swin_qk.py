@@ -17,10 +17,10 @@ import torch
 import torch.nn.functional as F
 import timm
 from safetensors.torch import load_file
-from timm.models.swin_transformer import window_partition
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_swin import OUT, TIMM  # noqa: E402
+from make_swin_windows import window_tokens  # noqa: E402
 
 
 def qkv_of(attn, x):
@@ -28,18 +28,6 @@ def qkv_of(attn, x):
     if getattr(attn, "q_bias", None) is not None:
         return F.linear(x, attn.qkv.weight, torch.cat((attn.q_bias, attn.k_bias, attn.v_bias)))
     return attn.qkv(x)
-
-
-def token_index(blk):
-    """Which token of the grid each key of each window is (-1: padding), [nW * n], as make_swin_windows.py has it."""
-    h, w = blk.input_resolution
-    wh, ww = blk.window_size
-    sh, sw = blk.shift_size
-    grid = torch.arange(h * w, dtype=torch.float64).view(1, h, w, 1)
-    if sh or sw:
-        grid = torch.roll(grid, shifts=(-sh, -sw), dims=(1, 2))
-    grid = F.pad(grid, (0, 0, 0, (ww - w % ww) % ww, 0, (wh - h % wh) % wh), value=-1.0)
-    return window_partition(grid, (wh, ww)).reshape(-1).long(), h * w
 
 
 def main():
@@ -62,7 +50,8 @@ def main():
             for l, (blk, (attn, xw)) in enumerate(zip(blocks, windows), start=1):
                 qkv = qkv_of(attn, xw)  # [nW, n, 3C]
                 c = qkv.shape[-1] // 3
-                index, tokens = token_index(blk)
+                index = window_tokens(blk, torch.float64).reshape(-1).long()
+                tokens = blk.input_resolution[0] * blk.input_resolution[1]
                 rows = qkv.reshape(-1, 3 * c)
                 keep = index >= 0
                 out = torch.zeros(2, tokens, c, dtype=torch.float64)

@@ -20,6 +20,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_swin import OUT, TIMM  # noqa: E402
 
 
+def window_tokens(blk, dtype=torch.float32):
+    """Which token of block `blk`'s grid each key of each window is, -1 for the padding: [nW, wh * ww], placed as timm's
+    SwinTransformerBlock places them (its roll by shift_size, padding at the bottom and right, window_partition)."""
+    h, w = blk.input_resolution
+    wh, ww = blk.window_size
+    sh, sw = blk.shift_size
+    grid = torch.arange(h * w, dtype=dtype).view(1, h, w, 1)
+    if sh or sw:
+        grid = torch.roll(grid, shifts=(-sh, -sw), dims=(1, 2))
+    grid = F.pad(grid, (0, 0, 0, (ww - w % ww) % ww, 0, (wh - h % wh) % wh), value=-1.0)
+    return window_partition(grid, (wh, ww)).reshape(-1, wh * ww)
+
+
 def main():
     for folder in ("timm_swin", "timm_swin_pad"):
         name, kwargs = TIMM[folder]
@@ -28,14 +41,7 @@ def main():
         for stage in model.layers:
             for blk in stage.blocks:
                 l += 1
-                h, w = blk.input_resolution
-                wh, ww = blk.window_size
-                sh, sw = blk.shift_size
-                grid = torch.arange(h * w, dtype=torch.float32).view(1, h, w, 1)
-                if sh or sw:
-                    grid = torch.roll(grid, shifts=(-sh, -sw), dims=(1, 2))
-                grid = F.pad(grid, (0, 0, 0, (ww - w % ww) % ww, 0, (wh - h % wh) % wh), value=-1.0)
-                windows = window_partition(grid, (wh, ww)).reshape(-1, wh * ww)
+                windows = window_tokens(blk)
                 np.save(os.path.join(OUT, folder, "window_tokens_L%d.npy" % l), windows.numpy().astype(np.float32))
         print(folder, l, "blocks")
 
