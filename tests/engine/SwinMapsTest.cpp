@@ -19,17 +19,6 @@ using namespace attnscope::test;
 
 namespace {
 
-std::string swinDir(const char* folder) { return std::string(ATTNSCOPE_TEST_SOURCE_DIR "/golden/swin/") + folder; }
-
-std::shared_ptr<const Model> loadSwin(const std::string& path)
-{
-    LoadOptions options;
-    options.acceptHierarchical = true;
-    auto model = Model::load(path, options);
-    EXPECT_TRUE(model.ok()) << model.message();
-    return model.ok() ? *model : nullptr;
-}
-
 Trace mapsOf(const Model& model, const std::string& dir)
 {
     RunOptions options;

@@ -19,17 +19,6 @@ using namespace attnscope::test;
 
 namespace {
 
-std::string swinDir(const std::string& folder) { return std::string(ATTNSCOPE_TEST_SOURCE_DIR "/golden/swin/") + folder; }
-
-std::shared_ptr<const Model> loadSwin(const std::string& path)
-{
-    LoadOptions options;
-    options.acceptHierarchical = true;
-    auto model = Model::load(path, options);
-    EXPECT_TRUE(model.ok()) << model.message();
-    return model.ok() ? *model : nullptr;
-}
-
 Tensor firstInput(const std::string& dir)
 {
     const Tensor x = loadNpy(dir + "/input.npy");

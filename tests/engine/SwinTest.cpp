@@ -22,13 +22,6 @@ namespace {
 
 std::string swinDir() { return ATTNSCOPE_TEST_SOURCE_DIR "/golden/swin"; }
 
-Result<std::shared_ptr<const Model>> loadSwin(const std::string& path)
-{
-LoadOptions options;
-options.acceptHierarchical = true;
-return Model::load(path, options);
-}
-
 void expectSwinReferenceNumbers(const Model& model, const std::string& dir)
 {
 RunOptions options;
@@ -62,14 +55,14 @@ TEST(Swin, TimmAndHuggingFaceSwinsGiveTheirOwnCodesNumbers)
         SCOPED_TRACE(c.folder);
         const std::string dir = swinDir() + "/" + c.folder;
         auto model = loadSwin(dir);
-        ASSERT_TRUE(model.ok()) << model.message();
-        const ModelInfo& info = (*model)->info();
+        ASSERT_TRUE(model);
+        const ModelInfo& info = model->info();
         EXPECT_EQ(info.config.hierarchy, c.hierarchy);
         EXPECT_EQ(info.family, c.hierarchy == Hierarchy::Swin ? "swin" : "swinv2");
         EXPECT_EQ(info.naming, c.naming);
         EXPECT_EQ(info.config.numClasses, 5);
         EXPECT_EQ(info.config.numPrefixTokens(), 0);
-        expectSwinReferenceNumbers(**model, dir);
+        expectSwinReferenceNumbers(*model, dir);
     }
 }
 
@@ -87,13 +80,13 @@ TEST(Swin, TwoThreadsGiveTimmsNumbers)
     for (const char* folder : { "timm_swin", "timm_swinv2" }) {
         SCOPED_TRACE(folder);
         auto model = loadSwin(swinDir() + "/" + folder);
-        ASSERT_TRUE(model) << model.message();
+        ASSERT_TRUE(model);
         const Tensor input = loadNpy(swinDir() + "/" + folder + "/input.npy");
-        auto one = (*model)->run(input);
+        auto one = model->run(input);
         ASSERT_TRUE(one) << one.message();
         Threads two;
-        expectSwinReferenceNumbers(**model, swinDir() + "/" + folder);
-        auto both = (*model)->run(input);
+        expectSwinReferenceNumbers(*model, swinDir() + "/" + folder);
+        auto both = model->run(input);
         ASSERT_TRUE(both) << both.message();
         EXPECT_TRUE(closeTo(both->logits, one->logits, 1e-5));
     }
@@ -102,8 +95,8 @@ TEST(Swin, TwoThreadsGiveTimmsNumbers)
 TEST(Swin, BlocksHaveTheirStagesGridWindowAndShift)
 {
     auto model = loadSwin(swinDir() + "/timm_swin");
-    ASSERT_TRUE(model.ok()) << model.message();
-    const auto blocks = windowBlocks((*model)->config());
+    ASSERT_TRUE(model);
+    const auto blocks = windowBlocks(model->config());
     ASSERT_EQ(blocks.size(), 6u);
     const int grids[] = { 16, 16, 8, 8, 4, 4 }, shifts[] = { 0, 2, 0, 2, 0, 0 }, windows[] = { 16, 16, 4, 4, 1, 1 };
     for (size_t i = 0; i < 6; ++i) {
@@ -113,11 +106,11 @@ TEST(Swin, BlocksHaveTheirStagesGridWindowAndShift)
         EXPECT_EQ(blocks[i].windowArea(), 16) << i;
         EXPECT_EQ(blocks[i].heads, 2 << (i / 2)) << i;
     }
-    const ModelInfo& info = (*model)->info();
+    const ModelInfo& info = model->info();
     EXPECT_NE(
         std::find(info.inferred.begin(), info.inferred.end(), "windows 4, 4, 4: config.json model_args.window_size"),
         info.inferred.end());
-    auto other = (*model)->withInputSize(96, 96);
+    auto other = model->withInputSize(96, 96);
     ASSERT_FALSE(other.ok());
     EXPECT_CONTAINS(other.message(), "a Swin runs at its input size 64x64 only");
 }
@@ -203,7 +196,7 @@ TEST_F(Families, SwinsThatCannotBeRunAsTheySayAreRefused)
 TEST_F(Families, ASwinsHeadsAblateAsTheirProjectionColumnsZeroed)
 {
     auto model = loadSwin(swinDir() + "/timm_swin");
-    ASSERT_TRUE(model.ok()) << model.message();
+    ASSERT_TRUE(model);
     const Tensor input = loadNpy(swinDir() + "/timm_swin/input.npy");
     // block 3 is stage 2's first: 4 heads of width 8 over 32 channels; head 2 is columns 16..23 of its projection
     TensorMap tensors = readSafetensors(swinDir() + "/timm_swin/model.safetensors").tensors;
@@ -214,14 +207,14 @@ TEST_F(Families, ASwinsHeadsAblateAsTheirProjectionColumnsZeroed)
     writeSafetensors((m_dir / "model.safetensors").string(), tensors);
     writeBytes(m_dir / "config.json", readBytes(swinDir() + "/timm_swin/config.json"));
     auto edited = loadSwin(m_dir.string());
-    ASSERT_TRUE(edited.ok()) << edited.message();
-    auto expected = (*edited)->run(input, {});
+    ASSERT_TRUE(edited);
+    auto expected = edited->run(input, {});
     ASSERT_TRUE(expected.ok()) << expected.message();
     for (AblationMode mode : { AblationMode::Zero, AblationMode::Mean }) {
         RunOptions ablated;
         ablated.ablatedHeads = { { 3, 2 } };
         ablated.ablation = mode;
-        auto traces = (*model)->runBatch({ input }, ablated);
+        auto traces = model->runBatch({ input }, ablated);
         ASSERT_TRUE(traces.ok()) << traces.message();
         if (mode == AblationMode::Zero)
             EXPECT_TRUE(closeTo(traces->front().logits, expected->logits, 1e-5)) << "zero ablation";
@@ -229,13 +222,13 @@ TEST_F(Families, ASwinsHeadsAblateAsTheirProjectionColumnsZeroed)
             EXPECT_FALSE(closeTo(traces->front().logits, expected->logits, 1e-3)) << "the mean is not zero";
     }
     // every head of every block, each block's own count: 2 + 2 + 4 + 4 + 8 + 8
-    auto all = headAblation(**model, input, AblationMode::Zero, {});
+    auto all = headAblation(*model, input, AblationMode::Zero, {});
     ASSERT_TRUE(all.ok()) << all.message();
     EXPECT_EQ(all->heads.size(), 28u);
     EXPECT_EQ(all->heads[4].layer, 3);
     EXPECT_EQ(all->heads[6].head, 2);
     // a head stage 1 has not: refused in one line
-    auto outside = headAblation(**model, input, AblationMode::Zero, {}, 0, { { 1, 2 } });
+    auto outside = headAblation(*model, input, AblationMode::Zero, {}, 0, { { 1, 2 } });
     ASSERT_FALSE(outside.ok());
     EXPECT_CONTAINS(outside.message(), "head ablation: layer 1 head 2 is outside the model's layers 1..6 and heads 0..1");
 }

@@ -21,6 +21,18 @@
 namespace attnscope::test {
 
 inline std::string goldenDir() { return ATTNSCOPE_TEST_SOURCE_DIR "/golden/fixtures"; }
+
+// A Swin test fixture (tests/golden/swin/FOLDER, tests/golden/make_swin.py), loaded as the programs that read its
+// per-window traces load it (LoadOptions::acceptHierarchical); null, with the failure said, when it does not load.
+inline std::string swinDir(const std::string& folder) { return std::string(ATTNSCOPE_TEST_SOURCE_DIR "/golden/swin/") + folder; }
+inline std::shared_ptr<const Model> loadSwin(const std::string& path)
+{
+    LoadOptions options;
+    options.acceptHierarchical = true;
+    auto model = Model::load(path, options);
+    EXPECT_TRUE(model.ok()) << model.message();
+    return model.ok() ? *model : nullptr;
+}
 inline std::string testDataDir() { return ATTNSCOPE_TEST_SOURCE_DIR "/engine/data"; }
 // ../shared beside the checkout (or $ATTNSCOPE_SHARED_DIR): third-party models and data, never copied in.
 inline std::string sharedDir()
